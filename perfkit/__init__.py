@@ -1,0 +1,35 @@
+"""perfkit: performance profiling and diagnostics for GPU-batched RL environments.
+
+Public API (DESIGN.md): ``segment``, ``step``, ``budget``, ``hot``, ``Run``, ``BudgetExceeded``.
+Heavy modules (torch hooks) are imported on first use, so ``import perfkit`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from perfkit.record import Finding, RecordError, Run, SegmentStats
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "segment": "perfkit.segments",
+    "step": "perfkit.session",
+    "budget": "perfkit.analysis.budgets",
+    "BudgetExceeded": "perfkit.analysis.budgets",
+    "Session": "perfkit.session",
+}
+
+
+def hot(fn):
+    """Mark a function as a hot path for ``perfkit lint`` (it is returned unchanged)."""
+    return fn
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'perfkit' has no attribute {name!r}")
+
+
+__all__ = ["segment", "step", "budget", "hot", "Run", "BudgetExceeded", "Finding", "SegmentStats", "RecordError", "Session"]

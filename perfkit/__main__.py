@@ -1,0 +1,3 @@
+from perfkit.cli import main
+
+main(prog_name="perfkit")
