@@ -1,0 +1,77 @@
+"""What machine and software a run was measured on (the record's ``machine`` block)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import sys
+from functools import lru_cache
+from typing import Any
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def describe() -> dict[str, Any]:
+    """GPU, driver, CUDA and library versions; cheap after the first call. Never initializes CUDA
+    on a machine that has none."""
+    info: dict[str, Any] = {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "device": "cpu",
+        "torch": None,
+        "cuda": None,
+        "driver": None,
+        "warp": _version("warp-lang"),
+        "mujoco": _version("mujoco") or _version("mujoco-core"),
+        "mujoco_warp": _version("mujoco-warp"),
+    }
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch  # noqa: F811
+        except ImportError:
+            return info
+    info["torch"] = torch.__version__.split("+")[0]
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        info["device"] = props.name
+        info["gpu_memory_bytes"] = int(props.total_memory)
+        info["cuda"] = torch.version.cuda
+        info["driver"] = _driver_version()
+    return info
+
+
+def _driver_version() -> str | None:
+    try:
+        import pynvml  # type: ignore
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        return v.decode() if isinstance(v, bytes) else v
+    except Exception:
+        pass
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            first = f.readline()
+        for tok in first.split():
+            if tok.count(".") >= 1 and tok.replace(".", "").isdigit():
+                return tok
+    except OSError:
+        pass
+    return None
+
+
+def key() -> str:
+    """Identifies a machine for caching its cost profile: device, driver and torch version."""
+    d = describe()
+    return f"{d['device']}|{d.get('driver')}|{d['torch']}".replace(" ", "_")
