@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The whole GPU check, in one script, for the lent H200 (see ../shared/device/README.md).
+#
+#   bash scripts/gpu-check.sh [STAGE...]       STAGE: setup tests profile env probes sweeps train (default: all)
+#
+# Run from the repository root on the GPU machine, after the wheels have been carried
+# (.gpu1/.gpu2 in two earlier calls; .gpu3 carried in this one). Each stage writes under
+# $OUT/<stage>/ and everything is packed into $OUT/gpu-results.tgz (the device tool returns at most
+# 8 files). Stages are independent: a failing one is reported and the next runs.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+OUT=${OUT:-/tmp/perfkit-gpu-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$root${PYTHONPATH:+:$PYTHONPATH}
+export PATH=/tmp/perfkit-bin:$PATH
+
+stage_setup() {
+  [ -f .gpu3/install-on-gpu.sh ] && bash .gpu3/install-on-gpu.sh
+  [ -d /tmp/site/warp ] || { echo "warp not installed: carry .gpu1, .gpu2, .gpu3 first"; return 1; }
+  # `perfkit` on PATH without installing (the machine has no network for build deps)
+  mkdir -p /tmp/perfkit-bin
+  printf '#!/bin/sh\nexec python3 -m perfkit "$@"\n' > /tmp/perfkit-bin/perfkit
+  chmod +x /tmp/perfkit-bin/perfkit
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  python3 - <<'PY'
+import torch, warp, mujoco, mujoco_warp
+print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())
+print("warp", warp.config.version, "mujoco", mujoco.__version__, "mujoco_warp", getattr(mujoco_warp, "__version__", "?"))
+PY
+}
+
+stage_tests() {
+  # -p perfkit.pytest_plugin: the pytest11 entry point is not registered without a pip install
+  python3 -m pytest -q -m gpu -p perfkit.pytest_plugin tests 2>&1 | tee "$OUT/tests/pytest-gpu.txt"
+}
+
+run_script() {  # run_script STAGE script.py [args...]
+  local stage=$1; shift
+  if [ -f "$1" ]; then
+    timeout "${STAGE_TIMEOUT:-540}" python3 "$@" --out "$OUT/$stage" 2>&1 | tee -a "$OUT/$stage/log.txt"
+  else
+    echo "skip: $1 not in this tree"
+  fi
+}
+
+stage_profile() { run_script profile scripts/gpu/profile_check.py; }
+stage_env()     { run_script env scripts/gpu/env_bench.py; }
+stage_train()   { run_script train scripts/gpu/train_curve.py; }
+stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
+stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py; }
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(setup tests profile env train probes sweeps)
+status=0
+for s in "${stages[@]}"; do
+  mkdir -p "$OUT/$s"
+  echo "=== stage $s ($(date +%T))"
+  t0=$(date +%s)
+  if ! "stage_$s"; then echo "!!! stage $s failed"; status=1; fi
+  echo "=== stage $s took $(( $(date +%s) - t0 )) s"
+done
+(cd "$OUT" && tar czf gpu-results.tgz --exclude=gpu-results.tgz . ) && ls -la "$OUT"
+exit $status
