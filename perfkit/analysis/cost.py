@@ -1,0 +1,256 @@
+"""The cost model: what each finding costs per step, and the SPS a fix would buy.
+
+Prices come from a machine cost profile (:mod:`perfkit.costs_profile`): this machine's cached one, or
+the labelled H200 reference. The model, per finding kind (all costs per call, times ``per_step``):
+
+* **sync** — ``round_trip + drain + extra``.
+  ``round_trip`` is the idle-queue sync (``sync_idle_ms``) when the queue is empty and what a sync
+  adds behind queued work (``sync_queued_extra_ms``) when it is full, mixed by ``p_full``, the
+  probability the queue is full at that point. ``drain`` is the queued GPU work the host waits for
+  and then cannot overlap: ``p_full * G / k`` — the run's GPU time per step ``G`` (the sum of the
+  per-segment GPU times) shared among its ``k`` syncs per step, so all syncs together can never
+  drain more than one step of GPU work. ``p_full`` is the GPU's busy fraction ``G / step_ms``, or
+  what the profiling session measured at that site (``run.extra["sync_queue"][site]["full_fraction"]``);
+  a measured mean blocked time per call (``...["wait_ms"]``) replaces ``round_trip + drain``.
+  Without GPU timing (a CPU-only run, would-sync-on-GPU findings) the price is the round trip alone.
+  ``extra``: ``print`` formats the tensor (``tensor_repr_ms``); ``.cpu()``/``.numpy()``/``.tolist()``
+  copy device->host (``d2h_latency_ms`` + bytes / ``d2h_gbps``); a blocking host->device copy
+  (``torch.tensor(list, device=...)``, indexing with a Python list) copies the other way.
+* **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``, or
+  ``alloc_cpu_ms`` on a CPU-only profile).
+* **loop** — ``per_step`` counts loop-body iterations per step; each costs ``ops * launch_torch_ms``
+  when the session counted the torch ops per iteration (``run.extra["loop_ops"][site]``), else one
+  probed per-env iteration of three small ops (``pyloop_iteration_ms``).
+* **stream** — a race, not a cost: left unpriced.
+
+What if: the step time after fixing a set of findings is ``max(step_ms - sum(est), floor)`` with
+``floor`` the run's GPU time per step (the GPU work stays) — and never below ``MIN_STEP_FRACTION`` of
+the measured step — and SPS scales as ``step_ms / step_ms_after``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from perfkit.costs_profile import ProfileError, load_profile, reference_profile, save_profile  # noqa: F401
+from perfkit.record import Finding, Run
+
+MODEL = "perfkit.cost/1"
+TOP_N = 5
+MIN_STEP_FRACTION = 0.02  # no prediction from pricing alone claims more than a 50x speed-up
+
+_D2H_OPS = (".cpu", ".numpy", ".tolist", "to(cpu", "to('cpu", 'to("cpu', "device->host", "d2h")
+_H2D_OPS = ("torch.tensor", "torch.as_tensor", "list index", "index with a list", "indexing with a list",
+            "[list]", "host->device", "h2d", "list-indexed", "list_gather")
+
+
+class _Prices:
+    """Costs by name from the machine profile, falling back to the reference; remembers what it used."""
+
+    def __init__(self, profile: dict[str, Any], reference: dict[str, Any] | None):
+        self.profile = profile
+        self.reference = reference
+        self.used: dict[str, dict[str, Any]] = {}
+
+    def get(self, name: str, default: float | None = None) -> float | None:
+        v = self.first(name)
+        return default if v is None else v
+
+    def first(self, *names: str) -> float | None:
+        """The first of ``names`` this machine's profile has, else the first the reference has."""
+        for doc in (self.profile, self.reference):
+            if doc is None:
+                continue
+            for name in names:
+                if name in doc.get("costs", {}):
+                    value = float(doc["costs"][name])
+                    self.used[name] = {"value": value, "source": doc.get("source", "?"),
+                                       "metric": doc.get("cost_sources", {}).get(name)}
+                    return value
+        return None
+
+
+@dataclass
+class _RunContext:
+    step_ms: float | None
+    gpu_ms: float | None  # GPU time per step, all segments
+    syncs_per_step: float
+    busy: float  # fraction of the step the GPU is busy (0 without GPU timing)
+
+    @classmethod
+    def of(cls, run: Run) -> "_RunContext":
+        step = step_ms_of(run)
+        gpu_parts = [s.gpu_ms_per_step for s in run.segments.values() if s.gpu_ms_per_step is not None]
+        gpu = float(sum(gpu_parts)) if gpu_parts else None
+        syncs = sum(f.per_step for f in run.findings if f.kind == "sync")
+        busy = min(1.0, gpu / step) if (gpu is not None and step) else 0.0
+        return cls(step, gpu, syncs, busy)
+
+
+def step_ms_of(run: Run) -> float | None:
+    """The run's typical step time: p50, else mean, else wall time over steps."""
+    for k in ("p50", "mean"):
+        v = (run.step_ms or {}).get(k)
+        if v:
+            return float(v)
+    if run.steps and run.wall_s:
+        return run.wall_s * 1000.0 / run.steps
+    return None
+
+
+def _bytes_per_call(f: Finding) -> float:
+    if f.bytes and f.count:
+        return f.bytes / f.count
+    return 4.0  # a scalar
+
+
+def _copy_ms(prices: _Prices, direction: str, nbytes: float) -> float | None:
+    lat = prices.get(f"{direction}_latency_ms")
+    if lat is None:
+        return None
+    bw = prices.get(f"{direction}_gbps")
+    return lat + (nbytes / (bw * 1e9) * 1e3 if bw else 0.0)
+
+
+def _sync_site_info(run: Run, f: Finding) -> dict[str, Any]:
+    info = (run.extra.get("sync_queue") or {}).get(f.site)
+    return info if isinstance(info, dict) else {}
+
+
+def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None = None) -> tuple[float | None, str]:
+    """``(est_ms_per_step, how)`` for one finding; ``None`` with the reason when it cannot be priced."""
+    ctx = ctx or _RunContext.of(run)
+    op = (f.op or "").lower()
+    if f.kind == "stream":
+        return None, "a stream hazard is a race, not a cost"
+    if f.kind == "sync":
+        idle = prices.get("sync_idle_ms")
+        if idle is None:
+            return None, "no sync round-trip cost in the profile"
+        info = _sync_site_info(run, f)
+        if isinstance(info.get("wait_ms"), (int, float)):
+            per_call, how = float(info["wait_ms"]), "measured blocked time at this site"
+        else:
+            p_full = info.get("full_fraction")
+            p_full = float(p_full) if isinstance(p_full, (int, float)) else ctx.busy
+            queued = prices.get("sync_queued_extra_ms", idle)
+            round_trip = p_full * queued + (1.0 - p_full) * idle
+            drain = p_full * ctx.gpu_ms / max(ctx.syncs_per_step, 1.0) if ctx.gpu_ms else 0.0
+            per_call = round_trip + drain
+            how = f"round trip {round_trip * 1e3:.1f} us + drain {drain * 1e3:.1f} us (queue full {p_full:.0%})"
+        extra = 0.0
+        if "print" in op:
+            repr_ms = prices.get("tensor_repr_ms")
+            if repr_ms:
+                extra += repr_ms
+                how += " + tensor repr"
+        if any(k in op for k in _D2H_OPS):
+            c = _copy_ms(prices, "d2h", _bytes_per_call(f))
+            if c:
+                extra += c
+                how += " + D2H copy"
+        elif any(k in op for k in _H2D_OPS):
+            c = _copy_ms(prices, "h2d", _bytes_per_call(f))
+            if c:
+                extra += c
+                how += " + H2D copy"
+        return f.per_step * (per_call + extra), how
+    if f.kind == "alloc":
+        cost = prices.first("alloc_cached_ms", "alloc_cpu_ms")
+        if cost is None:
+            return None, "no allocation cost in the profile"
+        return f.per_step * cost, "caching-allocator round trip per new tensor"
+    if f.kind == "loop":
+        ops = (run.extra.get("loop_ops") or {}).get(f.site)
+        launch = prices.get("launch_torch_ms")
+        if isinstance(ops, (int, float)) and ops > 0 and launch is not None:
+            return f.per_step * ops * launch, f"{ops:g} torch ops per iteration x launch cost"
+        it = prices.get("pyloop_iteration_ms")
+        if it is None:
+            return None, "no per-env loop cost in the profile"
+        return f.per_step * it, "probed per-env loop iteration (3 small ops)"
+    return None, f"unknown finding kind {f.kind!r}"
+
+
+def _profile_for(profile: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    if profile is None:
+        profile = load_profile()
+    reference = reference_profile()
+    if profile.get("source") == reference.get("source"):
+        reference = None
+    return profile, reference
+
+
+def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
+    """Set every finding's ``est_ms_per_step`` and store ``run.extra["what_if"]`` and
+    ``run.extra["pricing"]``. Returns ``run`` (annotated in place).
+
+    ``profile=None`` prices with this machine's cached profile if there is one, else the reference;
+    costs a machine profile lacks (a CPU-only machine has no sync round trip) come from the reference,
+    and ``pricing["costs"]`` names the source of every number used.
+    """
+    profile, reference = _profile_for(profile)
+    prices = _Prices(profile, reference)
+    ctx = _RunContext.of(run)
+    unpriced = {}
+    for f in run.findings:
+        est, how = price_finding(f, run, prices, ctx)
+        f.est_ms_per_step = est
+        if est is None:
+            unpriced[f"{f.site} {f.op}"] = how
+    run.extra["pricing"] = {
+        "model": MODEL,
+        "profile": profile.get("source"),
+        "profile_key": profile.get("key"),
+        "profile_created": profile.get("created"),
+        "reference": reference.get("source") if reference else None,
+        "costs": prices.used,
+        "unpriced": unpriced,
+        "step_ms": ctx.step_ms,
+        "gpu_ms_per_step": ctx.gpu_ms,
+        "gpu_busy_fraction": round(ctx.busy, 4),
+    }
+    run.extra["what_if"] = what_if(run)
+    return run
+
+
+def sps_of(run: Run) -> float | None:
+    if run.sps:
+        return float(run.sps)
+    step = step_ms_of(run)
+    if step and run.num_envs:
+        return run.num_envs * 1000.0 / step
+    return None
+
+
+def predict(run: Run, fixed: Iterable[Finding] | None = None, saved_ms: float | None = None) -> dict[str, Any]:
+    """Predicted step time and SPS after fixing ``fixed`` (priced findings) or saving ``saved_ms`` per step."""
+    ctx = _RunContext.of(run)
+    step = ctx.step_ms
+    sps = sps_of(run)
+    if saved_ms is None:
+        saved_ms = sum(f.est_ms_per_step or 0.0 for f in (fixed or []))
+    if not step:
+        return {"step_ms": None, "saved_ms": saved_ms, "step_ms_after": None, "sps": sps, "sps_after": None,
+                "gain": None}
+    floor = max(ctx.gpu_ms or 0.0, MIN_STEP_FRACTION * step)
+    after = max(step - saved_ms, floor)
+    sps_after = sps * step / after if sps else None
+    return {"step_ms": step, "saved_ms": saved_ms, "floor_ms": floor, "step_ms_after": after, "sps": sps,
+            "sps_after": sps_after, "gain": step / after - 1.0}
+
+
+def what_if(run: Run, top_n: int = TOP_N) -> dict[str, Any]:
+    """Predicted SPS after fixing the ``top_n`` costliest priced findings, and per finding if only it were."""
+    priced = sorted((f for f in run.findings if f.est_ms_per_step is not None),
+                    key=lambda f: f.est_ms_per_step, reverse=True)
+    top = priced[:top_n]
+    overall = predict(run, top)
+    per_finding = []
+    for f in priced:
+        p = predict(run, [f])
+        per_finding.append({"site": f.site, "kind": f.kind, "op": f.op, "segment": f.segment,
+                            "est_ms_per_step": f.est_ms_per_step, "sps_if_fixed": p["sps_after"],
+                            "gain": p["gain"]})
+    return {"top_n": top_n, "fixed": [f"{f.site} {f.op}" for f in top], **overall, "per_finding": per_finding}

@@ -1,0 +1,176 @@
+"""The cost model: deterministic runs and profiles in, expected estimates out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perfkit.analysis.cost import MIN_STEP_FRACTION, ProfileError, load_profile, predict, price_run, save_profile
+from perfkit.costs_profile import SCHEMA, build_profile, reference_profile
+from perfkit.record import Finding, Run, SegmentStats
+
+GPU_PROFILE = {
+    "schema": SCHEMA, "key": "test-gpu", "source": "test GPU profile", "probes": {},
+    "costs": {
+        "sync_idle_ms": 0.030, "sync_queued_extra_ms": 0.010, "tensor_repr_ms": 0.200,
+        "d2h_latency_ms": 0.015, "d2h_gbps": 10.0, "h2d_latency_ms": 0.020, "h2d_gbps": 5.0,
+        "alloc_cached_ms": 0.004, "launch_torch_ms": 0.005, "pyloop_iteration_ms": 0.020,
+    },
+}
+
+
+def run_of(*findings, step_ms=10.0, gpu=None, num_envs=1000, sps=None, extra=None):
+    segs = {"physics": SegmentStats(gpu_ms_per_step=gpu)} if gpu is not None else {"physics": SegmentStats()}
+    return Run(steps=100, num_envs=num_envs, wall_s=step_ms / 10, step_ms={"p50": step_ms},
+               sps=sps if sps is not None else num_envs * 1000.0 / step_ms, segments=segs,
+               findings=list(findings), extra=dict(extra or {}))
+
+
+def sync(op=".item()", per_step=1.0, line=1, **kw):
+    return Finding("sync", op, "train.py", line, per_step=per_step, count=int(per_step * 100), **kw)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFKIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_sync_without_gpu_timing_costs_the_round_trip():
+    run = price_run(run_of(sync(per_step=2.0)), GPU_PROFILE)
+    assert run.findings[0].est_ms_per_step == pytest.approx(2 * 0.030)
+
+
+def test_sync_behind_a_busy_queue_pays_the_drain():
+    # GPU busy 4 of 10 ms; two syncs per step share the drainable 4 ms of GPU work
+    run = price_run(run_of(sync(per_step=1.0, line=1), sync(per_step=1.0, line=2), gpu=4.0), GPU_PROFILE)
+    busy = 0.4
+    per_call = busy * 0.010 + (1 - busy) * 0.030 + busy * 4.0 / 2
+    assert [f.est_ms_per_step for f in run.findings] == pytest.approx([per_call, per_call])
+    assert run.extra["pricing"]["gpu_busy_fraction"] == pytest.approx(0.4)
+
+
+def test_all_syncs_together_never_drain_more_than_a_step_of_gpu_work():
+    findings = [sync(per_step=5.0, line=i) for i in range(4)]  # 20 syncs per step
+    run = price_run(run_of(*findings, step_ms=10.0, gpu=9.0), GPU_PROFILE)
+    total = sum(f.est_ms_per_step for f in run.findings)
+    assert total == pytest.approx(20 * (0.9 * 0.010 + 0.1 * 0.030) + 0.9 * 9.0)
+
+
+def test_session_measurements_at_a_site_override_the_estimate():
+    f_full, f_wait = sync(line=1), sync(line=2, per_step=3.0)
+    extra = {"sync_queue": {"train.py:1": {"full_fraction": 1.0}, "train.py:2": {"wait_ms": 0.5}}}
+    run = price_run(run_of(f_full, f_wait, gpu=2.0, extra=extra), GPU_PROFILE)
+    assert run.findings[0].est_ms_per_step == pytest.approx(0.010 + 2.0 / 4)  # 4 syncs per step
+    assert run.findings[1].est_ms_per_step == pytest.approx(3 * 0.5)
+
+
+def test_op_specific_extras():
+    findings = [
+        sync("print(tensor)", line=1),
+        sync(".cpu().numpy()", line=2, bytes=100 * 40_000_000),  # 40 MB per call
+        sync("torch.tensor(list, device='cuda')", line=3),
+    ]
+    run = price_run(run_of(*findings), GPU_PROFILE)
+    est = [f.est_ms_per_step for f in run.findings]
+    assert est[0] == pytest.approx(0.030 + 0.200)
+    assert est[1] == pytest.approx(0.030 + 0.015 + 40e6 / 10e9 * 1e3)  # + 4 ms of copying
+    assert est[2] == pytest.approx(0.030 + 0.020 + 4 / 5e9 * 1e3)
+
+
+def test_alloc_loop_and_stream():
+    findings = [
+        Finding("alloc", "torch.zeros", "train.py", 5, per_step=10.0),
+        Finding("loop", "for-loop over envs", "train.py", 6, per_step=1000.0),
+        Finding("loop", "for-loop over envs", "train.py", 9, per_step=500.0),
+        Finding("stream", "wp.launch on another stream", "train.py", 7, per_step=1.0),
+    ]
+    run = price_run(run_of(*findings, extra={"loop_ops": {"train.py:9": 4}}), GPU_PROFILE)
+    est = [f.est_ms_per_step for f in run.findings]
+    assert est[0] == pytest.approx(10 * 0.004)
+    assert est[1] == pytest.approx(1000 * 0.020)  # probed per-env iteration
+    assert est[2] == pytest.approx(500 * 4 * 0.005)  # counted ops x launch
+    assert est[3] is None
+    assert "race" in run.extra["pricing"]["unpriced"]["train.py:7 wp.launch on another stream"]
+
+
+def test_what_if_is_floored_at_the_gpu_time_and_ranks_findings():
+    findings = [sync(per_step=1.0, line=1), Finding("loop", "for", "train.py", 2, per_step=300.0)]
+    run = price_run(run_of(*findings, step_ms=10.0, gpu=2.0, num_envs=1000), GPU_PROFILE)
+    wi = run.extra["what_if"]
+    loop_ms = 300 * 0.020
+    sync_ms = run.findings[0].est_ms_per_step
+    assert wi["per_finding"][0]["site"] == "train.py:2" and wi["per_finding"][0]["est_ms_per_step"] == pytest.approx(loop_ms)
+    assert wi["per_finding"][0]["sps_if_fixed"] == pytest.approx(1000 * 1000 / (10 - loop_ms))
+    assert wi["per_finding"][1]["sps_if_fixed"] == pytest.approx(1000 * 1000 / (10 - sync_ms))
+    assert wi["step_ms_after"] == pytest.approx(max(10 - loop_ms - sync_ms, 2.0))
+    assert wi["fixed"] == ["train.py:2 for", "train.py:1 .item()"]
+    # savings beyond the GPU time are not promised
+    p = predict(run, saved_ms=50.0)
+    assert p["step_ms_after"] == pytest.approx(2.0) and p["sps_after"] == pytest.approx(500_000)
+    # without GPU timing the floor is a fraction of the step
+    bare = price_run(run_of(Finding("loop", "for", "t.py", 1, per_step=10_000.0)), GPU_PROFILE)
+    assert bare.extra["what_if"]["step_ms_after"] == pytest.approx(10 * MIN_STEP_FRACTION)
+
+
+def test_missing_costs_leave_findings_unpriced_and_say_why():
+    prof = {"schema": SCHEMA, "key": "k", "source": "sparse", "costs": {"sync_idle_ms": 0.05}}
+    run = price_run(run_of(Finding("alloc", "torch.empty", "a.py", 1, per_step=1.0)), prof)
+    # the reference fills what the machine profile lacks only where it has the number
+    ref = reference_profile()
+    if "alloc_cached_ms" in ref["costs"]:
+        assert run.findings[0].est_ms_per_step == pytest.approx(ref["costs"]["alloc_cached_ms"])
+    else:
+        assert run.findings[0].est_ms_per_step is None
+        assert run.extra["pricing"]["unpriced"] == {"a.py:1 torch.empty": "no allocation cost in the profile"}
+
+
+def test_cpu_machine_profile_borrows_sync_costs_from_the_labelled_reference():
+    cpu_profile = build_profile({"allocator": {"status": "partial", "cpu_empty_us": 2.0},
+                                 "pyloop": {"status": "ok", "per_env_iteration_us": 25.0, "per_op_us": 8.0}})
+    f = sync(per_step=1.0, would_sync_on_gpu=True)
+    a = Finding("alloc", "torch.zeros", "train.py", 3, per_step=2.0)
+    run = price_run(run_of(f, a), cpu_profile)
+    ref = reference_profile()
+    assert f.est_ms_per_step == pytest.approx(ref["costs"]["sync_idle_ms"])
+    costs = run.extra["pricing"]["costs"]
+    assert costs["sync_idle_ms"]["source"].startswith("reference:")
+    # an allocation on this CPU machine is priced with this machine's own number
+    assert a.est_ms_per_step == pytest.approx(2 * 0.002)
+    assert costs["alloc_cpu_ms"]["source"] == cpu_profile["source"]
+
+
+def test_default_profile_is_the_machine_cache_else_the_reference(tmp_path):
+    run = price_run(run_of(sync()))
+    assert run.extra["pricing"]["profile"].startswith("reference:")
+    assert "H200" in run.extra["pricing"]["profile"]
+    from perfkit.machine import key
+
+    mine = dict(GPU_PROFILE, key=key(), source="measured here")
+    save_profile(mine)  # into this machine's cache slot
+    run = price_run(run_of(sync()))
+    assert run.extra["pricing"]["profile"] == "measured here"
+    assert run.findings[0].est_ms_per_step == pytest.approx(0.030)
+
+
+def test_priced_run_round_trips_through_json(tmp_path):
+    run = price_run(run_of(sync(per_step=2.0), gpu=1.0), GPU_PROFILE)
+    path = run.save(tmp_path / "run.json")
+    back = Run.load(path)
+    assert back.findings[0].est_ms_per_step == run.findings[0].est_ms_per_step
+    assert back.extra["what_if"]["sps_after"] == pytest.approx(run.extra["what_if"]["sps_after"])
+
+
+def test_load_profile_errors_name_the_file(tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"schema": "perfkit.run/1"}))
+    with pytest.raises(ProfileError, match="p.json: schema 'perfkit.run/1'"):
+        load_profile(bad)
+    bad.write_text("{")
+    with pytest.raises(ProfileError, match="not JSON"):
+        load_profile(bad)
+    with pytest.raises(ProfileError, match="no such machine profile"):
+        load_profile(tmp_path / "missing.json")
+    bad.write_text(json.dumps({"schema": SCHEMA, "costs": {"sync_idle_ms": "fast"}}))
+    with pytest.raises(ProfileError, match="costs"):
+        load_profile(bad)

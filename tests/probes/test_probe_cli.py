@@ -1,0 +1,76 @@
+"""``perfkit probe`` and the machine profile cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from perfkit.cli import main
+from perfkit.costs_profile import SCHEMA, cache_path, read_profile
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFKIT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_probe_quick_writes_a_valid_profile_then_hits_the_cache(tmp_path, cache):
+    out = tmp_path / "x.json"
+    r = CliRunner().invoke(main, ["probe", "--quick", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    prof = read_profile(out)
+    assert prof["schema"] == SCHEMA and prof["quick"] is True
+    assert set(prof["probes"]) == {"sync", "launch", "allocator", "copies", "markers", "interop", "pyloop"}
+    assert prof["costs"]["pyloop_iteration_ms"] > 0 and prof["cost_sources"]["pyloop_iteration_ms"] == \
+        "pyloop.per_env_iteration_us"
+    assert "pyloop" in r.output and "per_env_iteration_us" in r.output  # the table
+    cached = cache_path(prof["key"])
+    assert json.loads(cached.read_text())["costs"] == prof["costs"]
+
+    # second call: nothing re-measured, same numbers
+    r2 = CliRunner().invoke(main, ["probe", "--quick", "--only", "pyloop,markers", "-o", str(tmp_path / "y.json")])
+    assert r2.exit_code == 0, r2.output
+    assert "reused from cache: pyloop, markers" in r2.output
+    assert read_profile(tmp_path / "y.json")["probes"]["pyloop"] == prof["probes"]["pyloop"]
+
+
+def test_refresh_measures_again_and_full_replaces_quick(cache):
+    from perfkit.costs_profile import get_profile
+
+    prof, measured, reused = get_profile(quick=True, only=["markers"])
+    assert measured == ["markers"] and reused == []
+    prof2, measured, reused = get_profile(quick=True, only=["markers"])
+    assert measured == [] and reused == ["markers"] and prof2 == prof
+    _, measured, _ = get_profile(quick=True, only=["markers"], refresh=True)
+    assert measured == ["markers"]
+    # a full measurement is asked for: the cached quick one does not do
+    prof3, measured, _ = get_profile(quick=False, only=["markers"])
+    assert measured == ["markers"] and prof3["probes"]["markers"]["quick"] is False
+
+
+def test_unknown_probe_is_a_usage_error(cache):
+    r = CliRunner().invoke(main, ["probe", "--only", "sync,nope"])
+    assert r.exit_code == 2
+    assert "unknown probe 'nope'" in r.output
+    assert not cache.exists()  # nothing ran, nothing written
+
+
+def test_corrupt_cache_is_measured_over(cache):
+    from perfkit.costs_profile import get_profile
+
+    path = cache_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    prof, measured, _ = get_profile(quick=True, only=["markers"])
+    assert measured == ["markers"]
+    assert read_profile(path)["probes"]["markers"]["status"] in ("ok", "partial")
+
+
+def test_unwritable_output_is_a_clear_error(tmp_path, cache):
+    target = tmp_path / "dir"
+    target.mkdir()
+    r = CliRunner().invoke(main, ["probe", "--quick", "--only", "markers", "-o", str(target)])
+    assert r.exit_code == 2  # click refuses a directory for a file path
