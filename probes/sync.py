@@ -50,14 +50,14 @@ def measure(quick: bool = False) -> dict[str, Any]:
     buf = torch.zeros(1 << 16, device=dev)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     queues = []
-    for label, kernels in (("sleep_50us", None), ("100_small_kernels", 100)):
+    for label, kernels in (("spin_50k_cycles", None), ("100_small_kernels", 100)):
         samples = []
         for _ in range(reps + 1):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             start.record()
             if kernels is None:
-                torch.cuda._sleep(50_000)  # ~50 µs of spinning at ~1 GHz clocks; measured below anyway
+                torch.cuda._sleep(50_000)  # 50k cycles of spinning (~25-50 µs); its GPU time is measured
             else:
                 for _ in range(kernels):
                     buf.add_(1.0)

@@ -1,0 +1,91 @@
+"""The pure parts of scripts/gpu/probe_validate.py: finding attribution and the reports it writes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from perfkit.record import Finding, Run
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu" / "probe_validate.py"
+
+
+@pytest.fixture(scope="module")
+def pv():
+    spec = importlib.util.spec_from_file_location("probe_validate", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_planted_markers_on_lines_and_blocks(pv):
+    src = "\n".join([
+        "x = 1",
+        "loss.item()  # planted: item_log",
+        "# planted-begin: env_loop",
+        "for i in range(n):",
+        "    obs[i] = f(i)  # planted: fresh_tensors, list_gather",
+        "# planted-end: env_loop",
+        "y = 2",
+    ])
+    marks = pv.planted_lines(src)
+    assert marks[2] == {"item_log"}
+    assert marks[4] == {"env_loop"}
+    assert marks[5] == {"env_loop", "fresh_tensors", "list_gather"}
+    assert 1 not in marks and 7 not in marks
+
+
+def test_attribute_by_markers_only_takes_the_scripts_own_findings(pv, tmp_path):
+    script = tmp_path / "train_naive.py"
+    script.write_text("a\nb.item()  # planted: item_log\n")
+    mine = Finding("sync", ".item()", "examples/train_naive.py", 2, per_step=1.0)
+    other = Finding("sync", ".item()", "perfkit/envs/x.py", 2, per_step=1.0)
+    got = pv.attribute_by_markers(Run(findings=[mine, other]), script)
+    assert got == {"item_log": [(mine, 1.0)]}
+
+
+def test_attribute_by_diff_takes_what_a_fix_removes(pv):
+    item = Finding("sync", ".item()", "t.py", 10, per_step=1.0)
+    alloc = Finding("alloc", "torch.zeros", "t.py", 20, per_step=4.0)
+    base = Run(findings=[item, alloc])
+    fixed = {
+        "item_log": Run(findings=[Finding("alloc", "torch.zeros", "t.py", 20, per_step=4.0)]),
+        "fresh_tensors": Run(findings=[Finding("sync", ".item()", "t.py", 10, per_step=1.0),
+                                       Finding("alloc", "torch.zeros", "t.py", 20, per_step=1.0)]),
+        "print_tensor": Run(findings=[item, alloc]),
+    }
+    got = pv.attribute_by_diff(base, fixed)
+    assert got["item_log"] == [(item, 1.0)]
+    assert got["fresh_tensors"] == [(alloc, 0.75)]
+    assert "print_tensor" not in got
+
+
+def test_markdown_reports(pv, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFKIT_CACHE_DIR", str(tmp_path / "cache"))
+    from perfkit.costs_profile import build_profile
+
+    prof = build_profile({"pyloop": {"status": "ok", "per_env_iteration_us": 20.0, "per_op_us": 7.0, "seconds": 1}})
+    md = pv.profile_markdown(prof)
+    assert "| `pyloop_iteration_ms` | 20 µs | `pyloop.per_env_iteration_us` |" in md
+    v = {"num_envs": 256, "iterations": 3, "backend": None, "env": None, "attribution": "markers",
+         "baseline_sps_runs": [100.0, 102.0], "baseline_median_sps": 101.0, "baseline_noise": 0.02,
+         "step_ms_unprofiled": 2.5, "gpu_ms_per_step": 1.0, "pricing": {"profile": "p"},
+         "rows": [{"fix": "item_log", "predicted_gain": 0.10, "measured_gain": 0.12, "verdict": "within ±30%",
+                   "median_sps": 113.0, "findings": ["sync .item() t.py:1 x1/step share 1.00"]},
+                  {"fix": "env_loop", "predicted_gain": None, "measured_gain": 0.5, "verdict": "no findings attributed",
+                   "median_sps": 150.0, "findings": []}]}
+    md = pv.validation_markdown(v)
+    assert "| `item_log` | +10.0% | +12.0% | within ±30% | 113 |" in md
+    assert "| `env_loop` | — | +50.0% | no findings attributed | 150 | — |" in md
+    json.dumps(v)
+
+
+def test_missing_training_script_fails_loudly_after_the_profile(pv, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(pv, "run_probes", lambda out, quick: {"probes": {}})
+    rc = pv.main(["--out", str(tmp_path / "out"), "--script", str(tmp_path / "nope.py")])
+    assert rc == 1
+    assert "nope.py is not in this tree" in (tmp_path / "out" / "validation.md").read_text()
