@@ -1,0 +1,131 @@
+"""Allocation counting: which lines create new tensors, how many per step, and how many bytes.
+
+A ``TorchFunctionMode`` sees every torch call made from Python (factories, out-of-place ops, methods)
+and counts each result tensor whose storage is not one of its inputs' (so views, in-place ops,
+``out=`` calls and ``.contiguous()`` of a contiguous tensor are not allocations). A mode on every op
+costs far too much to leave on, so a :class:`perfkit.session.Session` turns it on for a few *sampled*
+steps and scales the counts to per step; :func:`perfkit.budget` turns it on for its whole block.
+
+On CUDA the caching allocator's own counter (``allocation.all.allocated`` of
+``torch.cuda.memory_stats()``) is read at the boundaries of the same sampled steps: the total number of
+device allocations per step, which the attributed sites should account for.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from perfkit.collectors import hub
+from perfkit.collectors.hub import emit, tls
+
+FIX = "preallocate the buffer once (in __init__) and write into it in place (out=, copy_, mul_, ...)"
+
+_op_names: dict[Any, str] = {}
+
+
+def op_name(func: Any) -> str:
+    n = _op_names.get(func)
+    if n is None:
+        name = getattr(func, "__name__", None) or repr(func)
+        qual = getattr(func, "__qualname__", "") or ""
+        mod = getattr(func, "__module__", None) or ""
+        if qual.startswith(("TensorBase.", "Tensor.")):
+            n = f"Tensor.{name}"
+        elif mod.startswith("torch.nn.functional"):
+            n = f"F.{name}"
+        elif mod.startswith("torch.") and mod not in ("torch.functional", "torch._C._VariableFunctions"):
+            n = f"{mod}.{name}"
+        else:
+            n = f"torch.{name}"
+        _op_names[func] = n
+    return n
+
+
+def _storage_ptr(t: Any) -> int:
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:  # sparse, meta, tensor subclasses without storage
+        return -1
+
+
+def _inputs(args: tuple, kwargs: dict, Tensor: type) -> set[int]:
+    ptrs: set[int] = set()
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor):
+            ptrs.add(_storage_ptr(a))
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor):
+                    ptrs.add(_storage_ptr(b))
+    return ptrs
+
+
+def _make_mode_class():
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    Tensor = torch.Tensor
+
+    class AllocMode(TorchFunctionMode):
+        """Counts new tensors per user line while active (see module doc)."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if tls.depth or not hub.sinks:
+                return out
+            name = getattr(func, "__name__", "")
+            if name == "__get__" or "out" in kwargs or (name.endswith("_") and not name.endswith("__")) or name.startswith("__i"):
+                return out
+            if isinstance(out, Tensor):
+                results = (out,)
+            elif isinstance(out, (tuple, list)):
+                results = tuple(o for o in out if isinstance(o, Tensor))
+                if not results:
+                    return out
+            else:
+                return out
+            seen = _inputs(args, kwargs, Tensor)
+            n = 0
+            nbytes = 0
+            for r in results:
+                p = _storage_ptr(r)
+                if p in seen and p not in (0, -1):
+                    continue
+                if p == -1 and r.layout is not torch.strided:
+                    continue
+                seen.add(p)
+                n += 1
+                nbytes += r.numel() * r.element_size()
+            if n:
+                tls.depth += 1
+                try:
+                    emit("alloc", op_name(func), sys._getframe(1), nbytes=nbytes, n=n)
+                finally:
+                    tls.depth -= 1
+            return out
+
+    return AllocMode
+
+
+_mode_cls = None
+
+
+def alloc_mode():
+    """A fresh allocation-counting mode (enter it with ``with`` or ``__enter__``/``__exit__``)."""
+    global _mode_cls
+    if _mode_cls is None:
+        _mode_cls = _make_mode_class()
+    return _mode_cls()
+
+
+def cuda_alloc_counter() -> int | None:
+    """The CUDA caching allocator's count of allocation requests so far (None without CUDA)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    try:
+        return int(torch.cuda.memory_stats().get("allocation.all.allocated", 0))
+    except Exception:
+        return None

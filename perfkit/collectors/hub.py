@@ -1,0 +1,212 @@
+"""The collectors' shared state: who is listening, which segment each thread is in, and patching.
+
+Hooks (patched torch/warp functions, the allocation mode, the line sampler) report *events* here;
+every active sink (a :class:`perfkit.session.Session`, a :func:`perfkit.budget` block) receives each
+event. Hooks are installed once however many sinks are active (reference counted) and removed, with
+every original restored, when the last sink leaves.
+
+Per-thread state (:data:`tls`): ``depth`` > 0 while a hook runs, so a sync hook that calls into torch
+code which hits another hook is one event, not two (``print(t)`` → ``__repr__`` → ``.item()`` is one
+``print(t)``); ``stack`` is the segment stack (innermost last).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from types import FrameType
+from typing import Any, Callable
+
+from perfkit.analysis.attribution import site_of
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.depth = 0  # > 0 while inside a perfkit hook on this thread
+        self.stack: list[str] = []  # segment stack, innermost last
+        self.main = threading.current_thread() is threading.main_thread()
+        self.last_cpu: tuple | None = None  # (frame id, line, tensor id) of the last .cpu() on a CPU tensor
+
+
+tls = _ThreadState()
+
+sinks: list[Any] = []  # objects with .add(kind, op, site, segment, thread, nbytes, would)
+count_cpu = False  # count sync calls on CPU tensors as would-sync-on-GPU (default: no CUDA on this machine)
+_lock = threading.RLock()
+
+
+class Sink:
+    """Aggregates events by site: ``counts[(kind, op, file, line, function, thread, would)] = [n, bytes, {segment: n}]``."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple, list] = {}
+
+    def add(self, kind, op, site, segment, thread, nbytes, would, n=1) -> None:
+        key = (kind, op, site[0], site[1], site[2], thread, would)
+        c = self.counts.get(key)
+        if c is None:
+            c = self.counts[key] = [0, 0, {}]
+        c[0] += n
+        if nbytes:
+            c[1] += nbytes
+        c[2][segment] = c[2].get(segment, 0) + n
+
+    def total(self, kind: str) -> int:
+        return sum(c[0] for k, c in self.counts.items() if k[0] == kind)
+
+
+transparent: set = set()  # code objects of perfkit wrappers that stand between user code and a hook
+
+
+def direct_caller(frame: FrameType | None) -> FrameType | None:
+    """``frame``, or the first frame outside perfkit's own wrappers (segment/step wrappers)."""
+    while frame is not None and frame.f_code in transparent:
+        frame = frame.f_back
+    return frame
+
+
+def current_segment() -> str:
+    st = tls.stack
+    return st[-1] if st else "other"
+
+
+def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None, would: bool = False, n: int = 1) -> None:
+    """Report one event at the first user frame from ``frame`` outwards to every active sink."""
+    if not sinks:
+        return
+    site = site_of(frame)
+    seg = current_segment()
+    thread = None if tls.main else threading.current_thread().name
+    for s in list(sinks):
+        s.add(kind, op, site, seg, thread, nbytes, would, n)
+
+
+# ---- patching -------------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+class Patcher:
+    """Replaces attributes and puts every original back, in reverse order, on :meth:`undo`."""
+
+    def __init__(self) -> None:
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def set(self, owner: Any, name: str, new: Any) -> Any:
+        old_own = vars(owner).get(name, _MISSING)
+        setattr(owner, name, new)
+        self._undo.append((owner, name, old_own))
+        return new
+
+    def set_everywhere(self, owner: Any, name: str, new: Any) -> Any:
+        """Replace ``owner.name`` and every module global that holds the same object
+        (``from mujoco_warp import step`` made before the session began)."""
+        old = getattr(owner, name)
+        self.set(owner, name, new)
+        for mod in list(sys.modules.values()):
+            d = getattr(mod, "__dict__", None)
+            if not isinstance(d, dict) or mod is owner:
+                continue
+            for k, v in list(d.items()):
+                if v is old:
+                    self.set(mod, k, new)
+        return new
+
+    def undo(self) -> None:
+        while self._undo:
+            owner, name, old_own = self._undo.pop()
+            try:
+                if old_own is _MISSING:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, old_own)
+            except (AttributeError, TypeError):  # pragma: no cover - owner gone or frozen
+                pass
+
+    def __len__(self) -> int:
+        return len(self._undo)
+
+
+def wraps(orig: Callable) -> Callable[[Callable], Callable]:
+    """functools.wraps that also keeps the original reachable as ``__perfkit_wrapped__``."""
+
+    def deco(fn: Callable) -> Callable:
+        try:
+            functools.update_wrapper(fn, orig)
+        except (AttributeError, TypeError):
+            pass
+        fn.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+# ---- reference-counted installation of the always-on hooks -----------------------------------------
+
+_installed = 0
+_patcher: Patcher | None = None
+_installed_families: set[str] = set()
+
+
+def acquire(sink: Any, count_cpu_tensors: bool | None = None) -> None:
+    """Register ``sink`` and make sure the sync hooks are in place.
+
+    ``count_cpu_tensors``: count sync calls on CPU tensors as would-sync-on-GPU; None = only when
+    this machine has no CUDA (decided by the first sink)."""
+    global _installed, _patcher, count_cpu
+    with _lock:
+        if _installed == 0:
+            _patcher = Patcher()
+            _installed_families.clear()
+            if count_cpu_tensors is None:
+                count_cpu_tensors = not _cuda_available()
+            count_cpu = bool(count_cpu_tensors)
+        _installed += 1
+        install_available()
+        sinks.append(sink)
+
+
+def install_available() -> None:
+    """Install hook families for libraries imported since the last call (cheap when nothing is new)."""
+    if _patcher is None:
+        return
+    from perfkit.collectors import torch_sync, warp_sync
+
+    with _lock:
+        if "torch" not in _installed_families and "torch" in sys.modules:
+            torch_sync.install(_patcher)
+            _installed_families.add("torch")
+        if "warp" not in _installed_families and "warp" in sys.modules:
+            warp_sync.install(_patcher)
+            _installed_families.add("warp")
+
+
+def _cuda_available() -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch  # noqa: F811
+        except ImportError:
+            return False
+    return bool(torch.cuda.is_available())
+
+
+def all_installed() -> bool:
+    return {"torch", "warp"} <= _installed_families
+
+
+def release(sink: Any) -> None:
+    global _installed, _patcher
+    with _lock:
+        try:
+            sinks.remove(sink)
+        except ValueError:
+            pass
+        _installed -= 1
+        if _installed <= 0:
+            _installed = 0
+            if _patcher is not None:
+                _patcher.undo()
+            _patcher = None
+            _installed_families.clear()

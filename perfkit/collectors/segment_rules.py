@@ -1,0 +1,238 @@
+"""The automatic segment rules (DESIGN.md) as hooks: which library calls are physics, learner, logging,
+and which module calls are the policy.
+
+* Known library entry points are wrapped in place (``mujoco_warp.step``, ``wp.capture_launch``,
+  ``mujoco.mj_step``, ``mujoco.rollout``, ``Tensor.backward``, ``Optimizer.zero_grad``, ``print``,
+  ``logging``, ``SummaryWriter``, ``tqdm``); their modules are picked up when they get imported
+  (:meth:`SegmentRules.poll`, called at step boundaries).
+* ``optimizer.step`` is the learner through torch's global optimizer step hooks (fire once per step).
+* The policy: during the warm-up window torch's *global* module forward hooks find the outermost
+  ``nn.Module`` classes called with autograd off; at the end of the window those hooks are removed
+  (they put every module call on torch's slow path) and the found classes' ``forward`` is wrapped
+  instead — one cheap wrapper per policy call in steady state.
+* Config targets ``"pkg.mod:Class.method" = "segment"`` are wrapped at start.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any, Callable
+
+from perfkit import segments
+from perfkit.collectors.hub import Patcher, tls
+
+# (module, dotted attribute, segment)
+KNOWN_TARGETS: tuple[tuple[str, str, str], ...] = (
+    ("mujoco_warp", "step", "physics"),
+    ("warp", "capture_launch", "physics"),
+    ("mujoco", "mj_step", "physics"),
+    ("mujoco.rollout", "rollout", "physics"),
+    ("mujoco.rollout", "Rollout.rollout", "physics"),
+    ("torch", "Tensor.backward", "learner"),
+    ("torch.autograd", "backward", "learner"),
+    ("torch.optim", "Optimizer.zero_grad", "learner"),
+    ("torch.nn", "Module.zero_grad", "learner"),
+    ("builtins", "print", "logging"),
+    ("logging", "Logger._log", "logging"),
+    ("tqdm.std", "tqdm.update", "logging"),
+    ("tqdm.std", "tqdm.set_postfix", "logging"),
+    ("tqdm.std", "tqdm.set_description", "logging"),
+    ("tqdm.std", "tqdm.refresh", "logging"),
+    ("torch.utils.tensorboard.writer", "SummaryWriter.add_scalar", "logging"),
+    ("torch.utils.tensorboard.writer", "SummaryWriter.add_scalars", "logging"),
+    ("torch.utils.tensorboard.writer", "SummaryWriter.add_histogram", "logging"),
+    ("torch.utils.tensorboard.writer", "SummaryWriter.add_image", "logging"),
+    ("torch.utils.tensorboard.writer", "SummaryWriter.add_text", "logging"),
+    ("torch.utils.tensorboard.writer", "SummaryWriter.flush", "logging"),
+)
+
+# Targets whose every module-global alias should be replaced too (``from mujoco_warp import step``).
+_EVERYWHERE = {("mujoco_warp", "step"), ("warp", "capture_launch"), ("mujoco", "mj_step"), ("mujoco.rollout", "rollout")}
+
+
+def resolve(module: str, dotted: str) -> tuple[Any, str, Any]:
+    """``(owner, attribute name, current value)`` of ``module:dotted``; raises LookupError."""
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError as e:
+        raise LookupError(f"cannot import {module!r}: {e}") from None
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        try:
+            obj = getattr(obj, p)
+        except AttributeError:
+            raise LookupError(f"{module}:{dotted}: {type(obj).__name__} {p!r} not found") from None
+    name = parts[-1]
+    if not hasattr(obj, name):
+        raise LookupError(f"{module}:{dotted}: no attribute {name!r}")
+    return obj, name, getattr(obj, name)
+
+
+def wrap_attr(patcher: Patcher, owner: Any, name: str, seg: str, everywhere: bool = False) -> bool:
+    """Wrap ``owner.name`` so its calls run in segment ``seg``; static/class methods kept as such."""
+    raw = vars(owner).get(name) if isinstance(owner, type) else None
+    if raw is None:
+        # inherited method: wrap the attribute the class resolves to (set on ``owner``)
+        raw = getattr(owner, name)
+    if getattr(raw, "__perfkit_segment__", None) is not None:
+        return False  # already wrapped
+    if isinstance(raw, staticmethod):
+        new: Any = staticmethod(segments.wrap(raw.__func__, seg))
+    elif isinstance(raw, classmethod):
+        new = classmethod(segments.wrap(raw.__func__, seg))
+    else:
+        new = segments.wrap(raw, seg)
+    try:
+        if everywhere:
+            patcher.set_everywhere(owner, name, new)
+        else:
+            patcher.set(owner, name, new)
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
+class SegmentRules:
+    """Installs the rules for one session; everything goes through the session's patcher."""
+
+    def __init__(self, patcher: Patcher, config_targets: dict[str, str] | None = None):
+        self.patcher = patcher
+        self.config_targets = dict(config_targets or {})
+        self._done: set[tuple[str, str]] = set()
+        self._modules_pending = {m for m, _, _ in KNOWN_TARGETS}
+        self._handles: list[Any] = []
+        self._opt_tokens: dict[int, int] = {}
+        self._mod_tokens: dict[int, list[int]] = {}
+        self.policy_classes: list[type] = []
+        self.errors: list[str] = []
+
+    # ---- known targets ------------------------------------------------------------------------
+    def install(self) -> None:
+        for key, seg in self.config_targets.items():
+            mod, _, dotted = key.partition(":")
+            try:
+                owner, name, _ = resolve(mod, dotted)
+            except LookupError as e:
+                self.errors.append(f"[tool.perfkit] segments: {e}")
+                continue
+            wrap_attr(self.patcher, owner, name, seg, everywhere=not isinstance(owner, type))
+            self._done.add((mod, dotted))
+        self.poll()
+        self._install_optimizer_hooks()
+
+    def poll(self) -> None:
+        """Wrap known targets of modules imported since the last call (cheap when none are new)."""
+        if not self._modules_pending:
+            return
+        ready = {m for m in self._modules_pending if m in sys.modules}
+        if not ready:
+            return
+        for mod, dotted, seg in KNOWN_TARGETS:
+            if mod not in ready or (mod, dotted) in self._done:
+                continue
+            self._done.add((mod, dotted))
+            try:
+                owner, name, _ = resolve(mod, dotted)
+            except LookupError:
+                continue
+            wrap_attr(self.patcher, owner, name, seg, everywhere=(mod, dotted) in _EVERYWHERE)
+        self._modules_pending -= ready
+        if "torch" in ready:
+            self._install_optimizer_hooks()
+
+    def _install_optimizer_hooks(self) -> None:
+        if "torch" not in sys.modules or any(h[0] == "opt" for h in self._handles):
+            return
+        from torch.optim import optimizer as opt
+
+        tokens = self._opt_tokens
+
+        def pre(optimizer, args, kwargs):
+            tokens[id(optimizer)] = segments.push("learner")
+
+        def post(optimizer, args, kwargs):
+            tok = tokens.pop(id(optimizer), None)
+            if tok is not None:
+                segments.pop(tok)
+
+        self._handles.append(("opt", opt.register_optimizer_step_pre_hook(pre)))
+        self._handles.append(("opt", opt.register_optimizer_step_post_hook(post)))
+
+    # ---- policy discovery ------------------------------------------------------------------------
+    def start_policy_discovery(self) -> None:
+        import torch
+        from torch.nn.modules import module as M
+
+        found: list[type] = self.policy_classes
+        toks = self._mod_tokens
+        is_grad_enabled = torch.is_grad_enabled
+
+        def pre(mod, args):
+            if is_grad_enabled() or not tls.main:
+                return None
+            st = tls.stack
+            if "policy" not in st:
+                cls = type(mod)
+                if cls not in found:
+                    found.append(cls)
+            toks.setdefault(id(mod), []).append(segments.push("policy"))
+            return None
+
+        def post(mod, args, out):
+            lst = toks.get(id(mod))
+            if lst:
+                segments.pop(lst.pop())
+            return None
+
+        self._handles.append(("mod", M.register_module_forward_pre_hook(pre)))
+        try:
+            self._handles.append(("mod", M.register_module_forward_hook(post, always_call=True)))
+        except TypeError:  # torch without always_call
+            self._handles.append(("mod", M.register_module_forward_hook(post)))
+
+    def finish_policy_discovery(self) -> None:
+        """Drop the global module hooks; wrap the found policy classes' ``forward`` instead."""
+        keep = []
+        for kind, h in self._handles:
+            if kind == "mod":
+                h.remove()
+            else:
+                keep.append((kind, h))
+        self._handles = keep
+        self._mod_tokens.clear()
+        if not self.policy_classes:
+            return
+        import torch
+
+        is_grad_enabled = torch.is_grad_enabled
+        for cls in self.policy_classes:
+            owner = next((k for k in cls.__mro__ if "forward" in vars(k)), None)
+            if owner is None or owner is torch.nn.Module:
+                continue
+            orig = vars(owner)["forward"]
+            if getattr(orig, "__perfkit_wrapped__", None) is not None:
+                continue
+            self.patcher.set(owner, "forward", _policy_forward(orig, is_grad_enabled))
+
+    def remove(self) -> None:
+        for _, h in self._handles:
+            h.remove()
+        self._handles.clear()
+
+
+def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Callable:
+    def forward(self, *args, **kwargs):
+        if is_grad_enabled():
+            return orig(self, *args, **kwargs)
+        tok = segments.push("policy")
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            segments.pop(tok)
+
+    forward.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
+    forward.__wrapped__ = orig  # type: ignore[attr-defined]
+    forward.__name__ = getattr(orig, "__name__", "forward")
+    forward.__qualname__ = getattr(orig, "__qualname__", "forward")
+    return forward

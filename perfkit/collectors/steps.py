@@ -1,0 +1,205 @@
+"""Finding the env step with no code change, and the user functions the name rules put in a segment.
+
+A short *discovery window* — from the session's start to the end of warm-up — runs a ``sys.setprofile``
+function. It looks at Python calls only by name:
+
+* a call of a method named ``step`` whose receiver has an integer ``num_envs`` (instance or class) is an
+  env step: the method is wrapped on the class that defines it (so every later call is a step boundary
+  through a plain wrapper) and this very call is counted as the first step;
+* a user-code function whose name the rules put in a segment (``compute_reward`` → reward,
+  ``simulate`` → physics, ``log_metrics`` → logging, or a name from ``[tool.perfkit] segments``) runs in
+  that segment, and is remembered so that it can be wrapped where it lives (a class or module
+  attribute) when the window closes.
+
+When the window closes the profile function is removed: steady state runs with wrappers only.
+Nested functions and lambdas cannot be wrapped in place; they keep their segment only during warm-up.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable
+
+from perfkit import segments
+from perfkit.analysis.attribution import is_user_file
+from perfkit.collectors import hub
+from perfkit.collectors.hub import Patcher
+
+if TYPE_CHECKING:  # pragma: no cover
+    from perfkit.session import Session
+
+
+def num_envs_of(obj: Any) -> int | None:
+    """The integer ``num_envs`` of an env object (instance or class attribute), else None."""
+    if obj is None:
+        return None
+    try:
+        n = getattr(obj, "num_envs", None)
+    except Exception:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int):
+        return None
+    return n
+
+
+def step_wrapper(orig: Callable, session_getter: Callable[[], "Session | None"]) -> Callable:
+    """Wrap an env's ``step``: the outermost call is one step boundary (gym-style wrappers nest)."""
+
+    def step(*args, **kwargs):
+        s = session_getter()
+        if s is None or s._in_step or s.manual_steps:
+            return orig(*args, **kwargs)
+        s._in_step = True
+        s.begin_step(args[0] if args else None)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            s._in_step = False
+            s.end_step()
+
+    try:
+        import functools
+
+        functools.update_wrapper(step, orig)
+    except (AttributeError, TypeError):
+        pass
+    step.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
+    step.__perfkit_step__ = True  # type: ignore[attr-defined]
+    return step
+
+
+hub.transparent.add(step_wrapper(lambda: None, lambda: None).__code__)
+
+
+def defining_class(cls: type, name: str, code: Any = None) -> type | None:
+    for k in cls.__mro__:
+        raw = vars(k).get(name)
+        if raw is None:
+            continue
+        fn = getattr(raw, "__func__", raw)
+        if code is None or getattr(fn, "__code__", None) is code:
+            return k
+        return None
+    return None
+
+
+def patch_step_method(patcher: Patcher, cls: type, name: str, session_getter) -> bool:
+    owner = defining_class(cls, name)
+    if owner is None:
+        return False
+    raw = vars(owner)[name]
+    if getattr(raw, "__perfkit_step__", False):
+        return False
+    if isinstance(raw, (staticmethod, classmethod)):
+        return False
+    patcher.set(owner, name, step_wrapper(raw, session_getter))
+    return True
+
+
+class Discovery:
+    """The ``sys.setprofile`` function of the discovery window (see module doc)."""
+
+    def __init__(self, session: "Session", find_steps: bool, name_segments: dict[str, str]):
+        self.session = session
+        self.find_steps = find_steps
+        self.name_segments = name_segments
+        self._open: dict[int, Any] = {}  # id(frame) -> "step" | segment token
+        self._seen: set = set()
+        self.candidates: list[tuple[Any, str, str, bool]] = []  # (owner, name, segment, is_module)
+        self.step_classes: list[type] = []
+        self._rejected_step_codes: set = set()
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            name = code.co_name
+            if name == "step" and self.find_steps and code not in self._rejected_step_codes:
+                s = self.session
+                if s._in_step or s.manual_steps:
+                    return
+                obj = self._receiver(frame, code)
+                n = num_envs_of(obj)
+                if n is None:
+                    self._rejected_step_codes.add(code)
+                    return
+                cls = type(obj)
+                if patch_step_method(s.patcher, cls, "step", s._getter):
+                    self.step_classes.append(cls)
+                s._in_step = True
+                s.begin_step(obj)
+                self._open[id(frame)] = "step"
+                return
+            if code in self._seen:
+                tok_seg = self._seen_seg.get(code)
+                if tok_seg is not None:
+                    self._open[id(frame)] = segments.push(tok_seg)
+                return
+            self._seen.add(code)
+            if not is_user_file(code.co_filename):
+                self._seen_seg[code] = None
+                return
+            seg = self.name_segments.get(name) or segments.segment_for_name(name)
+            self._seen_seg[code] = seg
+            if seg is None:
+                return
+            self._open[id(frame)] = segments.push(seg)
+            self._remember(frame, code, seg)
+        elif event == "return":
+            tok = self._open.pop(id(frame), None)
+            if tok is None:
+                return
+            if tok == "step":
+                s = self.session
+                s._in_step = False
+                s.end_step()
+            else:
+                segments.pop(tok)
+
+    _seen_seg: dict = {}
+
+    @staticmethod
+    def _receiver(frame: FrameType, code: Any) -> Any:
+        if code.co_argcount < 1:
+            return None
+        return frame.f_locals.get(code.co_varnames[0])
+
+    def _remember(self, frame: FrameType, code: Any, seg: str) -> None:
+        name = code.co_name
+        g = frame.f_globals
+        fn = g.get(name)
+        if getattr(fn, "__code__", None) is code:
+            mod = sys.modules.get(g.get("__name__", ""))
+            if mod is not None:
+                self.candidates.append((mod, name, seg, True))
+            return
+        obj = self._receiver(frame, code)
+        if obj is None:
+            return
+        cls = obj if isinstance(obj, type) else type(obj)
+        owner = defining_class(cls, name, code)
+        if owner is not None:
+            self.candidates.append((owner, name, seg, False))
+
+    def start(self) -> bool:
+        if sys.getprofile() is not None:
+            return False
+        self._seen_seg = {}
+        sys.setprofile(self)
+        return True
+
+    def stop(self, patcher: Patcher) -> None:
+        """Close the window: drop the profile function, wrap what it found."""
+        if sys.getprofile() is self:
+            sys.setprofile(None)
+        # frames still open keep their segment until they return through the wrappers' absence:
+        # pop their segment tokens now (outermost first) so nothing leaks past the window.
+        toks = [t for t in self._open.values() if t != "step"]
+        if toks:
+            segments.pop(min(toks))
+        self._open.clear()
+        from perfkit.collectors.segment_rules import wrap_attr
+
+        for owner, name, seg, is_module in self.candidates:
+            wrap_attr(patcher, owner, name, seg, everywhere=is_module)
+        self.candidates.clear()

@@ -1,0 +1,153 @@
+"""Segment timing: CPU time per segment on every step, GPU time per segment from CUDA events on
+sampled steps (resolved lazily), NVTX ranges per segment.
+
+* :class:`SegmentClock` is called on every segment transition (enter/leave) in the main thread and
+  charges the elapsed time to the segment that was innermost: a ``perf_counter`` read and a dict
+  update, nothing else.
+* :class:`CudaEventTimer` records a CUDA event at every transition of a *timed* step (every k-th
+  steady step) on torch's current stream; the GPU time between two consecutive events goes to the
+  segment that was innermost at the first. Events are read back only once ``event.query()`` says the
+  step's last event has completed (polled at later step boundaries), or at the end of the session:
+  the profiler never adds a sync to the hot path.
+* NVTX: one range per innermost segment (``domain="perfkit"``), so Nsight Systems shows the same
+  segments. NVTX calls are no-ops unless a tool is attached; perfkit emits them on every step only
+  when one is (``NVTX_INJECTION64_PATH`` set, as ``nsys`` does) or when asked to (``nvtx = "always"``),
+  and otherwise only on timed steps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from time import perf_counter
+from typing import Any
+
+NVTX_DOMAIN = "perfkit"
+_COLORS = {"physics": "green", "policy": "blue", "reward": "yellow", "learner": "red", "logging": "purple", "other": "grey"}
+
+
+def nvtx_wanted(setting: str | bool | None) -> str:
+    """'always', 'sampled' or 'off' from the config value (``auto`` = always under a profiler tool)."""
+    if setting in (False, "off", "never"):
+        return "off"
+    if setting in (True, "always", "on"):
+        return "always"
+    return "always" if os.environ.get("NVTX_INJECTION64_PATH") else "sampled"
+
+
+class CudaEventTimer:
+    """GPU time per segment of sampled steps from CUDA events, read back lazily."""
+
+    def __init__(self, torch: Any):
+        self.torch = torch
+        self._pool: list[Any] = []
+        self._cur: list | None = None  # [step index, t_cpu_begin, [(event, segment or None)]]
+        self._pending: deque = deque()
+        self.totals: dict[str, float] = {}
+        self.steps = 0
+        self.step_ms: list[float] = []  # GPU time of each timed step (first event to last)
+        self.timeline: list[dict] = []
+        self.timeline_steps = 8
+        self.t0 = 0.0
+
+    def _event(self) -> Any:
+        ev = self._pool.pop() if self._pool else self.torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    @property
+    def active(self) -> bool:
+        return self._cur is not None
+
+    def begin_step(self, index: int, segment: str, t_cpu: float) -> None:
+        self._cur = [index, t_cpu, [(self._event(), segment)]]
+
+    def mark(self, segment: str) -> None:
+        cur = self._cur
+        if cur is not None:
+            cur[2].append((self._event(), segment))
+
+    def end_step(self) -> None:
+        cur = self._cur
+        if cur is None:
+            return
+        cur[2].append((self._event(), None))
+        self._pending.append(cur)
+        self._cur = None
+
+    def poll(self, final: bool = False) -> None:
+        """Resolve every finished step (all of them, waiting, when ``final``)."""
+        while self._pending:
+            index, t_cpu, evs = self._pending[0]
+            last = evs[-1][0]
+            if not last.query():
+                if not final:
+                    return
+                last.synchronize()
+            self._pending.popleft()
+            first = evs[0][0]
+            off = 0.0
+            for (a, seg), (b, _) in zip(evs, evs[1:]):
+                ms = a.elapsed_time(b)
+                self.totals[seg] = self.totals.get(seg, 0.0) + ms
+                if len({e["step"] for e in self.timeline}) < self.timeline_steps or (self.timeline and self.timeline[-1]["step"] == index):
+                    self.timeline.append({"step": index, "segment": seg, "start_ms": round((t_cpu - self.t0) * 1e3 + off, 4),
+                                          "dur_ms": round(ms, 4), "gpu": True})
+                off += ms
+            self.step_ms.append(first.elapsed_time(last))
+            self.steps += 1
+            self._pool.extend(e for e, _ in evs)
+
+
+class SegmentClock:
+    """Exclusive CPU time per segment; also drives the CUDA-event timer and NVTX ranges."""
+
+    def __init__(self) -> None:
+        self.cur = "other"
+        self.t = perf_counter()
+        self.acc: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self.gpu: CudaEventTimer | None = None
+        self.nvtx: Any = None  # the nvtx module while ranges are emitted
+        self._nvtx_open = False
+        self.trace: list | None = None  # [(segment, t)] while recording a timeline step
+
+    def transition(self, name: str) -> None:
+        now = perf_counter()
+        cur = self.cur
+        self.acc[cur] = self.acc.get(cur, 0.0) + (now - self.t)
+        self.t = now
+        if name != cur:
+            self.calls[name] = self.calls.get(name, 0) + 1
+        self.cur = name
+        gpu = self.gpu
+        if gpu is not None and gpu._cur is not None:
+            gpu.mark(name)
+        if self.nvtx is not None:
+            if self._nvtx_open:
+                self.nvtx.pop_range(domain=NVTX_DOMAIN)
+            self.nvtx.push_range(name, color=_COLORS.get(name, "grey"), domain=NVTX_DOMAIN)
+            self._nvtx_open = True
+        if self.trace is not None:
+            self.trace.append((name, now))
+
+    def flush(self, now: float) -> tuple[dict[str, float], dict[str, int]]:
+        """Close the current step at ``now``: its per-segment seconds and segment entries."""
+        cur = self.cur
+        self.acc[cur] = self.acc.get(cur, 0.0) + (now - self.t)
+        self.t = now
+        acc, calls = self.acc, self.calls
+        self.acc, self.calls = {}, {}
+        return acc, calls
+
+    def nvtx_on(self, module: Any) -> None:
+        if self.nvtx is None and module is not None:
+            self.nvtx = module
+            module.push_range(self.cur, color=_COLORS.get(self.cur, "grey"), domain=NVTX_DOMAIN)
+            self._nvtx_open = True
+
+    def nvtx_off(self) -> None:
+        if self.nvtx is not None and self._nvtx_open:
+            self.nvtx.pop_range(domain=NVTX_DOMAIN)
+        self.nvtx = None
+        self._nvtx_open = False

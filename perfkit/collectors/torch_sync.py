@@ -1,0 +1,292 @@
+"""Sync hooks for torch: every call that needs a device value on the host.
+
+Only the synchronizing entry points are wrapped (they are rare by nature, so the wrappers cost nothing
+in a sync-free loop); the single exception is ``Tensor.__getitem__``, whose wrapper is a couple of
+type checks before the original runs (boolean-mask reads and Python-list indices are syncs).
+
+Counting rules (what the tests pin down):
+
+* one call is one event: a hook that runs while another hook is already running on the same thread
+  counts nothing (``print(t)`` is one ``print(t)``, not ``__repr__`` + ``.item()`` + ``.tolist()``);
+* on a CUDA tensor the call is a sync wherever it comes from, attributed to the first user frame;
+* on a CPU tensor, when ``hub.count_cpu`` is set (the default on a machine without CUDA), the call is a
+  *would-sync-on-GPU* event, but only where user code made the call itself: torch's own ``.item()`` on
+  its CPU bookkeeping tensors (optimizer step counters, ...) is not the user's sync;
+* ``t.cpu().numpy()`` on one line is one event: on a GPU the ``.cpu()`` syncs and the ``.numpy()`` of
+  the host copy does not; on a CPU tensor the ``.numpy()`` of the tensor ``.cpu()`` just returned, on
+  the same line of the same frame, is not counted again. (``.cpu().detach().numpy()`` counts two on
+  a CPU-only machine: the ``detach`` hides the chain.)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+from perfkit.analysis.attribution import is_user_file, source_line
+from perfkit.collectors import hub
+from perfkit.collectors.hub import Patcher, direct_caller, emit, tls, wraps
+
+# op names and the fix, in words (used by the findings' ``message``)
+FIXES = {
+    ".item()": "keep the value on the GPU (accumulate into a tensor) and read it back every N steps",
+    ".cpu()": "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
+    ".numpy()": "keep data on the GPU; read back only for logging, every N steps",
+    ".tolist()": "keep data on the GPU; read back only for logging, every N steps",
+    "bool(t)": "branch on the device with torch.where / masked ops instead of a Python `if` on a tensor",
+    "float(t)": "keep the value as a 0-d tensor; convert only when logging, every N steps",
+    "int(t)": "keep the value as a tensor; avoid data-dependent Python ints in the step",
+    "index(t)": "use a Python int (e.g. a shape) rather than a tensor as an index or range bound",
+    "format(t)": "format tensors only when logging, every N steps",
+    "print(t)": "print only every N steps, or accumulate on the GPU and print the summary",
+    "repr(t)": "convert tensors to text only when logging, every N steps",
+    "x in t": "compare on the device ((t == x).any()) and keep the result as a tensor",
+    "np.asarray(t)": "keep data on the GPU; read back only for logging",
+    "t[bool_mask]": "use torch.where / masked_fill_ with the mask instead of a boolean-mask read (data-dependent shape)",
+    "t[list]": "index with a preallocated index tensor on the device, not a Python list (a blocking host-to-device copy)",
+    "torch.where(cond)": "use the three-argument torch.where(cond, a, b) or masked ops; one-argument where is nonzero()",
+    ".nonzero()": "use masked_fill_ / torch.where with the boolean mask instead of indexing by nonzero()",
+    ".argwhere()": "use masked_fill_ / torch.where with the boolean mask instead of argwhere()",
+    ".masked_select()": "use torch.where(mask, x, 0) and reduce; masked_select has a data-dependent shape",
+    ".unique()": "avoid unique() in the step (data-dependent shape); use scatter/bincount with a fixed size",
+    ".unique_consecutive()": "avoid unique_consecutive() in the step (data-dependent shape)",
+    ".repeat_interleave()": "pass output_size= to repeat_interleave so it need not read the repeats back",
+    "torch.equal": "compare on the device and keep the result as a tensor",
+    "torch.allclose": "compare on the device (torch.isclose(...).all()) and keep the result as a tensor",
+    "torch.tensor(list, device=cuda)": "build constants once in __init__, or fill a preallocated device buffer",
+    "torch.cuda.synchronize()": "remove the explicit synchronize from the step; time with CUDA events instead",
+    "Event.synchronize()": "poll with event.query() or wait on the device (stream.wait_event) instead",
+    "Stream.synchronize()": "order work with stream.wait_stream / events instead of blocking the host",
+}
+
+
+def _counts_cpu() -> bool:
+    return hub.count_cpu
+
+
+def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | None = None, chain: bool = False) -> Callable:
+    """Wrap a method whose first argument is the tensor: count one sync per call (see module doc).
+
+    ``when(args, kwargs)`` says whether this particular call syncs (e.g. ``torch.where`` with one
+    argument); ``chain`` marks ops whose result may feed ``.numpy()/.tolist()`` on the same line."""
+    sinks, state = hub.sinks, tls
+
+    @wraps(orig)
+    def hook(*args, **kwargs):
+        if not sinks or state.depth or (when is not None and not when(args, kwargs)):
+            return orig(*args, **kwargs)
+        caller = direct_caller(sys._getframe(1))
+        t = args[0] if args else None
+        cuda = getattr(t, "is_cuda", False)
+        if not cuda:
+            if not hub.count_cpu or not is_user_file(caller.f_code.co_filename):
+                return orig(*args, **kwargs)
+            last = state.last_cpu
+            if last is not None and last == (id(caller), caller.f_lineno, id(t)):
+                state.last_cpu = None
+                return orig(*args, **kwargs)  # the .numpy() of `t.cpu().numpy()`: counted at .cpu()
+        state.depth += 1
+        try:
+            emit("sync", _op_name(op, caller), caller, would=not cuda)
+            out = orig(*args, **kwargs)
+        finally:
+            state.depth -= 1
+        if chain and not cuda:
+            state.last_cpu = (id(caller), caller.f_lineno, id(out))
+        return out
+
+    return hook
+
+
+def api_sync_hook(orig: Callable, op: str) -> Callable:
+    """Wrap a device-wide sync (``torch.cuda.synchronize``, ``Event.synchronize``): always a sync."""
+    sinks, state = hub.sinks, tls
+
+    @wraps(orig)
+    def hook(*args, **kwargs):
+        if not sinks or state.depth:
+            return orig(*args, **kwargs)
+        caller = direct_caller(sys._getframe(1))
+        state.depth += 1
+        try:
+            emit("sync", op, caller, would=hub.count_cpu)
+            return orig(*args, **kwargs)
+        finally:
+            state.depth -= 1
+
+    return hook
+
+
+_print_lines: dict[tuple[str, int], bool] = {}
+
+
+def _op_name(op: str, caller) -> str:
+    if op != "repr(t)":
+        return op
+    key = (caller.f_code.co_filename, caller.f_lineno)
+    p = _print_lines.get(key)
+    if p is None:
+        p = _print_lines[key] = "print(" in source_line(*key)
+    return "print(t)" if p else op
+
+
+def _index_op(idx: Any, Tensor: type, bool_dtypes: tuple) -> str | None:
+    tp = type(idx)
+    if tp is list:
+        return "t[list]"
+    if tp is tuple:
+        for e in idx:
+            te = type(e)
+            if te is list:
+                return "t[list]"
+            if isinstance(e, Tensor) and e.dtype in bool_dtypes:
+                return "t[bool_mask]"
+        return None
+    if isinstance(idx, Tensor) and idx.dtype in bool_dtypes:
+        return "t[bool_mask]"
+    return None
+
+
+def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
+    sinks, state = hub.sinks, tls
+
+    @wraps(orig)
+    def __getitem__(self, idx):
+        if sinks and not state.depth:
+            op = _index_op(idx, Tensor, bool_dtypes)
+            if op is not None:
+                caller = direct_caller(sys._getframe(1))
+                cuda = self.is_cuda
+                if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
+                    state.depth += 1
+                    try:
+                        emit("sync", op, caller, would=not cuda)
+                        return orig(self, idx)
+                    finally:
+                        state.depth -= 1
+        return orig(self, idx)
+
+    return __getitem__
+
+
+def _is_cuda_device(device: Any) -> bool:
+    if device is None:
+        return False
+    if isinstance(device, int):
+        return True
+    return str(device).startswith("cuda")
+
+
+def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
+    """``torch.tensor(data, device=cuda)``: a blocking host-to-device copy of Python data."""
+    sinks, state = hub.sinks, tls
+
+    @wraps(orig)
+    def tensor(*args, **kwargs):
+        if sinks and not state.depth:
+            device = kwargs.get("device")
+            data = args[0] if args else kwargs.get("data")
+            if device is not None and not isinstance(data, Tensor):
+                caller = direct_caller(sys._getframe(1))
+                cuda = _is_cuda_device(device)
+                if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
+                    state.depth += 1
+                    try:
+                        emit("sync", "torch.tensor(list, device=cuda)", caller, would=not cuda)
+                        return orig(*args, **kwargs)
+                    finally:
+                        state.depth -= 1
+        return orig(*args, **kwargs)
+
+    return tensor
+
+
+def _one_arg(args: tuple, kwargs: dict) -> bool:
+    return len(args) + len(kwargs) == 1
+
+
+def _repeats_unsized(method: bool) -> Callable[[tuple, dict], bool]:
+    def when(args: tuple, kwargs: dict) -> bool:
+        if kwargs.get("output_size") is not None:
+            return False
+        import torch
+
+        if method or len(args) + ("repeats" in kwargs) >= 2:
+            repeats = kwargs.get("repeats", args[1] if len(args) > 1 else None)
+        else:  # torch.repeat_interleave(repeats): the one-argument form reads repeats back
+            repeats = args[0] if args else kwargs.get("input")
+        return isinstance(repeats, torch.Tensor)
+
+    return when
+
+
+def install(patcher: Patcher) -> None:
+    import torch
+
+    T = torch.Tensor
+    bool_dtypes = (torch.bool, torch.uint8)
+    methods: dict[str, tuple[str, Any, bool]] = {
+        "item": (".item()", None, False),
+        "cpu": (".cpu()", None, True),
+        "numpy": (".numpy()", None, False),
+        "tolist": (".tolist()", None, False),
+        "__bool__": ("bool(t)", None, False),
+        "__float__": ("float(t)", None, False),
+        "__int__": ("int(t)", None, False),
+        "__index__": ("index(t)", None, False),
+        "__format__": ("format(t)", None, False),
+        "__repr__": ("repr(t)", None, False),
+        "__contains__": ("x in t", None, False),
+        "__array__": ("np.asarray(t)", None, False),
+        "nonzero": (".nonzero()", None, False),
+        "argwhere": (".argwhere()", None, False),
+        "masked_select": (".masked_select()", None, False),
+        "unique": (".unique()", None, False),
+        "unique_consecutive": (".unique_consecutive()", None, False),
+        "repeat_interleave": (".repeat_interleave()", _repeats_unsized(True), False),
+        "equal": ("torch.equal", None, False),
+        "allclose": ("torch.allclose", None, False),
+    }
+    for name, (op, when, chain) in methods.items():
+        orig = getattr(T, name, None)
+        if orig is not None:
+            patcher.set(T, name, sync_hook(orig, op, when, chain))
+    patcher.set(T, "__getitem__", _getitem_hook(T.__getitem__, T, bool_dtypes))
+
+    functions: dict[str, tuple[str, Any]] = {
+        "nonzero": (".nonzero()", None),
+        "argwhere": (".argwhere()", None),
+        "masked_select": (".masked_select()", None),
+        "unique": (".unique()", None),
+        "unique_consecutive": (".unique_consecutive()", None),
+        "repeat_interleave": (".repeat_interleave()", _repeats_unsized(False)),
+        "where": ("torch.where(cond)", _one_arg),
+        "equal": ("torch.equal", None),
+        "allclose": ("torch.allclose", None),
+    }
+    for name, (op, when) in functions.items():
+        orig = getattr(torch, name, None)
+        if orig is not None:
+            patcher.set(torch, name, sync_hook(orig, op, when))
+    patcher.set(torch, "tensor", _tensor_hook(torch.tensor, T))
+
+    patcher.set(torch.cuda, "synchronize", api_sync_hook(torch.cuda.synchronize, "torch.cuda.synchronize()"))
+    for cls_name, op in (("Event", "Event.synchronize()"), ("Stream", "Stream.synchronize()")):
+        cls = getattr(torch.cuda, cls_name, None)
+        if cls is not None and hasattr(cls, "synchronize"):
+            patcher.set(cls, "synchronize", api_sync_hook(cls.synchronize, op))
+
+
+def originals() -> dict[str, Any]:
+    """The attributes this module replaces, as they are now (tests compare before/after a session)."""
+    import torch
+
+    names = ["item", "cpu", "numpy", "tolist", "__bool__", "__float__", "__int__", "__index__", "__format__",
+             "__repr__", "__getitem__", "nonzero", "masked_select", "unique", "repeat_interleave"]
+    out = {f"Tensor.{n}": getattr(torch.Tensor, n) for n in names}
+    for n in ("nonzero", "where", "tensor", "unique", "masked_select", "repeat_interleave"):
+        out[f"torch.{n}"] = getattr(torch, n)
+    out["torch.cuda.synchronize"] = torch.cuda.synchronize
+    out["torch.cuda.Event.synchronize"] = torch.cuda.Event.synchronize
+    out["torch.cuda.Stream.synchronize"] = torch.cuda.Stream.synchronize
+    return out

@@ -1,0 +1,150 @@
+"""Segments of a training loop (physics, policy, reward, learner, logging, other) and the segment API.
+
+``perfkit.segment("reward")`` is a context manager and a decorator; segments nest and time goes to the
+innermost. Without any code change a profiling session assigns segments by rules (DESIGN.md):
+
+* physics: calls of ``mujoco_warp.step``, ``wp.capture_launch``, ``mujoco.mj_step``, ``mujoco.rollout``,
+  and user functions whose name says physics/simulate;
+* policy: ``nn.Module`` calls while autograd is off (``no_grad`` / ``inference_mode``);
+* learner: ``backward``, ``optimizer.step``, ``zero_grad``;
+* reward: user functions whose name contains ``reward``;
+* logging: ``print``, ``logging``, TensorBoard's ``SummaryWriter``, ``tqdm``, user functions whose name
+  contains ``log``;
+* everything else: other.
+
+Config (``[tool.perfkit] segments = {"pkg.mod:Class.method" = "physics", "compute_obs" = "policy"}``)
+and the API override the rules. The rules' machinery lives in :mod:`perfkit.collectors.segment_rules`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from typing import Any, Callable
+
+from perfkit.collectors import hub
+from perfkit.collectors.hub import tls
+
+# Called with the new innermost segment name on every transition in the main thread while a
+# session times segments (None otherwise).
+on_transition: Callable[[str], None] | None = None
+
+_NAME_RULES = (
+    ("reward", re.compile(r"reward")),
+    ("physics", re.compile(r"physic|simulat")),
+    ("logging", re.compile(r"(^|_)(log|logs|logging|logger)(_|$)|^log[A-Z]")),
+)
+_NOT_LOGGING = re.compile(r"(^|_)log_?(prob|probs|std|softmax|sigmoid|det|sum|likelihood|ratio|pi|p|alpha)(_|$)")
+
+
+def segment_for_name(name: str) -> str | None:
+    """The segment a user function's *name* puts it in, or None (the name rules of DESIGN.md)."""
+    low = name.lower()
+    for seg, pat in _NAME_RULES:
+        if seg == "logging":
+            if pat.search(name) and not _NOT_LOGGING.search(low):
+                return seg
+        elif pat.search(low):
+            return seg
+    return None
+
+
+def current() -> str:
+    """The innermost segment of the calling thread ('other' outside any)."""
+    st = tls.stack
+    return st[-1] if st else "other"
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"perfkit.segment needs a non-empty segment name, got {name!r}")
+    return name
+
+
+class segment:
+    """``with perfkit.segment("reward"): ...`` or ``@perfkit.segment("reward")``: time and findings inside
+    go to that segment (the innermost one wins when segments nest)."""
+
+    __slots__ = ("name", "_tokens")
+
+    def __init__(self, name: str):
+        self.name = _check_name(name)
+        self._tokens: list[int] = []
+
+    def __enter__(self) -> "segment":
+        st = tls.stack
+        self._tokens.append(len(st))
+        st.append(self.name)
+        cb = on_transition
+        if cb is not None and tls.main:
+            cb(self.name)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        st = tls.stack
+        tok = self._tokens.pop() if self._tokens else len(st) - 1
+        del st[tok:]
+        cb = on_transition
+        if cb is not None and tls.main:
+            cb(st[-1] if st else "other")
+        return False
+
+    def __call__(self, fn: Callable) -> Callable:
+        if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn):
+            raise TypeError("perfkit.segment decorates plain functions; use `with perfkit.segment(...)` inside generators/coroutines")
+        return wrap(fn, self.name)
+
+    def __repr__(self) -> str:
+        return f"perfkit.segment({self.name!r})"
+
+
+def wrap(fn: Callable, name: str) -> Callable:
+    """``fn`` wrapped so that its calls run in segment ``name`` (a plain function: binds as a method)."""
+    _check_name(name)
+
+    def in_segment(*args, **kwargs):
+        st = tls.stack
+        tok = len(st)
+        st.append(name)
+        cb = on_transition
+        if cb is not None and tls.main:
+            cb(name)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            del st[tok:]
+            cb = on_transition
+            if cb is not None and tls.main:
+                cb(st[-1] if st else "other")
+
+    try:
+        functools.update_wrapper(in_segment, fn)
+    except (AttributeError, TypeError):
+        pass
+    in_segment.__perfkit_wrapped__ = fn  # type: ignore[attr-defined]
+    in_segment.__perfkit_segment__ = name  # type: ignore[attr-defined]
+    return in_segment
+
+
+hub.transparent.add(wrap(lambda: None, "other").__code__)
+
+
+def push(name: str) -> int:
+    """Enter segment ``name`` (for hooks that have no ``with`` block); returns the token for :func:`pop`."""
+    st = tls.stack
+    tok = len(st)
+    st.append(name)
+    cb = on_transition
+    if cb is not None and tls.main:
+        cb(name)
+    return tok
+
+
+def pop(token: int) -> None:
+    st = tls.stack
+    if token < len(st):
+        del st[token:]
+        cb = on_transition
+        if cb is not None and tls.main:
+            cb(st[-1] if st else "other")
