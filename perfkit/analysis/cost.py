@@ -6,16 +6,22 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
 * **sync** — ``round_trip + drain + extra``.
   ``round_trip`` is the idle-queue sync (``sync_idle_ms``) when the queue is empty and what a sync
   adds behind queued work (``sync_queued_extra_ms``) when it is full, mixed by ``p_full``, the
-  probability the queue is full at that point. ``drain`` is the queued GPU work the host waits for
-  and then cannot overlap: ``p_full * G / k`` — the run's GPU time per step ``G`` (the sum of the
-  per-segment GPU times) shared among its ``k`` syncs per step, so all syncs together can never
-  drain more than one step of GPU work. ``p_full`` is the GPU's busy fraction ``G / step_ms``, or
-  what the profiling session measured at that site (``run.extra["sync_queue"][site]["full_fraction"]``);
-  a measured mean blocked time per call (``...["wait_ms"]``) replaces ``round_trip + drain``.
+  probability the queue is full at that point. ``drain`` is the queued GPU work the host waits for.
+  The run's per-segment GPU times are CUDA-event spans (they include GPU idle gaps), so they bound
+  the GPU work rather than measure it; the work that outruns the host is the *backlog*
+  ``B = sum over segments of max(0, gpu_ms - cpu_ms)`` (a CUDA-graph physics segment: one launch on
+  the host, milliseconds on the GPU). The syncs of a step drain it: ``drain = B / k`` per call
+  (``k`` syncs per step), so all of them together never drain more than ``B``, and
+  ``p_full = min(1, B / step_ms)``. In a launch-bound loop ``B`` is 0 and a sync costs its round
+  trip. What the profiling session measured at a site replaces the inference:
+  ``run.extra["sync_queue"][site]["full_fraction"]`` sets ``p_full``, and ``...["wait_ms"]`` (mean
+  host time blocked in the call) replaces ``round_trip + drain``.
   Without GPU timing (a CPU-only run, would-sync-on-GPU findings) the price is the round trip alone.
   ``extra``: ``print`` formats the tensor (``tensor_repr_ms``); ``.cpu()``/``.numpy()``/``.tolist()``
   copy device->host (``d2h_latency_ms`` + bytes / ``d2h_gbps``); a blocking host->device copy
   (``torch.tensor(list, device=...)``, indexing with a Python list) copies the other way.
+  Removing one of several syncs moves its drain to the next one; the drain is saved only when they
+  all go, so single-sync predictions in a GPU-backlogged loop are upper bounds.
 * **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``, or
   ``alloc_cpu_ms`` on a CPU-only profile).
 * **loop** — ``per_step`` counts loop-body iterations per step; each costs ``ops * launch_torch_ms``
@@ -24,8 +30,9 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
 * **stream** — a race, not a cost: left unpriced.
 
 What if: the step time after fixing a set of findings is ``max(step_ms - sum(est), floor)`` with
-``floor`` the run's GPU time per step (the GPU work stays) — and never below ``MIN_STEP_FRACTION`` of
-the measured step — and SPS scales as ``step_ms / step_ms_after``.
+``floor`` the GPU time of the GPU-bound segments (``gpu_ms > cpu_ms``: that GPU work stays whatever
+the host does; a host-bound segment's event span is mostly GPU idling, so it sets no floor) — and
+never below ``MIN_STEP_FRACTION`` of the measured step — and SPS scales as ``step_ms / step_ms_after``.
 """
 
 from __future__ import annotations
@@ -74,18 +81,22 @@ class _Prices:
 @dataclass
 class _RunContext:
     step_ms: float | None
-    gpu_ms: float | None  # GPU time per step, all segments
+    gpu_ms: float | None  # GPU time per step, all segments (event spans: an upper bound of GPU work)
+    backlog_ms: float  # GPU work per step that outruns the host: what syncs drain
+    gpu_bound_ms: float  # GPU time of the GPU-bound segments: the floor of any fixed step
     syncs_per_step: float
-    busy: float  # fraction of the step the GPU is busy (0 without GPU timing)
+    busy: float  # probability a sync finds the queue full (0 without GPU timing)
 
     @classmethod
     def of(cls, run: Run) -> "_RunContext":
         step = step_ms_of(run)
-        gpu_parts = [s.gpu_ms_per_step for s in run.segments.values() if s.gpu_ms_per_step is not None]
-        gpu = float(sum(gpu_parts)) if gpu_parts else None
+        timed = [s for s in run.segments.values() if s.gpu_ms_per_step is not None]
+        gpu = float(sum(s.gpu_ms_per_step for s in timed)) if timed else None
+        backlog = float(sum(max(0.0, s.gpu_ms_per_step - (s.cpu_ms_per_step or 0.0)) for s in timed))
+        bound = float(sum(s.gpu_ms_per_step for s in timed if s.gpu_ms_per_step > (s.cpu_ms_per_step or 0.0)))
         syncs = sum(f.per_step for f in run.findings if f.kind == "sync")
-        busy = min(1.0, gpu / step) if (gpu is not None and step) else 0.0
-        return cls(step, gpu, syncs, busy)
+        busy = min(1.0, backlog / step) if step else 0.0
+        return cls(step, gpu, backlog, bound, syncs, busy)
 
 
 def step_ms_of(run: Run) -> float | None:
@@ -136,7 +147,7 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
             p_full = float(p_full) if isinstance(p_full, (int, float)) else ctx.busy
             queued = prices.get("sync_queued_extra_ms", idle)
             round_trip = p_full * queued + (1.0 - p_full) * idle
-            drain = p_full * ctx.gpu_ms / max(ctx.syncs_per_step, 1.0) if ctx.gpu_ms else 0.0
+            drain = ctx.backlog_ms / max(ctx.syncs_per_step, 1.0)
             per_call = round_trip + drain
             how = f"round trip {round_trip * 1e3:.1f} us + drain {drain * 1e3:.1f} us (queue full {p_full:.0%})"
         extra = 0.0
@@ -209,7 +220,8 @@ def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
         "unpriced": unpriced,
         "step_ms": ctx.step_ms,
         "gpu_ms_per_step": ctx.gpu_ms,
-        "gpu_busy_fraction": round(ctx.busy, 4),
+        "gpu_backlog_ms_per_step": ctx.backlog_ms,
+        "queue_full_fraction": round(ctx.busy, 4),
     }
     run.extra["what_if"] = what_if(run)
     return run
@@ -234,7 +246,7 @@ def predict(run: Run, fixed: Iterable[Finding] | None = None, saved_ms: float | 
     if not step:
         return {"step_ms": None, "saved_ms": saved_ms, "step_ms_after": None, "sps": sps, "sps_after": None,
                 "gain": None}
-    floor = max(ctx.gpu_ms or 0.0, MIN_STEP_FRACTION * step)
+    floor = max(ctx.gpu_bound_ms, MIN_STEP_FRACTION * step)
     after = max(step - saved_ms, floor)
     sps_after = sps * step / after if sps else None
     return {"step_ms": step, "saved_ms": saved_ms, "floor_ms": floor, "step_ms_after": after, "sps": sps,

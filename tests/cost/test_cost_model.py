@@ -20,8 +20,9 @@ GPU_PROFILE = {
 }
 
 
-def run_of(*findings, step_ms=10.0, gpu=None, num_envs=1000, sps=None, extra=None):
+def run_of(*findings, step_ms=10.0, gpu=None, num_envs=1000, sps=None, extra=None, segments=None):
     segs = {"physics": SegmentStats(gpu_ms_per_step=gpu)} if gpu is not None else {"physics": SegmentStats()}
+    segs.update(segments or {})
     return Run(steps=100, num_envs=num_envs, wall_s=step_ms / 10, step_ms={"p50": step_ms},
                sps=sps if sps is not None else num_envs * 1000.0 / step_ms, segments=segs,
                findings=list(findings), extra=dict(extra or {}))
@@ -45,16 +46,27 @@ def test_sync_behind_a_busy_queue_pays_the_drain():
     # GPU busy 4 of 10 ms; two syncs per step share the drainable 4 ms of GPU work
     run = price_run(run_of(sync(per_step=1.0, line=1), sync(per_step=1.0, line=2), gpu=4.0), GPU_PROFILE)
     busy = 0.4
-    per_call = busy * 0.010 + (1 - busy) * 0.030 + busy * 4.0 / 2
+    per_call = busy * 0.010 + (1 - busy) * 0.030 + 4.0 / 2
     assert [f.est_ms_per_step for f in run.findings] == pytest.approx([per_call, per_call])
-    assert run.extra["pricing"]["gpu_busy_fraction"] == pytest.approx(0.4)
+    assert run.extra["pricing"]["queue_full_fraction"] == pytest.approx(0.4)
+
+
+def test_a_host_bound_loop_drains_nothing():
+    # CUDA-event spans of host-bound segments cover GPU idle time: they are no backlog and no floor
+    segs = {"policy": SegmentStats(gpu_ms_per_step=6.0, cpu_ms_per_step=6.0),
+            "logging": SegmentStats(gpu_ms_per_step=2.9, cpu_ms_per_step=3.0)}
+    run = price_run(run_of(sync(per_step=2.0), gpu=1.0, segments=segs), GPU_PROFILE)
+    busy = 1.0 / 10  # only physics (1 ms on the GPU, nothing on the host) outruns the host
+    assert run.findings[0].est_ms_per_step == pytest.approx(2 * (busy * 0.010 + (1 - busy) * 0.030 + 1.0 / 2))
+    assert run.extra["pricing"]["gpu_backlog_ms_per_step"] == pytest.approx(1.0)
+    assert predict(run, saved_ms=100.0)["step_ms_after"] == pytest.approx(1.0)
 
 
 def test_all_syncs_together_never_drain_more_than_a_step_of_gpu_work():
     findings = [sync(per_step=5.0, line=i) for i in range(4)]  # 20 syncs per step
     run = price_run(run_of(*findings, step_ms=10.0, gpu=9.0), GPU_PROFILE)
     total = sum(f.est_ms_per_step for f in run.findings)
-    assert total == pytest.approx(20 * (0.9 * 0.010 + 0.1 * 0.030) + 0.9 * 9.0)
+    assert total == pytest.approx(20 * (0.9 * 0.010 + 0.1 * 0.030) + 9.0)
 
 
 def test_session_measurements_at_a_site_override_the_estimate():
