@@ -1,0 +1,117 @@
+"""``perfkit sweep``: measure throughput at several env counts, each in a fresh subprocess."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+def _threshold(ctx, param, value):
+    from perfkit.analysis.diff import parse_threshold
+
+    try:
+        return parse_threshold(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("target")
+@click.option("--num-envs", "num_envs_spec", default="256..32768", show_default=True,
+              help="Env counts: START..END doubles (START..ENDxF grows by F), or a list A,B,C.")
+@click.option("-o", "--out", "out_dir", default="runs/sweep", show_default=True, type=click.Path(file_okay=False),
+              help="Output directory: sweep.json, sweep.csv, points/<N>.json.")
+@click.option("--env-kwarg", "env_kwargs", multiple=True, metavar="NAME=VALUE",
+              help="Extra keyword argument for the factory (repeatable); VALUE is parsed as JSON when it can be.")
+@click.option("--num-envs-arg", default=None, metavar="FLAG",
+              help="Script targets: the flag that takes the env count (e.g. --num-envs).")
+@click.option("--steps", default=200, show_default=True, type=click.IntRange(min=1), help="Steady-state steps per point.")
+@click.option("--warmup-steps", default=20, show_default=True, type=click.IntRange(min=0),
+              help="Warm-up steps (compilation, graph capture), timed apart.")
+@click.option("--max-seconds", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Stop a point's steady state early after this many seconds (at least 10 steps).")
+@click.option("--actions", type=click.Choice(["random", "zero"]), default="random", show_default=True)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--gpus", default=None, metavar="IDS",
+              help="Run points in parallel, one at a time per GPU: CUDA_VISIBLE_DEVICES values such as 0,1.")
+@click.option("--timeout", "timeout_s", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds before a point is abandoned (recorded as a timeout).")
+@click.option("--session-steps", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Extra instrumented steps per point under perfkit's session, for segments and findings "
+                   "(after the timed steady state, never part of the SPS).")
+@click.option("--knee-threshold", default="10%", show_default=True, callback=_threshold,
+              help="The knee is where doubling num_envs gains less than this.")
+@click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
+              help="Also render the report (HTML, Markdown, PNGs) into this directory.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmup_steps, max_seconds, actions, seed,
+          gpus, timeout_s, session_steps, knee_threshold, report_dir, progress, script_args):
+    """Measure TARGET's throughput at each env count, each point in a fresh subprocess.
+
+    TARGET is an env factory MODULE:CALLABLE, called with num_envs=N (e.g. perfkit.envs:make_env
+    with --env-kwarg name=humanoid), or a script path run under `perfkit profile` with
+    --num-envs-arg naming its env-count flag (arguments after the options go to the script).
+    Writes sweep.json, sweep.csv and points/<N>.json into --out and prints the saturation knee.
+    """
+    from perfkit.sweep import SweepConfig, SweepError, is_script_target, parse_env_kwargs, parse_num_envs, run_sweep
+
+    try:
+        num_envs = parse_num_envs(num_envs_spec)
+        kwargs = parse_env_kwargs(env_kwargs)
+        gpu_list = [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None
+        if gpus is not None and not gpu_list:
+            raise SweepError("--gpus: give device ids such as 0,1")
+        if script_args and not is_script_target(target):
+            raise SweepError(f"unexpected arguments {' '.join(script_args)!r}: only script targets take extra arguments")
+        if env_kwargs and is_script_target(target):
+            raise SweepError("--env-kwarg applies to factory targets; pass script arguments after the options")
+        cfg = SweepConfig(
+            target=target, num_envs=num_envs, out_dir=out_dir, steps=steps, warmup_steps=warmup_steps,
+            actions=actions, seed=seed, env_kwargs=kwargs, num_envs_arg=num_envs_arg,
+            script_args=list(script_args), gpus=gpu_list, timeout_s=timeout_s, max_seconds=max_seconds,
+            session_steps=session_steps, knee_threshold=knee_threshold, command=["perfkit", "sweep", *sys.argv[2:]],
+        )
+        cfg.validate()
+    except SweepError as e:
+        raise click.UsageError(str(e)) from None
+
+    result = run_sweep(cfg, progress=progress)
+    _print_summary(result)
+    if report_dir:
+        from perfkit.renderers.report import build_report, write_report
+
+        paths = write_report(build_report([result]), report_dir)
+        click.echo(f"report: {paths['html']}")
+    if not result.completed():
+        raise click.exceptions.Exit(1)
+
+
+def _print_summary(result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"sweep {escape(result.label)}", title_justify="left")
+    for col in ("num_envs", "status", "env SPS", "physics SPS", "p50 ms", "p99 ms", "warm-up s", "memory"):
+        table.add_column(col, justify="right" if col != "status" else "left")
+    for p in result.points:
+        r = result.runs.get(p.num_envs)
+        ok = p.status == "complete" and r is not None
+        mem = None
+        if r is not None:
+            mem = r.memory.get("gpu_used_bytes") or r.memory.get("peak_gpu_bytes") or r.memory.get("host_rss_bytes")
+        table.add_row(
+            str(p.num_envs), p.status if ok else f"[red]{escape(p.status)}[/red]",
+            f"{r.sps:,.0f}" if ok else "-",
+            f"{r.extra.get('physics_sps', 0):,.0f}" if ok else "-",
+            f"{r.step_ms.get('p50', 0):.3f}" if ok else "-",
+            f"{r.step_ms.get('p99', 0):.3f}" if ok else "-",
+            f"{r.warmup_s:.2f}" if r is not None and r.warmup_s else "-",
+            f"{mem / 2**20:,.0f} MiB" if mem else "-",
+        )
+    console = Console(width=None if Console().is_terminal else 140)
+    console.print(table, markup=True)
+    console.print(result.knee().describe(), markup=False)
+    console.print(f"wrote {result.dir}/sweep.json, sweep.csv, points/", markup=False)

@@ -1,0 +1,466 @@
+"""Env-count sweeps: measure one target at several ``num_envs``, each point in a fresh subprocess.
+
+A point runs in its own process so that one point's compiled kernels, cached allocator blocks or
+out-of-memory state never leak into the next. Two kinds of target:
+
+* an env factory ``module:callable`` — each point runs :mod:`perfkit.sweep_worker`, which builds the
+  env with ``num_envs=N``, warms it up and times the steady state;
+* a script (``path.py``) with ``num_envs_arg`` naming its env-count flag — each point runs
+  ``perfkit profile -o points/N.json script.py --NAME N ...`` and keeps its record.
+
+Output directory layout (what ``perfkit report`` reads)::
+
+    sweep.json        manifest, schema perfkit.sweep/1: target, options, points, knee
+    sweep.csv         one row per point (pandas)
+    points/<N>.json   the run record of each point (perfkit.run/1), OOM and failed points included
+    points/<N>.log    the point's stdout/stderr
+
+The manifest and CSV are rewritten after every point, so an interrupted sweep keeps what it measured.
+With several GPUs (``gpus=["0", "1"]``) one worker thread per GPU pulls points from a shared queue
+and pins its subprocesses with ``CUDA_VISIBLE_DEVICES``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from perfkit.analysis.knee import DEFAULT_THRESHOLD, Knee, find_knee
+from perfkit.record import RecordError, Run
+
+SWEEP_SCHEMA = "perfkit.sweep/1"
+MANIFEST = "sweep.json"
+CSV = "sweep.csv"
+POINTS = "points"
+
+MAX_POINTS = 64
+
+
+class SweepError(ValueError):
+    """Bad sweep input (env-count spec, target, manifest); the message says what and where."""
+
+
+# ---- env-count specs ---------------------------------------------------------------------------
+
+def parse_num_envs(spec: str) -> list[int]:
+    """``"256..32768"`` -> 256, 512, ..., 32768 (doubling); ``"256..32768x4"`` -> factor 4;
+    ``"256,1024,4096"`` -> that list; ``"4096"`` -> one point. Sorted, deduplicated."""
+    s = str(spec).strip().replace(" ", "")
+    if not s:
+        raise SweepError("empty --num-envs")
+    m = re.fullmatch(r"(\d+)\.\.(\d+)(?:[x*](\d+))?", s)
+    if m:
+        lo, hi = int(m.group(1)), int(m.group(2))
+        factor = int(m.group(3) or 2)
+        if lo < 1 or hi < lo:
+            raise SweepError(f"--num-envs {spec!r}: need 1 <= start <= end")
+        if factor < 2:
+            raise SweepError(f"--num-envs {spec!r}: the growth factor must be >= 2")
+        out, n = [], lo
+        while n <= hi:
+            out.append(n)
+            n *= factor
+        if out[-1] != hi:
+            out.append(hi)  # the end of the range is always measured
+        values = out
+    elif re.fullmatch(r"\d+(,\d+)*,?", s):
+        values = [int(x) for x in s.split(",") if x]
+        if any(v < 1 for v in values):
+            raise SweepError(f"--num-envs {spec!r}: env counts must be >= 1")
+    else:
+        raise SweepError(f"--num-envs {spec!r}: use a range START..END (doubling, or START..ENDxF) or a list A,B,C")
+    values = sorted(set(values))
+    if len(values) > MAX_POINTS:
+        raise SweepError(f"--num-envs {spec!r}: {len(values)} points is more than {MAX_POINTS}")
+    return values
+
+
+def parse_env_kwargs(items: Iterable[str]) -> dict[str, Any]:
+    """``["name=humanoid", "backend=mjwarp", "seed=3"]`` -> kwargs; values are JSON when they parse
+    as JSON (numbers, true/false/null, lists), strings otherwise."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise SweepError(f"--env-kwarg {item!r}: use NAME=VALUE")
+        if key == "num_envs":
+            raise SweepError("--env-kwarg num_envs=...: the sweep sets num_envs itself (use --num-envs)")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+# ---- configuration and results -------------------------------------------------------------------
+
+@dataclass
+class SweepConfig:
+    target: str  # "module:callable" or a script path
+    num_envs: list[int]
+    out_dir: Path
+    steps: int = 200
+    warmup_steps: int = 20
+    actions: str = "random"
+    seed: int = 0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    num_envs_arg: str | None = None  # script targets: the flag that takes N ("--num-envs")
+    script_args: list[str] = field(default_factory=list)  # script targets: further arguments
+    gpus: list[str] | None = None  # CUDA_VISIBLE_DEVICES value per worker thread
+    timeout_s: float | None = None  # per point
+    max_seconds: float | None = None  # steady state stops early after this long (factory targets)
+    session_steps: int = 0  # instrumented steps per point under perfkit.session (factory targets)
+    knee_threshold: float = DEFAULT_THRESHOLD
+    python: str = field(default_factory=lambda: sys.executable)
+    command: list[str] = field(default_factory=list)  # how the sweep was invoked, for the manifest
+
+    @property
+    def kind(self) -> str:
+        return "script" if is_script_target(self.target) else "factory"
+
+    def validate(self) -> None:
+        if not self.num_envs:
+            raise SweepError("no env counts to sweep")
+        if self.kind == "script":
+            if not Path(self.target).is_file():
+                raise SweepError(f"script target {self.target!r} does not exist")
+            if not self.num_envs_arg:
+                raise SweepError(f"script target {self.target!r} needs --num-envs-arg NAME (the flag that takes the env count)")
+        else:
+            mod, sep, attr = self.target.partition(":")
+            if not sep or not mod or not attr:
+                raise SweepError(f"target {self.target!r}: use module:callable (e.g. perfkit.envs:make_env) or a script path")
+        if self.steps < 1 or self.warmup_steps < 0:
+            raise SweepError("--steps must be >= 1 and --warmup-steps >= 0")
+        if self.actions not in ("random", "zero"):
+            raise SweepError(f"--actions must be random or zero, not {self.actions!r}")
+        if not 0 < self.knee_threshold < 10:
+            raise SweepError(f"knee threshold must be a fraction such as 0.10, got {self.knee_threshold}")
+
+
+def is_script_target(target: str) -> bool:
+    return target.endswith(".py") or os.sep in target and ":" not in target
+
+
+@dataclass
+class PointResult:
+    num_envs: int
+    status: str  # complete | oom | error | timeout | partial | pending
+    record: str | None = None  # path relative to the sweep dir
+    log: str | None = None
+    rc: int | None = None
+    elapsed_s: float | None = None
+    gpu: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class Sweep:
+    """A sweep on disk (or just run): its manifest, points, and their run records."""
+
+    dir: Path
+    manifest: dict[str, Any]
+    points: list[PointResult]
+    runs: dict[int, Run]  # num_envs -> record, for points whose record could be read
+
+    @property
+    def target(self) -> str:
+        return self.manifest.get("target", "?")
+
+    @property
+    def label(self) -> str:
+        kw = self.manifest.get("options", {}).get("env_kwargs") or {}
+        extra = ",".join(f"{k}={v}" for k, v in kw.items())
+        return f"{self.target}({extra})" if extra else self.target
+
+    def completed(self) -> list[Run]:
+        return [self.runs[p.num_envs] for p in self.points if p.status == "complete" and p.num_envs in self.runs]
+
+    def knee(self, threshold: float | None = None) -> Knee:
+        th = threshold if threshold is not None else self.manifest.get("options", {}).get("knee_threshold", DEFAULT_THRESHOLD)
+        done = self.completed()
+        return find_knee([r.num_envs for r in done], [r.sps for r in done], th)
+
+    def frame(self):
+        return points_frame(self.points, self.runs)
+
+
+# ---- tables ------------------------------------------------------------------------------------
+
+def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"num_envs": p.num_envs, "status": p.status}
+    r = run
+    row.update(
+        sps=r.sps if r and p.status == "complete" else math.nan,
+        physics_sps=r.extra.get("physics_sps", math.nan) if r and p.status == "complete" else math.nan,
+        step_ms_p50=r.step_ms.get("p50", math.nan) if r else math.nan,
+        step_ms_p99=r.step_ms.get("p99", math.nan) if r else math.nan,
+        step_ms_mean=r.step_ms.get("mean", math.nan) if r else math.nan,
+        steps=r.steps if r else 0,
+        wall_s=r.wall_s if r else math.nan,
+        warmup_s=r.warmup_s if r else math.nan,
+        build_s=r.extra.get("build_s", math.nan) if r else math.nan,
+        first_step_s=(r.extra.get("first_step_s") if r and r.extra.get("first_step_s") is not None else math.nan),
+        peak_gpu_bytes=r.memory.get("peak_gpu_bytes", math.nan) if r else math.nan,
+        gpu_used_bytes=r.memory.get("gpu_used_bytes", math.nan) if r else math.nan,
+        host_rss_bytes=r.memory.get("host_rss_bytes", math.nan) if r else math.nan,
+        syncs_per_step=sum(s.syncs_per_step for s in r.segments.values()) if r else math.nan,
+        allocs_per_step=sum(s.allocs_per_step for s in r.segments.values()) if r else math.nan,
+    )
+    if r:
+        for name, seg in r.segments.items():
+            t = seg.gpu_ms_per_step if seg.gpu_ms_per_step is not None else seg.cpu_ms_per_step
+            row[f"seg_{name}_ms"] = t
+    row.update(gpu=p.gpu, elapsed_s=p.elapsed_s, rc=p.rc, record=p.record, error=p.error)
+    return row
+
+
+def points_frame(points: list[PointResult], runs: dict[int, Run]):
+    import pandas as pd
+
+    rows = [point_row(p, runs.get(p.num_envs)) for p in sorted(points, key=lambda p: p.num_envs)]
+    return pd.DataFrame(rows)
+
+
+# ---- running -----------------------------------------------------------------------------------
+
+def point_command(cfg: SweepConfig, n: int, record: Path) -> list[str]:
+    if cfg.kind == "script":
+        return [cfg.python, "-m", "perfkit", "profile", "-o", str(record), cfg.target,
+                cfg.num_envs_arg, str(n), *cfg.script_args]
+    point = {
+        "target": cfg.target, "num_envs": n, "steps": cfg.steps, "warmup_steps": cfg.warmup_steps,
+        "actions": cfg.actions, "seed": cfg.seed, "env_kwargs": cfg.env_kwargs,
+        "max_seconds": cfg.max_seconds, "session_steps": cfg.session_steps,
+        "command": ["perfkit", "sweep", cfg.target, "--num-envs", str(n)],
+    }
+    return [cfg.python, "-m", "perfkit.sweep_worker", "--config", json.dumps(point), "--out", str(record)]
+
+
+def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run | None]:
+    out = Path(cfg.out_dir)
+    record = out / POINTS / f"{n}.json"
+    log = out / POINTS / f"{n}.log"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    if record.exists():
+        record.unlink()  # a stale record from an earlier sweep must not pass for this one
+    env = dict(os.environ)
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    # the target module is resolved from where the sweep was started
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), *filter(None, [env.get("PYTHONPATH")])])
+    res = PointResult(num_envs=n, status="error", record=f"{POINTS}/{n}.json", log=f"{POINTS}/{n}.log", gpu=gpu)
+    t0 = time.perf_counter()
+    with open(log, "w") as logf:
+        try:
+            proc = subprocess.run(point_command(cfg, n, record), stdout=logf, stderr=subprocess.STDOUT,
+                                  env=env, timeout=cfg.timeout_s, stdin=subprocess.DEVNULL)
+            res.rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            res.status, res.rc = "timeout", None
+            res.error = f"point took longer than {cfg.timeout_s:g} s"
+    res.elapsed_s = time.perf_counter() - t0
+    run = None
+    if record.exists():
+        try:
+            run = Run.load(record)
+        except RecordError as e:
+            res.error = str(e)
+    log_tail = _tail(log)
+    if res.status != "timeout":
+        if run is not None:
+            res.status = run.status
+            if res.status == "partial" and res.rc == 0:
+                res.status = "complete"
+            res.error = run.extra.get("error") or (None if res.rc == 0 else f"exit code {res.rc}")
+        if run is not None and res.rc not in (0, None) and _looks_oom(log_tail):
+            res.status = "oom"
+        elif run is None:
+            res.status = "oom" if _looks_oom(log_tail) or res.rc in (-9, 137) else "error"
+            res.error = res.error or f"no record written (exit code {res.rc}): {log_tail[-300:].strip()}"
+    if run is None or run.status != res.status:
+        # keep one record per point whatever happened, so the report can list it
+        run = run or Run(command=point_command(cfg, n, record)[1:], num_envs=n)
+        run.status = res.status
+        run.exit_code = res.rc
+        run.extra.setdefault("error", res.error)
+        run.save(record)
+    return res, run
+
+
+_OOM_TEXT = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Failed to allocate \d+ bytes|can't allocate memory", re.IGNORECASE)
+
+
+def _looks_oom(text: str) -> bool:
+    return bool(_OOM_TEXT.search(text))
+
+
+def _tail(path: Path, n: int = 4000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - n))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def run_sweep(cfg: SweepConfig, progress: bool = True,
+              on_point: Callable[[PointResult, Run | None], None] | None = None) -> Sweep:
+    """Run every point (in parallel across ``cfg.gpus``), writing the output directory as it goes."""
+    cfg.validate()
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    points = {n: PointResult(num_envs=n, status="pending") for n in cfg.num_envs}
+    runs: dict[int, Run] = {}
+    lock = threading.Lock()
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    bar = _progress(len(points), progress, desc=f"sweep {cfg.target}")
+
+    def record(res: PointResult, run: Run | None) -> None:
+        with lock:
+            points[res.num_envs] = res
+            if run is not None:
+                runs[res.num_envs] = run
+            write_outputs(cfg, list(points.values()), runs, started)
+            if bar is not None:
+                sps = f"{run.sps:,.0f} SPS" if run is not None and res.status == "complete" else res.status
+                bar.set_postfix_str(f"n={res.num_envs}: {sps}", refresh=False)
+                bar.update(1)
+            if on_point:
+                on_point(res, run)
+
+    gpus: list[str | None] = list(cfg.gpus) if cfg.gpus else [None]
+    todo: queue.Queue[int] = queue.Queue()
+    for n in cfg.num_envs:
+        todo.put(n)
+
+    def worker(gpu: str | None) -> None:
+        while True:
+            try:
+                n = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                res, run = run_one(cfg, n, gpu)
+            except Exception as e:  # a broken point must not end the sweep
+                res, run = PointResult(num_envs=n, status="error", gpu=gpu, error=f"{type(e).__name__}: {e}"), None
+            record(res, run)
+
+    write_outputs(cfg, list(points.values()), runs, started)
+    try:
+        if len(gpus) == 1:
+            worker(gpus[0])
+        else:
+            threads = [threading.Thread(target=worker, args=(g,), name=f"sweep-gpu{g}", daemon=True) for g in gpus]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        if bar is not None:
+            bar.close()
+    return Sweep(dir=out, manifest=manifest_dict(cfg, list(points.values()), runs, started),
+                 points=sorted(points.values(), key=lambda p: p.num_envs), runs=runs)
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="point", file=sys.stderr, dynamic_ncols=True)
+
+
+def manifest_dict(cfg: SweepConfig, points: list[PointResult], runs: dict[int, Run], started: str) -> dict[str, Any]:
+    done = [runs[p.num_envs] for p in points if p.status == "complete" and p.num_envs in runs]
+    knee = find_knee([r.num_envs for r in done], [r.sps for r in done], cfg.knee_threshold)
+    machine = next((r.machine for r in done if r.machine), None) or next((r.machine for r in runs.values() if r.machine), {})
+    opts = {k: v for k, v in asdict(cfg).items() if k not in ("target", "num_envs", "out_dir", "command", "python")}
+    return {
+        "schema": SWEEP_SCHEMA,
+        "target": cfg.target,
+        "kind": cfg.kind,
+        "command": cfg.command,
+        "started": started,
+        "updated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "num_envs": list(cfg.num_envs),
+        "options": opts,
+        "points": [asdict(p) for p in sorted(points, key=lambda p: p.num_envs)],
+        "knee": knee.to_dict(),
+        "csv": CSV,
+        "machine": machine,
+    }
+
+
+def write_outputs(cfg: SweepConfig, points: list[PointResult], runs: dict[int, Run], started: str) -> None:
+    out = Path(cfg.out_dir)
+    df = points_frame(points, runs)
+    tmp = out / (CSV + ".tmp")
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, out / CSV)
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest_dict(cfg, points, runs, started), indent=1, default=str) + "\n")
+    os.replace(tmp, out / MANIFEST)
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+def is_sweep_path(path: str | os.PathLike) -> bool:
+    """A sweep directory (holding sweep.json) or a manifest file of schema perfkit.sweep/*."""
+    p = Path(path)
+    if p.is_dir():
+        return (p / MANIFEST).is_file()
+    if p.is_file():
+        try:
+            with open(p, "rb") as f:
+                head = f.read(4096).decode(errors="replace")
+        except OSError:
+            return False
+        return '"perfkit.sweep/' in head
+    return False
+
+
+def load_sweep(path: str | os.PathLike) -> Sweep:
+    """Read a sweep directory or manifest; the records of its points are loaded beside it."""
+    p = Path(path)
+    manifest_path = p / MANIFEST if p.is_dir() else p
+    try:
+        data = json.loads(manifest_path.read_text())
+    except FileNotFoundError:
+        raise RecordError(f"{manifest_path}: no such sweep manifest") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{manifest_path}: cannot read: {e}") from None
+    except json.JSONDecodeError as e:
+        raise RecordError(f"{manifest_path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise RecordError(f"{manifest_path}: schema {got!r} is not {SWEEP_SCHEMA!r}")
+    base = manifest_path.parent
+    points: list[PointResult] = []
+    runs: dict[int, Run] = {}
+    known = set(PointResult.__dataclass_fields__)
+    try:
+        for d in data.get("points", []):
+            pr = PointResult(**{k: v for k, v in d.items() if k in known})
+            points.append(pr)
+            if pr.record and pr.status != "pending":
+                rp = base / pr.record
+                if rp.exists():
+                    runs[pr.num_envs] = Run.load(rp)  # RecordError names the point's file
+    except TypeError as e:
+        raise RecordError(f"{manifest_path}: malformed {SWEEP_SCHEMA} manifest: {e}") from None
+    return Sweep(dir=base, manifest=data, points=sorted(points, key=lambda q: q.num_envs), runs=runs)

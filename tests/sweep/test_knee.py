@@ -1,0 +1,70 @@
+import math
+
+import pytest
+
+from perfkit.analysis.knee import find_knee, gain_per_doubling
+
+
+def saturating(n, peak=4e6, half=2048):
+    """Michaelis-Menten-like throughput: linear at small n, flat at large n."""
+    return peak * n / (n + half)
+
+
+def test_knee_on_saturating_curve_is_first_point_where_doubling_gains_under_threshold():
+    ns = [256 * 2**i for i in range(8)]  # 256 .. 32768
+    sps = [saturating(n) for n in ns]
+    knee = find_knee(ns, sps, threshold=0.10)
+    # by hand: gain(n -> 2n) = 2(n+h)/(2n+h) - 1 = h/(2n+h) < 0.1  <=>  n > 4.5 h = 9216
+    assert knee.num_envs == 16384 and knee.saturated
+    assert knee.sps == pytest.approx(saturating(16384))
+    assert [g[0] for g in knee.gains] == ns[:-1]
+    for (n0, n1, g) in knee.gains:
+        assert g == pytest.approx(2048 / (2 * n0 + 2048))
+
+
+def test_threshold_moves_the_knee():
+    ns = [256 * 2**i for i in range(8)]
+    sps = [saturating(n) for n in ns]
+    assert find_knee(ns, sps, threshold=0.30).num_envs == 4096  # h/(2n+h) < 0.3  <=>  n > 1.17 h = 2389
+    assert find_knee(ns, sps, threshold=0.01).num_envs is None
+
+
+def test_linear_curve_has_no_knee_and_says_so():
+    ns = [256, 512, 1024, 2048]
+    knee = find_knee(ns, [10.0 * n for n in ns])
+    assert knee.num_envs is None and not knee.saturated
+    assert "no knee up to 2048" in knee.describe()
+    assert knee.peak_num_envs == 2048
+
+
+def test_throughput_drop_is_a_knee_and_peak_is_reported():
+    knee = find_knee([1024, 2048, 4096, 8192], [1e6, 1.9e6, 1.8e6, 2.5e6])
+    assert knee.num_envs == 2048  # doubling to 4096 loses throughput: first gain below 10 %
+    assert knee.peak_num_envs == 8192 and knee.peak_sps == 2.5e6
+
+
+def test_non_doubling_steps_are_normalised_per_doubling():
+    # 4x steps; SPS x2.2 per 4x = x1.483 per doubling (48 %): above 10 %, no knee
+    assert gain_per_doubling(256, 1.0, 1024, 2.2) == pytest.approx(math.sqrt(2.2) - 1)
+    assert find_knee([256, 1024, 4096], [1.0, 2.2, 4.84]).num_envs is None
+    # x1.15 per 4x = 7.2 % per doubling: a knee at the first point
+    assert find_knee([256, 1024, 4096], [1.0, 1.15, 1.3]).num_envs == 256
+
+
+def test_unsorted_duplicates_and_missing_points():
+    knee = find_knee([4096, 256, 1024, 1024, 2048], [3.0, 1.0, 1.5, 1.9, float("nan")])
+    # nan dropped; 1024 keeps its best (1.9); 256->1024 is 4x
+    assert [g[:2] for g in knee.gains] == [(256, 1024), (1024, 4096)]
+
+
+def test_empty_and_single_point():
+    assert find_knee([], []).describe() == "no knee: no completed points"
+    k = find_knee([512], [1.0])
+    assert k.num_envs is None and "one completed point" in k.describe()
+
+
+def test_bad_input():
+    with pytest.raises(ValueError):
+        find_knee([1, 2], [1.0])
+    with pytest.raises(ValueError):
+        find_knee([1, 2], [1.0, 2.0], threshold=0)

@@ -1,0 +1,136 @@
+"""`perfkit sweep` end to end on the CPU: fresh subprocess per point, OOM recorded, outputs on disk."""
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perfkit.cli import main
+from perfkit.record import Run
+from perfkit.sweep import SweepError, load_sweep, parse_env_kwargs, parse_num_envs
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    """One small sweep shared by the tests below: 3 points over 2 "GPUs", the middle one out of memory."""
+    out = tmp_path_factory.mktemp("sweep") / "out"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(HERE))
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+        res = CliRunner().invoke(main, [
+            "sweep", "toy_env:make_toy_env", "--num-envs", "16,64,256", "-o", str(out),
+            "--steps", "30", "--warmup-steps", "2", "--env-kwarg", "oom_at=[64]", "--env-kwarg", "decimation=2",
+            "--gpus", "0,1", "--no-progress", "--report", str(out / "report"),
+        ])
+    assert res.exit_code == 0, res.output + repr(res.exception)
+    return out, res.output
+
+
+def test_parse_num_envs():
+    assert parse_num_envs("256..32768") == [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
+    assert parse_num_envs("256..4096x4") == [256, 1024, 4096]
+    assert parse_num_envs("256..3000") == [256, 512, 1024, 2048, 3000]  # the end is always measured
+    assert parse_num_envs("4096,256, 1024") == [256, 1024, 4096]
+    assert parse_num_envs("64") == [64]
+    for bad in ("", "0..8", "8..4", "a,b", "256..1024x1", "1..1180591620717411303424", "-4"):
+        with pytest.raises(SweepError):
+            parse_num_envs(bad)
+
+
+def test_parse_env_kwargs():
+    assert parse_env_kwargs(["name=humanoid", "seed=3", "flags=[1,2]", "on=true"]) == {
+        "name": "humanoid", "seed": 3, "flags": [1, 2], "on": True}
+    for bad in (["novalue"], ["1x=2"], ["num_envs=4"]):
+        with pytest.raises(SweepError):
+            parse_env_kwargs(bad)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["toy_env:make_toy_env", "--num-envs", "8..4"], "start <= end"),
+    (["not_a_target", "--num-envs", "8"], "module:callable"),
+    (["missing_script.py", "--num-envs", "8", "--num-envs-arg", "--n"], "does not exist"),
+    (["toy_env:make_toy_env", "--env-kwarg", "oops"], "NAME=VALUE"),
+    (["toy_env:make_toy_env", "--gpus", ","], "--gpus"),
+    (["toy_env:make_toy_env", "--knee-threshold", "lots"], "threshold"),
+    (["toy_env:make_toy_env", "stray", "args"], "only script targets"),
+])
+def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, message):
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["sweep", *args, "-o", str(out), "--no-progress"])
+    assert res.exit_code == 2, res.output
+    assert message in res.output
+    assert not out.exists()
+
+
+def test_sweep_writes_csv_records_and_manifest(sweep_dir):
+    out, output = sweep_dir
+    df = pd.read_csv(out / "sweep.csv")
+    assert list(df["num_envs"]) == [16, 64, 256]
+    assert list(df["status"]) == ["complete", "oom", "complete"]
+    done = df[df.status == "complete"]
+    assert (done["sps"] > 0).all() and (done["steps"] == 30).all()
+    assert list(done["physics_sps"]) == pytest.approx(list(2 * done["sps"]))
+    assert df.loc[df.num_envs == 64, "sps"].isna().all()  # an OOM point has no throughput
+    for n in (16, 64, 256):
+        run = Run.load(out / "points" / f"{n}.json")
+        assert run.num_envs == n
+        assert (out / "points" / f"{n}.log").exists()
+    oom = Run.load(out / "points" / "64.json")
+    assert oom.status == "oom" and oom.exit_code == 3 and "allocate" in oom.extra["error"]
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert manifest["schema"] == "perfkit.sweep/1"
+    assert manifest["target"] == "toy_env:make_toy_env" and manifest["kind"] == "factory"
+    assert manifest["options"]["env_kwargs"] == {"oom_at": [64], "decimation": 2}
+    assert [p["status"] for p in manifest["points"]] == ["complete", "oom", "complete"]
+    assert manifest["knee"]["threshold"] == pytest.approx(0.10)
+    assert "knee" in output.lower() and "oom" in output
+
+
+def test_points_ran_in_fresh_processes_pinned_to_their_gpu(sweep_dir):
+    out, _ = sweep_dir
+    manifest = json.loads((out / "sweep.json").read_text())
+    gpus = {p["num_envs"]: p["gpu"] for p in manifest["points"]}
+    assert set(gpus.values()) <= {"0", "1"}
+    for n, gpu in gpus.items():
+        run = Run.load(out / "points" / f"{n}.json")
+        if run.status == "complete":
+            # the subprocess saw the CUDA_VISIBLE_DEVICES its GPU worker set
+            assert run.extra["cuda_visible_devices"] == gpu
+
+
+def test_load_sweep_and_knee_agree_with_the_csv(sweep_dir):
+    out, _ = sweep_dir
+    sw = load_sweep(out)
+    assert [p.num_envs for p in sw.points] == [16, 64, 256]
+    assert [r.num_envs for r in sw.completed()] == [16, 256]
+    knee = sw.knee()
+    df = sw.frame()
+    assert list(df["status"]) == ["complete", "oom", "complete"]
+    assert knee.gains and knee.gains[0][:2] == (16, 256)
+
+
+def test_sweep_report_has_plots(sweep_dir):
+    out, output = sweep_dir
+    rep = out / "report"
+    for name in ("index.html", "report.md", "sps_memory.png", "segments.png", "step_times.png"):
+        assert (rep / name).stat().st_size > 0, name
+    assert (rep / "sps_memory.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (rep / "report.md").read_text()
+    assert "| 64 | oom |" in md
+    assert "![Throughput and memory vs num\\_envs](sps_memory.png)" in md
+
+
+def test_sweep_with_no_completed_point_exits_1_and_records_the_error(tmp_path):
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["sweep", "no_such_module_for_perfkit:make", "--num-envs", "8,16", "-o", str(out),
+                                    "--steps", "2", "--no-progress"])
+    assert res.exit_code == 1, res.output
+    points = json.loads((out / "sweep.json").read_text())["points"]
+    assert [p["status"] for p in points] == ["error", "error"]
+    assert "No module named 'no_such_module_for_perfkit'" in points[0]["error"]
+    assert Run.load(out / "points" / "8.json").status == "error"
