@@ -1,0 +1,97 @@
+"""``perfkit lint``: the static sync-point linter's command line (a thin layer over perfkit.lint)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+_FORMATS = ("text", "json", "sarif", "github")
+
+
+def _codes(values, what):
+    from perfkit.lint.config import ConfigError, normalize_codes
+
+    try:
+        return normalize_codes(values, what)
+    except ConfigError as e:
+        raise click.BadParameter(str(e).split(": ", 1)[-1], param_hint=what) from None
+
+
+@click.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="text", show_default=True,
+              help="Output format. json: a list of {path, line, col, rule, category, message, severity}.")
+@click.option("--all", "all_functions", is_flag=True, help="Treat every function as a hot path.")
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Only these rules (IDs or prefixes, comma-separated or repeated): --select PK1,PK201.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rules (IDs or prefixes).")
+@click.option("--baseline", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Report only findings not recorded in this baseline file.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Record the current findings as the baseline and exit 0.")
+@click.option("--explain", metavar="PKxxx", help="Print a rule's rationale and fix, then exit.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="PYPROJECT",
+              help="Read [tool.perfkit.lint] from this file (default: nearest pyproject.toml).")
+@click.option("--hot", multiple=True, metavar="NAME", help="Extra hot function names/patterns (Class.method ok).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, explain, config_path, hot, exit_zero):
+    """Report host-device syncs, allocations and per-env loops on hot paths, and timing bugs anywhere.
+
+    Reads Python source (AST); never imports it. Exit status: 0 clean, 1 findings remain (or a file
+    could not be checked), 2 usage error. `perfkit lint --explain PK101` documents a rule.
+    """
+    from perfkit.lint import baseline as baseline_mod
+    from perfkit.lint import config as config_mod
+    from perfkit.lint.docs import explain_text
+    from perfkit.lint.engine import Options
+    from perfkit.lint.formats import render
+    from perfkit.lint.registry import all_rules, get_rule
+    from perfkit.lint.run import lint_paths
+
+    if explain:
+        try:
+            rule = get_rule(explain)
+        except KeyError:
+            known = ", ".join(r.id for r in all_rules())
+            raise click.BadParameter(f"no rule {explain!r}; known rules: {known}", param_hint="--explain") from None
+        click.echo(explain_text(rule), nl=False)
+        return
+    if not paths:
+        raise click.UsageError("give at least one file or directory to lint (or --explain PKxxx)")
+    if baseline and write_baseline:
+        raise click.UsageError("--baseline and --write-baseline are exclusive")
+    try:
+        cfg = config_mod.load(config_path, required=config_path is not None)
+    except config_mod.ConfigError as e:
+        raise click.UsageError(str(e)) from None
+    options = Options(
+        select=tuple(_codes(select, "--select") or cfg.select),
+        ignore=tuple(_codes(ignore, "--ignore")) + tuple(cfg.ignore),
+        hot=tuple(hot) + tuple(cfg.hot),
+        all_functions=all_functions or cfg.all,
+    )
+    known = None
+    if baseline:
+        try:
+            known = baseline_mod.load(baseline)
+        except baseline_mod.BaselineError as e:
+            raise click.UsageError(str(e)) from None
+
+    result = lint_paths(paths, options, exclude=cfg.exclude)
+    for err in result.errors:
+        click.echo(f"perfkit lint: {err}", err=True)
+    if write_baseline:
+        n = baseline_mod.write(write_baseline, result.violations)
+        click.echo(f"wrote {n} finding(s) to {write_baseline}", err=True)
+        sys.exit(0)
+    violations = result.violations
+    if known is not None:
+        violations = baseline_mod.filter_new(violations, known)
+    out = render(fmt, violations, result.errors, result.files)
+    if out:
+        click.echo(out, nl=False)
+    if fmt == "text" and not violations and not result.errors:
+        click.echo(f"All clear: {result.files} file{'s' if result.files != 1 else ''} checked, no findings.", err=True)
+    if (violations or result.errors) and not exit_zero:
+        sys.exit(1)

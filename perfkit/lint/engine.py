@@ -1,0 +1,219 @@
+"""The linter's engine: parse a module, find its hot paths, walk each unit once, dispatch to rules.
+
+Rules live in ``perfkit.lint.rules`` (one family per module) and register *checks* by AST node type
+with :func:`check`. A check receives the :class:`Context` and the node and calls ``ctx.report``.
+Checks of hot-only rules are called only on hot paths; the others (PK4xx, PK5xx) everywhere.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from perfkit.lint import directives as _directives
+from perfkit.lint.hotpaths import find_hot
+from perfkit.lint.infer import typer_for
+from perfkit.lint.model import FileError, Violation
+from perfkit.lint.modinfo import FUNC_DEFS, ModuleInfo, Unit
+from perfkit.lint.registry import RULES, matches
+
+_NODE_CHECKS: dict = {}  # ast type -> [(fn, everywhere)]
+_UNIT_CHECKS: list = []  # fn(ctx) run once per unit (every unit)
+
+
+def check(*node_types, everywhere: bool = False):
+    """Register ``fn(ctx, node)`` for these node types."""
+
+    def deco(fn):
+        for t in node_types:
+            _NODE_CHECKS.setdefault(t, []).append((fn, everywhere))
+        return fn
+
+    return deco
+
+
+def unit_check(prefilter=None):
+    """Register ``fn(ctx)``, run once per unit (module top level and each function).
+
+    ``prefilter(mod)`` -> the set of units worth checking (cheap, e.g. from a text search); None: all.
+    """
+
+    def deco(fn):
+        _UNIT_CHECKS.append((fn, prefilter))
+        return fn
+
+    return deco
+
+
+@dataclass
+class Options:
+    select: tuple = ()  # rule IDs/prefixes; empty: all
+    ignore: tuple = ()
+    hot: tuple = ()  # extra hot function names / patterns (fnmatch, name or Class.method)
+    all_functions: bool = False
+
+    def enabled(self, rule_id: str) -> bool:
+        if self.select and not matches(rule_id, self.select):
+            return False
+        return not (self.ignore and matches(rule_id, self.ignore))
+
+
+@dataclass
+class Context:
+    mod: ModuleInfo
+    unit: Unit
+    options: Options
+    directives: object
+    lines: list
+    out: list
+    hot: bool = False
+    setup: bool = False  # __init__ and friends: allocation is the point
+    withs: list = field(default_factory=list)  # canonical names of the enclosing `with` items
+    _typer: object = None
+    _seen: set = field(default_factory=set)
+
+    @property
+    def typer(self):
+        if self._typer is None:
+            self._typer = typer_for(self.mod, self.unit)
+        return self._typer
+
+    def kind(self, expr):
+        return self.typer.kind(expr)
+
+    def qual(self, expr):
+        return self.mod.qual(expr)
+
+    def report(self, rule_id: str, node, **fields):
+        rule = RULES[rule_id]
+        if rule.hot_only and not self.hot:
+            return
+        if rule.category == "alloc" and self.setup:
+            return
+        if not self.options.enabled(rule_id):
+            return
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0) + 1
+        end_line = getattr(node, "end_lineno", None) or line
+        key = (rule_id, line, col)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        if self.directives.suppressed(rule_id, line, min(end_line, line + 2)):
+            return
+        end_col = (getattr(node, "end_col_offset", None) or 0) + 1
+        source = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        self.out.append(
+            Violation(self.mod.path, line, col, rule_id, rule.category, rule.message.format(**fields),
+                      rule.severity, end_line, end_col, source)
+        )
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_WITHS = (ast.With, ast.AsyncWith)
+
+
+class _Walker:
+    def __init__(self, ctx: Context, hot_loops: set, everywhere_only: bool):
+        self.ctx = ctx
+        self.hot_loops = hot_loops
+        self.everywhere_only = everywhere_only
+
+    def visit(self, node, hot: bool):
+        t = type(node)
+        if t in FUNC_DEFS:
+            for d in node.decorator_list:
+                self.visit(d, hot)
+            return
+        if t is ast.ClassDef:
+            for d in node.decorator_list + node.bases:
+                self.visit(d, hot)
+            for st in node.body:
+                if not isinstance(st, FUNC_DEFS):
+                    self.visit(st, hot)
+            return
+        checks = _NODE_CHECKS.get(t)
+        if checks:
+            ctx = self.ctx
+            ctx.hot = hot
+            for fn, everywhere in checks:
+                if hot or everywhere:
+                    fn(ctx, node)
+        if t in _LOOPS and id(node) in self.hot_loops:
+            if t is ast.While:
+                self.visit(node.test, hot)
+            else:
+                self.visit(node.target, hot)
+                self.visit(node.iter, hot)
+            for st in node.body:
+                self.visit(st, True)
+            for st in node.orelse:
+                self.visit(st, hot)
+            return
+        if t in _WITHS:
+            pushed = 0
+            for item in node.items:
+                self.visit(item, hot)
+                c = item.context_expr
+                q = self.ctx.mod.qual(c.func if isinstance(c, ast.Call) else c)
+                self.ctx.withs.append(q or "")
+                pushed += 1
+            for st in node.body:
+                self.visit(st, hot)
+            del self.ctx.withs[len(self.ctx.withs) - pushed:]
+            return
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, hot)
+
+
+def lint_module(tree: ast.Module, text: str, path: str, options: Options | None = None) -> list:
+    """Findings of one parsed module (sorted)."""
+    options = options or Options()
+    from perfkit.lint import rules  # noqa: F401  (registers the checks)
+
+    dirs = _directives.parse(text)
+    if dirs.ignore_file:
+        return []
+    mod = ModuleInfo(tree, text, path)
+    hp = find_hot(mod, dirs, options.hot, options.all_functions)
+    lines = text.splitlines()
+    out: list = []
+    cold_node_checks = mod.shares_torch_warp  # the only node checks that apply off hot paths (PK5xx)
+    unit_checks = [(fn, pre(mod) if pre else None) for fn, pre in _UNIT_CHECKS]
+    for unit in mod.units:
+        if unit.kernel:
+            continue
+        hot = unit in hp.units
+        ctx = Context(mod, unit, options, dirs, lines, out, hot=hot, setup=unit in hp.setup_units)
+        for fn, wanted in unit_checks:
+            if wanted is None or unit in wanted:
+                fn(ctx)
+        if hot or cold_node_checks or unit in hp.loop_units:
+            walker = _Walker(ctx, hp.loops, everywhere_only=not hot)
+            body = unit.node.body
+            for st in body:
+                walker.visit(st, hot)
+    out.sort(key=Violation.sort_key)
+    return out
+
+
+def lint_source(text: str, path: str = "<string>", options: Options | None = None) -> list:
+    """Lint Python source text. Raises SyntaxError/ValueError/RecursionError for unparsable text."""
+    tree = ast.parse(text, filename=path)
+    return lint_module(tree, text, path, options)
+
+
+def lint_text_safely(text: str, path: str, options: Options | None = None):
+    """(findings, FileError | None): never raises for bad input."""
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as e:
+        return [], FileError(path, f"syntax error: {e.msg}", e.lineno or 0, e.offset or 0)
+    except (ValueError, MemoryError) as e:  # null bytes; absurd sizes
+        return [], FileError(path, f"cannot parse: {e}")
+    except RecursionError:
+        return [], FileError(path, "cannot parse: nested too deeply")
+    try:
+        return lint_module(tree, text, path, options), None
+    except RecursionError:
+        return [], FileError(path, "nested too deeply to analyse")

@@ -1,0 +1,464 @@
+"""A light, local type inference: which expressions are torch tensors, Warp arrays, or neither.
+
+Flow-insensitive within a function (a name is a tensor if any assignment makes it one), and
+local to the module: names bound from torch/warp calls, ``self`` attributes assigned tensors in any
+method of the class (``__init__`` first), parameters annotated as tensors, results of tensor
+methods and of operators on tensors, returns of functions in the same module, and — in modules
+that import torch — results of ``env.step()``/``env.reset()`` and of calls that take a tensor.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from perfkit.lint.modinfo import FUNC_DEFS, ModuleInfo, Unit, dotted, unit_nodes
+
+TENSOR = "tensor"  # a torch tensor that may live on the GPU
+BOOL = "bool"  # a boolean torch tensor (a mask)
+CPU = "cpu"  # a torch tensor known to be on the host (from_numpy, .cpu(), device="cpu")
+WARP = "warp"  # a Warp array
+MJDATA = "mjdata"  # mujoco_warp Data (its fields are Warp arrays)
+MJMODEL = "mjmodel"
+NDARRAY = "ndarray"  # numpy: host memory, never a sync
+DEVICE = frozenset({TENSOR, BOOL})  # reading these on the host syncs
+TORCH = frozenset({TENSOR, BOOL, CPU})
+
+# torch.<name>(...) that do not return a tensor
+_TORCH_NON_TENSOR = {
+    "device", "dtype", "no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "manual_seed",
+    "seed", "is_tensor", "is_floating_point", "is_complex", "numel", "Size", "Generator", "compile",
+    "get_default_dtype", "set_default_dtype", "set_default_device", "finfo", "iinfo", "load", "save",
+    "is_grad_enabled", "get_rng_state", "set_rng_state", "set_printoptions", "use_deterministic_algorithms",
+    "set_float32_matmul_precision", "set_num_threads", "get_num_threads", "is_nonzero", "equal",
+    "allclose", "result_type", "promote_types", "can_cast", "Stream", "Event", "typename",
+}
+_TORCH_NON_TENSOR_PREFIX = (
+    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.jit.", "torch.compiler.", "torch.utils.",
+    "torch.autograd.", "torch.optim.", "torch.multiprocessing.", "torch.profiler.", "torch.accelerator.",
+    "torch.mps.", "torch.xpu.", "torch.fx.", "torch.onnx.", "torch.export.", "torch.library.", "torch._dynamo.",
+)
+_TORCH_NN_TENSOR_PREFIX = ("torch.nn.functional.", "torch.nn.init.")
+_BOOL_FUNCS = {
+    "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "logical_and", "logical_or", "logical_not",
+    "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "greater", "less", "greater_equal", "less_equal",
+    "not_equal", "isin", "isclose", "signbit", "any", "all", "bool",
+}
+_TENSOR_ATTRS = {"T", "mT", "H", "mH", "data", "grad", "real", "imag", "values", "indices"}
+_NON_TENSOR_METHODS = {
+    "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "is_contiguous",
+    "get_device", "storage_offset", "is_floating_point", "is_complex", "equal", "allclose", "tolist", "item",
+    "numpy", "backward", "register_hook", "untyped_storage", "storage", "is_pinned", "is_shared",
+    "record_stream", "__len__", "__array__", "retain_grad", "share_memory_", "is_set_to",
+}
+_WARP_ARRAY_FUNCS = {
+    "array", "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "clone",
+    "from_numpy", "from_torch", "from_jax", "from_dlpack", "from_paddle", "array1d", "array2d", "array3d",
+    "array4d", "indexedarray", "fabricarray",
+}
+_WARP_ARRAY_METHODS = {"view", "reshape", "flatten", "contiguous", "transpose", "to", "astype"}
+_HOST_BUILTINS = {
+    "len", "range", "str", "repr", "int", "float", "bool", "complex", "isinstance", "issubclass", "print", "type",
+    "hasattr", "getattr", "setattr", "id", "hash", "format", "sorted", "list", "dict", "set", "tuple", "enumerate",
+    "zip", "open", "min", "max", "sum", "abs", "round", "iter", "next", "super", "vars", "dir", "callable", "all",
+    "any", "map", "filter", "reversed", "chr", "ord", "divmod", "pow", "object", "frozenset", "bytes", "input",
+}
+_NOT_TENSOR_NAMES = re.compile(r"^(info|infos|extras?|stats|metrics|_)$")
+_MASK_NAME = re.compile(r"(^|_)(mask|masks|done|dones|terminated|terminate|terminations|truncated|truncations|"
+                        r"timeouts?|time_outs|alive|valid|active|fallen|resets)$|^(is|has|should)_")
+ENV_RECEIVER = re.compile(r"env", re.IGNORECASE)
+
+
+def is_mask_name(name: str) -> bool:
+    return bool(_MASK_NAME.search(name))
+
+
+def annotation_kind(mod: ModuleInfo, ann) -> str | None:
+    if ann is None:
+        return None
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        s = ann.value
+        if "BoolTensor" in s:
+            return BOOL
+        if "Tensor" in s:
+            return TENSOR
+        if "wp.array" in s or "warp.array" in s:
+            return WARP
+        return None
+    if isinstance(ann, ast.Call):  # wp.array(dtype=wp.vec3)
+        ann = ann.func
+    if isinstance(ann, ast.Subscript):  # Optional[Tensor], Float[Tensor, "n"], wp.array[...]
+        base = annotation_kind(mod, ann.value)
+        if base:
+            return base
+        sl = ann.slice
+        for e in sl.elts if isinstance(sl, ast.Tuple) else [sl]:
+            k = annotation_kind(mod, e)
+            if k:
+                return k
+        return None
+    if isinstance(ann, ast.BinOp):  # Tensor | None
+        return annotation_kind(mod, ann.left) or annotation_kind(mod, ann.right)
+    q = mod.qual(ann)
+    if not q:
+        return None
+    if q in ("torch.BoolTensor", "torch.cuda.BoolTensor"):
+        return BOOL
+    if q.startswith("torch.") and q.endswith("Tensor"):
+        return TENSOR
+    if q in ("warp.array", "warp.types.array") or (q.startswith("warp.array") and q[10:].isdigit()):
+        return WARP
+    if q.startswith("mujoco_warp.") and q.endswith(".Data"):
+        return MJDATA
+    if q.startswith("mujoco_warp.") and q.endswith(".Model"):
+        return MJMODEL
+    return None
+
+
+class Typer:
+    """Kinds of the expressions of one unit."""
+
+    def __init__(self, mod: ModuleInfo, unit: Unit, building_attrs: dict | None = None):
+        self.mod = mod
+        self.unit = unit
+        self.env: dict[str, str] = {}
+        self._memo: dict[int, str | None] = {}
+        self._attrs = building_attrs  # while a class's attributes are being inferred
+        self._build()
+
+    # -- the unit's local names --------------------------------------------------------------
+    def _build(self):
+        u = self.unit
+        if not u.is_module:
+            args = u.node.args
+            for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+                if a is not None:
+                    k = annotation_kind(self.mod, a.annotation)
+                    if k:
+                        self.env[a.arg] = k
+        for node in unit_nodes(u):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    self._bind(t, node.value)
+            elif isinstance(node, ast.AnnAssign):
+                k = annotation_kind(self.mod, node.annotation)
+                if k and isinstance(node.target, ast.Name):
+                    self.env[node.target.id] = k
+                elif node.value is not None:
+                    self._bind(node.target, node.value)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                k = self.kind(node.value)
+                if k in TORCH and node.target.id not in self.env:
+                    self.env[node.target.id] = TENSOR
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                k = self.kind(node.iter)
+                if k in TORCH and isinstance(node.target, ast.Name):
+                    self._set(node.target.id, k)
+            elif isinstance(node, ast.NamedExpr):
+                self._bind(node.target, node.value)
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                self._bind(node.optional_vars, node.context_expr)
+
+    def _set(self, name, kind):
+        if kind is None:
+            return
+        old = self.env.get(name)
+        if old is None or (old == BOOL and kind == TENSOR) or (old == CPU and kind in DEVICE):
+            self.env[name] = kind
+        self._memo.clear()
+
+    def _bind(self, target, value):
+        if isinstance(target, ast.Name):
+            self._set(target.id, self.kind(value))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                for t, v in zip(target.elts, value.elts):
+                    self._bind(t, v)
+                return
+            k = self.kind(value)
+            if k is None and self.mod.uses_torch and self._is_env_call(value):
+                k = TENSOR
+            if k in TORCH:
+                for t in target.elts:
+                    if isinstance(t, ast.Starred):
+                        t = t.value
+                    if isinstance(t, ast.Name) and not _NOT_TENSOR_NAMES.match(t.id):
+                        self._set(t.id, BOOL if is_mask_name(t.id) and k != CPU else k)
+        elif isinstance(target, ast.Attribute) and self._attrs is not None:
+            if isinstance(target.value, ast.Name) and target.value.id == self.unit.self_name:
+                k = self.kind(value)
+                if k and (target.attr not in self._attrs or self._attrs[target.attr] in (CPU, BOOL)):
+                    self._attrs[target.attr] = k
+
+    def _is_env_call(self, value) -> bool:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            if value.func.attr in ("step", "reset"):
+                recv = dotted(value.func.value) or ""
+                return bool(ENV_RECEIVER.search(recv))
+        return False
+
+    # -- expressions -------------------------------------------------------------------------
+    def kind(self, e) -> str | None:
+        key = id(e)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # cycle guard
+        k = self._kind(e)
+        self._memo[key] = k
+        return k
+
+    def _self_attrs(self):
+        cls = self.unit.cls
+        if cls is None:
+            return {}
+        if self._attrs is not None:
+            return self._attrs
+        return class_attrs(self.mod, cls)
+
+    def _kind(self, e):
+        t = type(e)
+        if t is ast.Name:
+            k = self.env.get(e.id)
+            if k is None and not self.unit.is_module:
+                cache = self.mod.__dict__.get("_typers", {})
+                p = self.unit.parent
+                while k is None and p is not None and not p.is_module:  # closures see the outer locals
+                    outer = cache.get(p)
+                    k = outer.env.get(e.id) if outer is not None else None
+                    p = p.parent
+                if k is None:
+                    k = module_typer(self.mod).env.get(e.id)
+            return k
+        if t is ast.Attribute:
+            base = e.value
+            if isinstance(base, ast.Name) and base.id == self.unit.self_name and self.unit.self_name:
+                return self._self_attrs().get(e.attr)
+            bk = self.kind(base)
+            if bk in TORCH:
+                return bk if e.attr in _TENSOR_ATTRS else None
+            if bk == MJDATA:
+                return WARP
+            return None
+        if t is ast.Call:
+            return self._call_kind(e)
+        if t is ast.BinOp:
+            lk, rk = self.kind(e.left), self.kind(e.right)
+            if lk in TORCH or rk in TORCH:
+                if isinstance(e.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and BOOL in (lk, rk):
+                    return BOOL
+                if CPU in (lk, rk) and not (lk in DEVICE or rk in DEVICE):
+                    return CPU
+                return TENSOR
+            return None
+        if t is ast.UnaryOp:
+            if isinstance(e.op, ast.Not):
+                return None
+            return self.kind(e.operand)
+        if t is ast.Compare:
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in e.ops):
+                return None
+            kinds = [self.kind(e.left)] + [self.kind(c) for c in e.comparators]
+            if any(k in DEVICE for k in kinds):
+                return BOOL
+            if CPU in kinds:
+                return CPU
+            return None
+        if t is ast.Subscript:
+            vk = self.kind(e.value)
+            if vk in TORCH:
+                return vk
+            return None
+        if t is ast.IfExp:
+            return self.kind(e.body) or self.kind(e.orelse)
+        if t is ast.NamedExpr:
+            return self.kind(e.value)
+        if t is ast.Await:
+            return self.kind(e.value)
+        return None
+
+    def _call_kind(self, e: ast.Call):
+        func = e.func
+        q = self.mod.qual(func)
+        if q:
+            if q.startswith("torch."):
+                return _torch_call_kind(self.mod, q, e)
+            if q.startswith("warp."):
+                name = q[5:]
+                if name == "to_torch":
+                    return TENSOR
+                return WARP if name in _WARP_ARRAY_FUNCS else None
+            if q.startswith("mujoco_warp."):
+                name = q.rsplit(".", 1)[-1]
+                if name in ("make_data", "put_data"):
+                    return MJDATA
+                if name == "put_model":
+                    return MJMODEL
+                return None
+            if q.startswith(("numpy.", "np.")):
+                return NDARRAY
+        if isinstance(func, ast.Attribute):
+            bk = self.kind(func.value)
+            m = func.attr
+            if bk in TORCH:
+                return _method_kind(bk, m, e)
+            if bk == WARP:
+                return WARP if m in _WARP_ARRAY_METHODS else None
+            if bk is not None:
+                return None
+            if self.mod.uses_torch and m in ("step", "reset") and ENV_RECEIVER.search(dotted(func.value) or ""):
+                return TENSOR
+            # self.method(...) / Class.method(...) in this module: what it returns
+            if isinstance(func.value, ast.Name) and func.value.id == self.unit.self_name and self.unit.cls:
+                for c in self.mod.class_chain(self.unit.cls):
+                    target = c.methods.get(m)
+                    if target is not None:
+                        return return_kind(self.mod, target)
+        elif isinstance(func, ast.Name):
+            name = func.id
+            if name in self.mod.classes:
+                return None
+            targets = self.mod.functions.get(name)
+            if targets:
+                return return_kind(self.mod, targets[0])
+            if name in _HOST_BUILTINS and name not in self.mod.aliases:
+                return None
+        if self.mod.uses_torch and q not in ("print",):
+            # an unknown callable fed a tensor (a policy, a reward term): assume a tensor comes back
+            for a in e.args:
+                if self.kind(a) in DEVICE:
+                    return TENSOR
+        return None
+
+
+def _torch_call_kind(mod, q: str, e: ast.Call):
+    if q.startswith(_TORCH_NN_TENSOR_PREFIX):
+        return TENSOR
+    if q.startswith(_TORCH_NON_TENSOR_PREFIX) or q.startswith("torch.nn."):
+        return None
+    name = q.rsplit(".", 1)[-1]
+    if name in _TORCH_NON_TENSOR or name[:1].isupper() and name != "Tensor":
+        return None
+    if name in _BOOL_FUNCS:
+        return BOOL
+    if name == "from_numpy":
+        return CPU
+    for kw in e.keywords:
+        if kw.arg == "dtype" and mod.qual(kw.value) == "torch.bool":
+            return BOOL
+        if kw.arg == "device" and isinstance(kw.value, ast.Constant) and kw.value.value == "cpu":
+            return CPU
+    if name in ("tensor", "as_tensor") and not any(kw.arg == "device" for kw in e.keywords):
+        return CPU  # default device; a later .to(device) / .cuda() is the host-to-device copy
+    if name in ("where",) and len(e.args) >= 3:
+        return TENSOR
+    return TENSOR
+
+
+def _method_kind(base: str, m: str, e: ast.Call):
+    if m in _NON_TENSOR_METHODS:
+        return None
+    if m == "cpu":
+        return CPU
+    if m in ("cuda",):
+        return TENSOR
+    if m == "to":
+        for a in list(e.args) + [kw.value for kw in e.keywords if kw.arg == "device"]:
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                return CPU if a.value == "cpu" else TENSOR
+            if isinstance(a, ast.Call) and dotted(a.func) in ("torch.device", "device"):
+                arg = a.args[0] if a.args else None
+                if isinstance(arg, ast.Constant) and arg.value == "cpu":
+                    return CPU
+                return TENSOR
+        if base == CPU and any(not (isinstance(a, ast.Attribute) and a.attr.startswith(("float", "int", "bool")))
+                               for a in e.args):
+            # .to(self.device): to the compute device
+            if e.args or any(kw.arg == "device" for kw in e.keywords):
+                return TENSOR
+        return base
+    if m in ("bool",) or m in _BOOL_FUNCS or m.rstrip("_") in ("eq", "ne", "gt", "ge", "lt", "le", "logical_not"):
+        return CPU if base == CPU else BOOL
+    if m.endswith("_") and not m.startswith("_"):
+        return base
+    if base == CPU:
+        return CPU
+    if base == BOOL and m in ("clone", "detach", "view", "reshape", "flatten", "squeeze", "unsqueeze",
+                              "expand", "expand_as", "contiguous", "repeat", "transpose", "permute"):
+        return BOOL
+    return TENSOR
+
+
+def module_typer(mod: ModuleInfo) -> Typer:
+    t = getattr(mod, "_module_typer", None)
+    if t is None:
+        mod._module_typer = t = _EMPTY
+        mod._module_typer = t = Typer(mod, mod.module_unit)
+    return t
+
+
+class _Empty:
+    env: dict = {}
+
+
+_EMPTY = _Empty()
+
+
+def class_attrs(mod: ModuleInfo, cls) -> dict:
+    """``self`` attributes of ``cls`` (and its in-module bases) that hold tensors/arrays."""
+    if cls.attrs is not None:
+        return cls.attrs
+    if cls.building:
+        return {}
+    cls.building = True
+    attrs: dict = {}
+    for base in reversed(mod.class_chain(cls)[1:]):
+        attrs.update(class_attrs(mod, base))
+    for st in cls.node.body:  # class-level annotations: obs_buf: torch.Tensor
+        if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+            k = annotation_kind(mod, st.annotation)
+            if k:
+                attrs[st.target.id] = k
+    methods = [u for u in cls.methods.values()]
+    methods.sort(key=lambda u: (u.name != "__init__", u.lineno))
+    for unit in methods:
+        if unit.self_name and not unit.kernel:
+            Typer(mod, unit, building_attrs=attrs)
+    cls.attrs = attrs
+    cls.building = False
+    return attrs
+
+
+def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
+    cache = mod._return_kinds
+    if unit in cache:
+        return cache[unit]
+    cache[unit] = None  # recursion guard
+    if unit.kernel or not isinstance(unit.node, FUNC_DEFS):
+        return None
+    k = annotation_kind(mod, unit.node.returns)
+    if k is None:
+        typer = typer_for(mod, unit)
+        for node in unit_nodes(unit):
+            if isinstance(node, ast.Return) and node.value is not None:
+                v = node.value
+                vals = v.elts if isinstance(v, ast.Tuple) else [v]
+                for x in vals:
+                    kk = typer.kind(x)
+                    if kk in TORCH or kk == WARP:
+                        k = kk if k is None or k == BOOL else k
+                if k == TENSOR:
+                    break
+    cache[unit] = k
+    return k
+
+
+def typer_for(mod: ModuleInfo, unit: Unit) -> Typer:
+    cache = mod.__dict__.setdefault("_typers", {})
+    t = cache.get(unit)
+    if t is None:
+        if unit.is_module:
+            t = module_typer(mod)
+        else:
+            t = Typer(mod, unit)
+        cache[unit] = t
+    return t

@@ -1,0 +1,210 @@
+"""What the linter knows about one module: import aliases, its functions ("units"), its classes.
+
+A *unit* is a piece of code analysed as one: the module's top-level code, or one function
+(methods and nested functions included). Units never overlap: a unit's walk skips nested defs.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_STMT_FIELDS = ("body", "orelse", "finalbody", "handlers")
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: ast.ClassDef
+    name: str
+    bases: list  # names of base classes (last dotted part)
+    methods: dict = field(default_factory=dict)  # name -> Unit
+    attrs: dict | None = None  # self attribute -> kind, filled by infer.class_attrs()
+    building: bool = False
+
+
+@dataclass(eq=False)
+class Unit:
+    node: ast.AST  # ast.Module or a function def
+    name: str  # function name, "<module>" for top-level code
+    qualname: str  # "Class.method", "outer.<locals>.inner" -> "outer.inner"
+    cls: ClassInfo | None = None  # set for methods
+    parent: "Unit | None" = None
+    kernel: bool = False  # @wp.kernel / @wp.func: device code, never linted
+    self_name: str | None = None  # first parameter of a method
+    calls: list = field(default_factory=list)  # resolved callee units (filled by hotpaths)
+
+    @property
+    def is_module(self) -> bool:
+        return isinstance(self.node, ast.Module)
+
+    @property
+    def lineno(self) -> int:
+        return getattr(self.node, "lineno", 1)
+
+
+def dotted(expr) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+_KERNEL_DECORATORS = {"warp.kernel", "warp.func", "warp.func_native", "warp.func_grad", "warp.func_replay"}
+
+
+class ModuleInfo:
+    def __init__(self, tree: ast.Module, text: str, path: str = "<string>"):
+        self.tree = tree
+        self.text = text
+        self.path = path
+        self.aliases: dict[str, str] = {}
+        self.units: list[Unit] = []
+        self.classes: dict[str, ClassInfo] = {}
+        self.functions: dict[str, list[Unit]] = {}  # plain (non-method) functions by name
+        self.methods: dict[str, list[Unit]] = {}  # methods of any class by name
+        self.module_unit = Unit(tree, "<module>", "<module>")
+        self.units.append(self.module_unit)
+        self._collect(tree.body, self.module_unit, None, "")
+        roots = {v.split(".")[0] for v in self.aliases.values()}
+        self.uses_torch = "torch" in roots
+        self.uses_warp = "warp" in roots or "mujoco_warp" in roots
+        # Warp and torch share memory here (zero-copy views), so their streams must agree.
+        self.shares_torch_warp = self.uses_torch and self.uses_warp and (
+            "to_torch" in text or "from_torch" in text or "__cuda_array_interface__" in text
+        )
+        self._return_kinds: dict = {}
+
+    # -- lines -> units ----------------------------------------------------------------------
+    def unit_at(self, line: int) -> Unit:
+        """The innermost unit whose code holds ``line``."""
+        spans = getattr(self, "_spans", None)
+        if spans is None:
+            spans = sorted(((u.node.lineno, u.node.end_lineno or u.node.lineno, u) for u in self.units
+                            if not u.is_module), key=lambda t: (t[0], -t[1]))
+            self._spans = spans
+        best = self.module_unit
+        for start, end, unit in spans:
+            if start > line:
+                break
+            if end >= line:
+                best = unit  # later starts are nested deeper
+        return best
+
+    def units_matching(self, pattern) -> set:
+        """Units holding a source line that matches the compiled regex ``pattern``."""
+        import bisect
+
+        starts = getattr(self, "_line_starts", None)
+        if starts is None:
+            starts = [0]
+            find = self.text.find
+            i = find("\n")
+            while i >= 0:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
+            self._line_starts = starts
+        out = set()
+        for m in pattern.finditer(self.text):
+            out.add(self.unit_at(bisect.bisect_right(starts, m.start())))
+        return out
+
+    # -- names -------------------------------------------------------------------------------
+    def qual(self, expr) -> str | None:
+        """The canonical dotted name of ``expr``: ``th.cuda.synchronize`` -> ``torch.cuda.synchronize``."""
+        d = dotted(expr)
+        if d is None:
+            return None
+        head, sep, rest = d.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return d
+        return target + sep + rest
+
+    def _add_import(self, node):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    self.aliases[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    self.aliases[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                if a.name != "*":
+                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+
+    # -- units -------------------------------------------------------------------------------
+    def _collect(self, stmts, owner: Unit, cls: ClassInfo | None, prefix: str):
+        for st in stmts:
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                self._add_import(st)
+            elif isinstance(st, FUNC_DEFS):
+                qn = f"{prefix}{st.name}"
+                unit = Unit(st, st.name, qn, cls=cls, parent=owner)
+                unit.kernel = any(self.qual(_decorator_target(d)) in _KERNEL_DECORATORS for d in st.decorator_list)
+                if cls is not None:
+                    args = st.args.posonlyargs + st.args.args
+                    if args and not any(dotted(d) == "staticmethod" for d in st.decorator_list):
+                        unit.self_name = args[0].arg
+                    cls.methods.setdefault(st.name, unit)
+                    self.methods.setdefault(st.name, []).append(unit)
+                else:
+                    self.functions.setdefault(st.name, []).append(unit)
+                self.units.append(unit)
+                self._collect(st.body, unit, None, qn + ".")
+            elif isinstance(st, ast.ClassDef):
+                info = ClassInfo(st, st.name, [(dotted(b) or "").split(".")[-1] for b in st.bases])
+                self.classes.setdefault(st.name, info)
+                self._collect(st.body, owner, info, f"{prefix}{st.name}.")
+            else:
+                for f in _STMT_FIELDS:
+                    sub = getattr(st, f, None)
+                    if sub:
+                        self._collect(sub, owner, cls, prefix)
+                if isinstance(st, ast.Match):
+                    for case in st.cases:
+                        self._collect(case.body, owner, cls, prefix)
+
+    def class_chain(self, cls: ClassInfo):
+        """``cls`` and its base classes defined in this module (no cycles)."""
+        seen, out, todo = set(), [], [cls]
+        while todo:
+            c = todo.pop(0)
+            if c.name in seen:
+                continue
+            seen.add(c.name)
+            out.append(c)
+            todo.extend(self.classes[b] for b in c.bases if b in self.classes)
+        return out
+
+
+def _decorator_target(d):
+    return d.func if isinstance(d, ast.Call) else d
+
+
+def unit_nodes(unit: Unit):
+    """Every node of ``unit`` in source order (depth first), not entering nested defs/classes' methods."""
+    if unit.is_module:
+        stack = list(reversed(unit.node.body))
+    else:
+        n = unit.node
+        stack = list(reversed(n.body))
+        # Defaults and annotations belong to the enclosing unit; decorators too.
+    while stack:
+        node = stack.pop()
+        if isinstance(node, FUNC_DEFS):
+            # decorators and defaults run in the enclosing scope
+            stack.extend(reversed(node.decorator_list))
+            continue
+        if isinstance(node, ast.ClassDef):
+            stack.extend(reversed([s for s in node.body if not isinstance(s, FUNC_DEFS)]))
+            stack.extend(reversed(node.decorator_list))
+            continue
+        yield node
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))

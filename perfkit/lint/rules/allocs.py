@@ -1,0 +1,112 @@
+"""PK2xx: allocations on hot paths (new tensors through the CUDA caching allocator each step)."""
+
+from __future__ import annotations
+
+import ast
+
+from perfkit.lint.engine import check
+from perfkit.lint.infer import CPU, DEVICE
+from perfkit.lint.registry import Rule, register
+from perfkit.lint.rules.common import kwarg
+
+register(Rule(
+    "PK201", "tensor-factory", "alloc",
+    "tensor factories (`torch.zeros/empty/ones/full/arange/rand*/eye/linspace`, `x.new_*`) on a hot path",
+    "{what} allocates a new tensor on every call; preallocate the buffer in `__init__` and refill it in place "
+    "(`buf.zero_()`, `buf.fill_(v)`, `buf.normal_()`, `torch.arange(n, out=buf)`)",
+    "Each factory call goes through the CUDA caching allocator and launches a fill kernel; in a step loop "
+    "that is per-step overhead, memory churn, and an obstacle to CUDA-graph capture.",
+    "Allocate once in `__init__`; in the hot path write into the buffer in place or pass `out=`.",
+    bad="noise = torch.randn(self.num_envs, self.act_dim, device=self.device)",
+    good="self.noise.normal_()  # self.noise allocated in __init__",
+))
+register(Rule(
+    "PK202", "clone-or-like", "alloc",
+    "`clone()` and `*_like` factories (`zeros_like`, `empty_like`, ...) on a hot path",
+    "{what} allocates a copy on every call; copy into a preallocated buffer with `buf.copy_(x)` "
+    "(or `buf.zero_()`) instead",
+    "`clone()` and the `*_like` factories allocate a tensor of the same shape each call.",
+    "Keep a buffer from `__init__` and `buf.copy_(x)` / `buf.zero_()` into it.",
+    bad="self.prev_actions = actions.clone()",
+    good="self.prev_actions.copy_(actions)",
+))
+register(Rule(
+    "PK203", "rebind-state-buffer", "alloc",
+    "an out-of-place op that rebinds a tensor state buffer (`self.x = self.x + y`)",
+    "rebinding `self.{attr}` to the result of an out-of-place op allocates a new tensor every call; update the "
+    "buffer in place (`self.{attr}.add_(...)`, `+=`, `.copy_(...)`, or `out=self.{attr}`)",
+    "Assigning a fresh result to a state buffer allocates, drops the old buffer, and breaks any view or "
+    "CUDA graph that captured the old storage.",
+    "Use the in-place form: `self.x += y`, `self.x.mul_(g)`, `torch.clamp(self.x, lo, hi, out=self.x)`, "
+    "`self.x.copy_(expr)`.",
+    bad="self.episode_len = self.episode_len + 1",
+    good="self.episode_len += 1",
+))
+
+_FACTORIES = {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
+              "linspace", "logspace", "eye", "empty_strided", "normal", "bernoulli", "multinomial", "poisson",
+              "tril_indices", "triu_indices"}
+_LIKE = {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "clone"}
+_NEW = {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+# methods returning views or working in place: rebinding to them allocates nothing
+_VIEWS = {"view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "transpose", "permute", "expand",
+          "expand_as", "narrow", "select", "detach", "t", "unflatten", "as_strided", "diagonal", "unbind", "split",
+          "chunk", "movedim", "swapaxes", "contiguous", "type_as", "to", "cuda"}
+
+
+@check(ast.Call)
+def factories(ctx, node: ast.Call):
+    f = node.func
+    q = ctx.qual(f)
+    if q and q.startswith("torch."):
+        name = q[6:]
+        if "." in name:
+            return
+        if kwarg(node, "out") is not None:
+            return
+        if name in _FACTORIES:
+            if ctx.kind(node) == CPU:
+                return  # host memory, not the CUDA allocator
+            ctx.report("PK201", node, what=f"`torch.{name}()`")
+        elif name in _LIKE:
+            ctx.report("PK202", node, what=f"`torch.{name}()`")
+    elif isinstance(f, ast.Attribute) and f.attr in ("clone",) + tuple(_NEW):
+        if ctx.kind(f.value) in DEVICE:
+            if f.attr == "clone":
+                ctx.report("PK202", node, what="`.clone()`")
+            else:
+                ctx.report("PK201", node, what=f"`.{f.attr}()`")
+
+
+def _allocating_value(ctx, value) -> bool:
+    if isinstance(value, (ast.BinOp, ast.UnaryOp)):
+        return ctx.kind(value) in DEVICE
+    if isinstance(value, ast.Call):
+        f = value.func
+        if kwarg(value, "out") is not None:
+            return False
+        q = ctx.qual(f)
+        if q and q.startswith("torch."):
+            name = q.rsplit(".", 1)[-1]
+            if name in _FACTORIES or name in _LIKE or name in ("tensor", "as_tensor", "from_numpy"):
+                return False  # PK201/PK202/PK109 say it better
+            return ctx.kind(value) in DEVICE
+        if isinstance(f, ast.Attribute) and ctx.kind(f.value) in DEVICE:
+            m = f.attr
+            if m.endswith("_") or m in _VIEWS or m in _NEW or m == "clone":
+                return False
+            return ctx.kind(value) in DEVICE
+    return False
+
+
+@check(ast.Assign)
+def rebind_buffers(ctx, node: ast.Assign):
+    if len(node.targets) != 1 or ctx.unit.cls is None:
+        return
+    t = node.targets[0]
+    if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == ctx.unit.self_name):
+        return
+    if ctx.kind(t) not in DEVICE:
+        return
+    if _allocating_value(ctx, node.value):
+        ctx.report("PK203", node, attr=t.attr)

@@ -1,0 +1,87 @@
+"""PK5xx: stream hazards between Warp and torch when they share memory."""
+
+from __future__ import annotations
+
+import ast
+
+from perfkit.lint.engine import check
+from perfkit.lint.hotpaths import resolve_call
+from perfkit.lint.modinfo import unit_nodes
+from perfkit.lint.registry import Rule, register
+from perfkit.lint.rules.common import kwarg
+
+register(Rule(
+    "PK501", "warp-launch-stream", "stream",
+    "a Warp launch on Warp's own stream in a module that shares arrays with torch (`wp.to_torch`/`from_torch`)",
+    "{what} runs on Warp's current stream, not torch's, while the two share memory: a race; pass "
+    "`stream=wp.stream_from_torch()` or wrap it in `with wp.ScopedStream(wp.stream_from_torch()):`",
+    "Warp launches go to Warp's stream for the device; torch runs on its own current stream. With zero-copy "
+    "sharing (`wp.to_torch`), torch may read a buffer before the Warp kernel that writes it has run (or the "
+    "reverse), unless both use one stream or are explicitly ordered.",
+    "Launch on torch's stream: `wp.launch(..., stream=wp.stream_from_torch())`, "
+    "`wp.capture_launch(g, stream=wp.stream_from_torch())`, or run the block under "
+    "`wp.ScopedStream(wp.stream_from_torch())`; or set it once with `wp.set_stream`.",
+    bad="wp.capture_launch(self.graph)\nobs = self.qpos_t * 2.0",
+    good="wp.capture_launch(self.graph, stream=wp.stream_from_torch())",
+    hot_only=False, severity="error",
+))
+
+_LAUNCHES = {"warp.launch", "warp.launch_tiled", "warp.capture_launch"}
+_MJW_RUNNERS = {"step", "forward", "fwd_position", "fwd_velocity", "fwd_actuation", "fwd_acceleration", "euler",
+                "implicit", "rungekutta4", "kinematics", "collision", "reset_data"}
+_SCOPES = ("warp.ScopedStream", "warp.ScopedCapture", "warp.context.ScopedStream", "warp.utils.ScopedStream")
+
+
+def _scoped_units(mod) -> set:
+    """Units only ever called inside a ScopedStream/ScopedCapture block (transitively)."""
+    cached = getattr(mod, "_pk5_scoped", None)
+    if cached is not None:
+        return cached
+    scoped = set()
+    todo = []
+    for unit in mod.units:
+        for node in unit_nodes(unit):
+            if isinstance(node, (ast.With, ast.AsyncWith)) and any(_is_scope(mod, i.context_expr) for i in node.items):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Call):
+                        todo.extend(resolve_call(mod, unit, sub))
+    while todo:
+        u = todo.pop()
+        if u in scoped:
+            continue
+        scoped.add(u)
+        for node in unit_nodes(u):
+            if isinstance(node, ast.Call):
+                todo.extend(resolve_call(mod, u, node))
+    mod._pk5_scoped = scoped
+    return scoped
+
+
+def _is_scope(mod, expr) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    return (mod.qual(target) or "") in _SCOPES
+
+
+@check(ast.Call, everywhere=True)
+def warp_launch_stream(ctx, node: ast.Call):
+    mod = ctx.mod
+    if not mod.shares_torch_warp:
+        return
+    q = ctx.qual(node.func)
+    if not q:
+        return
+    if q in _LAUNCHES:
+        if kwarg(node, "stream") is not None:
+            return
+        what = f"`wp.{q.split('.')[-1]}`"
+    elif q.startswith("mujoco_warp.") and q.split(".")[-1] in _MJW_RUNNERS:
+        what = f"`{q.replace('mujoco_warp.', 'mjw.')}`"
+    else:
+        return
+    if any(w in _SCOPES for w in ctx.withs):
+        return
+    if "set_stream(" in mod.text:
+        return
+    if ctx.unit in _scoped_units(mod):
+        return
+    ctx.report("PK501", node, what=what)

@@ -1,0 +1,406 @@
+"""PK1xx: host-device synchronizations on hot paths.
+
+Each of these makes the host wait until the GPU has finished everything queued so far, so the
+CPU stops running ahead and kernel launches are no longer overlapped with GPU work.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from perfkit.lint.engine import check
+from perfkit.lint.infer import BOOL, CPU, DEVICE, NDARRAY, TENSOR, WARP, is_mask_name
+from perfkit.lint.registry import Rule, register
+from perfkit.lint.rules.common import is_builtin, is_true, kwarg, receiver_is_module
+
+register(Rule(
+    "PK101", "item-call", "sync",
+    "`.item()` on a tensor in a hot path",
+    "`.item()` copies a GPU value to the host and waits for the GPU (sync); keep the value on the device "
+    "(tensor ops, `torch.where`) or read it once per log interval, off the hot path",
+    "`.item()` blocks until every kernel queued before it has run, then copies one number back. In a step "
+    "loop that serializes CPU and GPU: the CPU can no longer queue the next step's kernels while the GPU works.",
+    "Keep the value as a 0-dim tensor and use it in tensor ops; accumulate statistics on the device and "
+    "read them once every N steps outside the hot path.",
+    bad="if reward.mean().item() > best:\n    best = reward.mean().item()",
+    good="best = torch.maximum(best, reward.mean())  # stays on the GPU",
+))
+register(Rule(
+    "PK102", "device-to-host-copy", "sync",
+    "`.cpu()` / `.numpy()` / `.tolist()` / `.to('cpu')` / `np.asarray` of a GPU tensor in a hot path",
+    "{what} copies a GPU tensor to the host and waits for the GPU (sync); keep the data on the device, or copy "
+    "into pinned memory with `.to('cpu', non_blocking=True)` and read it later",
+    "A device-to-host copy into pageable memory is synchronous: the host waits for all queued work, then "
+    "for the copy.",
+    "Keep processing on the GPU. If the host really needs the data, copy asynchronously into a pinned buffer "
+    "(`buf.copy_(t, non_blocking=True)`) and read it after an event says it is ready, a step later.",
+    bad="actions_np = actions.cpu().numpy()",
+    good="host_buf.copy_(actions, non_blocking=True)  # pinned buffer, read next step",
+))
+register(Rule(
+    "PK103", "tensor-truth-value", "sync",
+    "Python truth value of a tensor: `if t:`, `while t.any():`, `assert t`, `and`/`or`/`not`, `bool(t)`",
+    "{what} reads the tensor's value on the host (sync); keep the branch on the device with "
+    "`torch.where(cond, a, b)` / masked in-place ops, or drop the check from the hot path",
+    "Python control flow needs a Python bool, so the tensor is copied to the host, waiting for the GPU. "
+    "`while t.any():` does it on every iteration.",
+    "Make the branch data-parallel: `torch.where(mask, a, b)`, `x.masked_fill_(mask, v)`, multiply by the "
+    "mask. Guards like `assert (x >= 0).all()` belong in tests, or behind a debug flag.",
+    bad="if done.any():\n    self.reset_idx(done)",
+    good="self.reset_where(done)  # masked in-place reset, no branch",
+))
+register(Rule(
+    "PK104", "tensor-to-python-number", "sync",
+    "`float(t)`, `int(t)`, `math.f(t)`, `torch.equal`, `torch.allclose` on GPU tensors in a hot path",
+    "{what} turns a GPU tensor into a Python value (sync); keep it a tensor (`t.float()`, `torch.isclose`, "
+    "tensor arithmetic) or read it off the hot path",
+    "Converting a tensor to a Python number or bool copies it to the host and waits for the GPU.",
+    "Stay in tensor land: `t.to(torch.float32)`, `torch.isclose(a, b).all()` kept as a tensor, `torch.sqrt`.",
+    bad="scale = float(self.gain.max())",
+    good="scale = self.gain.max()  # a 0-dim tensor works in tensor ops",
+))
+register(Rule(
+    "PK105", "tensor-formatting", "sync",
+    "printing, formatting or logging a tensor (`print(t)`, `f\"{t}\"`, `str(t)`, `writer.add_scalar(tag, t)`)",
+    "{what} formats a GPU tensor's values on the host (sync); log device-side aggregates every N steps, "
+    "off the hot path",
+    "Formatting needs the values, so the tensor is copied to the host after the GPU drains. "
+    "TensorBoard's `add_scalar` calls `.item()` for you.",
+    "Accumulate on the device; print or log once per log interval, outside the step loop.",
+    bad="print(f\"reward {rew.mean()}\")",
+    good="self.rew_sum += rew.sum()  # log self.rew_sum every 100 steps",
+))
+register(Rule(
+    "PK106", "data-dependent-shape", "sync",
+    "ops whose output shape depends on the data: `nonzero`, one-argument `torch.where`, `masked_select`, "
+    "`unique`, `argwhere`, `repeat_interleave` without `output_size`",
+    "{what} has a data-dependent output size, so the host waits for the GPU to learn it (sync); {fix}",
+    "The host must know the result's size to allocate it, so it waits for the GPU to finish computing it.",
+    "Work with fixed shapes: apply the boolean mask with `masked_fill_`, `torch.where(mask, a, b)` or a "
+    "multiply; use `nonzero_static(size=...)`; pass `output_size=` to `repeat_interleave`.",
+    bad="ids = done.nonzero().squeeze(-1)\nself.pos[ids] = self.init_pos[ids]",
+    good="self.pos.copy_(torch.where(done[:, None], self.init_pos, self.pos))",
+))
+register(Rule(
+    "PK107", "boolean-mask-read", "sync",
+    "reading a tensor through a boolean mask (`x[mask]`)",
+    "indexing a tensor with a boolean mask has a data-dependent size (sync, a hidden `nonzero()`); use "
+    "`torch.where(mask, x, 0)`, `x * mask`, or `masked_fill_` instead of indexing by the mask",
+    "`x[mask]` computes `mask.nonzero()` to know how many elements come out, so the host waits.",
+    "Keep the full shape: `torch.where(mask[:, None], x, 0)`, `(x * mask).sum()`, `x.masked_fill_(~mask, 0)`. "
+    "Writing through a mask (`x[mask] = 0`) is fine.",
+    bad="mean_fallen = self.height[fallen].mean()",
+    good="mean_fallen = (self.height * fallen).sum() / fallen.sum().clamp(min=1)",
+))
+register(Rule(
+    "PK108", "list-index", "sync",
+    "indexing a tensor with a Python list literal (`x[[0, 2, 5]]`)",
+    "indexing with a Python list builds an index tensor on the host and copies it to the GPU each call "
+    "(blocking copy); build the index tensor once on the device in `__init__` and index with it",
+    "A Python list index is turned into a CPU tensor and copied to the device on every call — a blocking "
+    "host-to-device copy plus an allocation.",
+    "Create the index once: `self.idx = torch.tensor([0, 2, 5], device=dev)` in `__init__`, then `x[:, self.idx]`; "
+    "or use a slice when the indices are contiguous.",
+    bad="feet = self.body_pos[:, [3, 6, 9, 12]]",
+    good="feet = self.body_pos[:, self.feet_idx]  # feet_idx built once in __init__",
+))
+register(Rule(
+    "PK109", "blocking-host-to-device", "sync",
+    "blocking host-to-device copies: `torch.tensor(data, device='cuda')`, `.to(device)` / `.cuda()` of host data",
+    "{what} copies host data to the GPU synchronously; build constants once in `__init__`, or stage them in a "
+    "pinned buffer and copy with `non_blocking=True`",
+    "Creating a device tensor from Python data (or moving a pageable CPU tensor) is a synchronous copy that "
+    "also allocates.",
+    "Hoist constants to `__init__`; for per-step host data, write into a pinned buffer and "
+    "`dev_buf.copy_(pinned, non_blocking=True)`.",
+    bad="gains = torch.tensor([1.0, 0.5, 0.25], device=self.device)",
+    good="gains = self.gains  # created once in __init__",
+))
+register(Rule(
+    "PK110", "explicit-synchronize", "sync",
+    "explicit synchronization: `torch.cuda.synchronize()`, `Event.synchronize()`, `Stream.synchronize()`, "
+    "`torch.cuda.empty_cache()`",
+    "{what} blocks the host until the GPU is idle; remove it from the hot path (use `Event.record()` + "
+    "`query()` for timing, `wait_stream` for ordering between streams)",
+    "An explicit synchronize waits for all queued work; in a step loop it removes all CPU/GPU overlap. "
+    "`empty_cache()` synchronizes too, and throws away the allocator's cache.",
+    "Order work between streams with `stream.wait_stream(other)` / `event.wait()`; time with CUDA events "
+    "resolved lazily; keep synchronize for benchmarks' end points.",
+    bad="torch.cuda.synchronize()\nobs = self._get_observations()",
+    good="obs = self._get_observations()  # stream order already guarantees correctness",
+))
+register(Rule(
+    "PK111", "warp-synchronize", "sync",
+    "Warp synchronization: `wp.synchronize()`, `wp.synchronize_device()`, `wp.synchronize_stream()`, "
+    "`wp.synchronize_event()`",
+    "{what} blocks the host until Warp's work is done; order Warp and torch with a shared stream "
+    "(`wp.ScopedStream(wp.stream_from_torch())`) instead of synchronizing",
+    "Warp's synchronize calls wait on the device or stream, stalling the host in the step loop.",
+    "Launch Warp kernels on torch's current stream (`wp.stream_from_torch()`), so ordering is implicit.",
+    bad="wp.launch(k, dim=n, inputs=[a])\nwp.synchronize()",
+    good="with wp.ScopedStream(wp.stream_from_torch()):\n    wp.launch(k, dim=n, inputs=[a])",
+))
+register(Rule(
+    "PK112", "warp-array-to-host", "sync",
+    "`.numpy()` / `.list()` on a Warp array in a hot path",
+    "`.{what}()` on a Warp array copies it to the host and waits for the device (sync); share it with torch "
+    "zero-copy via `wp.to_torch(arr)` and keep computing on the GPU",
+    "A Warp array's `.numpy()` synchronizes and copies device memory to the host.",
+    "Use `wp.to_torch(arr)` once (zero-copy view) and keep processing on the device.",
+    bad="qpos = self.data.qpos.numpy()",
+    good="qpos = self.qpos_t  # wp.to_torch(self.data.qpos), made once in __init__",
+))
+
+_SYNC_METHODS = {"item", "cpu", "numpy", "tolist", "list", "to", "cuda", "synchronize", "nonzero", "argwhere",
+                 "masked_select", "unique", "unique_consecutive", "repeat_interleave", "equal", "allclose",
+                 "add_scalar", "add_scalars", "add_histogram", "debug", "info", "warning", "error", "log",
+                 "critical", "exception"}
+_WARP_SYNCS = {"warp.synchronize", "warp.synchronize_device", "warp.synchronize_stream", "warp.synchronize_event"}
+_TORCH_SYNCS = {"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.mps.synchronize",
+                "torch.xpu.synchronize", "torch.cuda.empty_cache", "torch.cuda.current_stream.synchronize"}
+_NONZERO_FIX = "use the boolean mask directly (`masked_fill_`, `torch.where(mask, a, b)`, `x * mask`) instead of " \
+               "indexing by `nonzero()`, or `nonzero_static(size=...)`"
+_LOGGER_NAMES = ("log", "logger", "logging", "_log", "_logger", "LOG", "LOGGER")
+
+
+def _dev(ctx, e) -> bool:
+    return ctx.kind(e) in DEVICE
+
+
+def _maybe_tensor(ctx, e) -> bool:
+    """A tensor, or unknown in a module that uses torch (the method name itself is torch-specific)."""
+    k = ctx.kind(e)
+    return k in DEVICE or (k is None and ctx.mod.uses_torch)
+
+
+def _cpu_target(call: ast.Call) -> bool:
+    for a in list(call.args[:1]) + [kw.value for kw in call.keywords if kw.arg == "device"]:
+        if isinstance(a, ast.Constant) and a.value == "cpu":
+            return True
+        if isinstance(a, ast.Call) and a.args and isinstance(a.args[0], ast.Constant) and a.args[0].value == "cpu":
+            return True
+    return False
+
+
+def _fix_for(name: str) -> str:
+    if name == "repeat_interleave":
+        return "pass `output_size=` (the known total) so no sync is needed"
+    if name in ("unique", "unique_consecutive"):
+        return "count with `torch.bincount(x, minlength=n)` or a one-hot sum, which have fixed shapes"
+    return _NONZERO_FIX
+
+
+@check(ast.Call)
+def sync_calls(ctx, node: ast.Call):
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr in _SYNC_METHODS and not receiver_is_module(ctx, f):
+        _method(ctx, node, f)
+        return
+    q = ctx.qual(f)
+    if not q:
+        return
+    if q in _WARP_SYNCS:
+        ctx.report("PK111", node, what=f"`{q.replace('warp.', 'wp.')}()`")
+    elif q in _TORCH_SYNCS:
+        ctx.report("PK110", node, what=f"`{q}()`")
+    elif q.startswith("torch."):
+        _torch_fn(ctx, node, q)
+    elif isinstance(f, ast.Name) and f.id not in ctx.mod.aliases:
+        _builtin(ctx, node, f.id)
+    elif q in ("numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray"):
+        if node.args and _dev(ctx, node.args[0]):
+            ctx.report("PK102", node, what=f"`{q.replace('numpy.', 'np.')}()` of a tensor")
+    elif q.startswith("math.") and any(_dev(ctx, a) for a in node.args):
+        ctx.report("PK104", node, what=f"`{q}()` of a tensor")
+    elif q.startswith("wandb.log") and node.args and isinstance(node.args[0], ast.Dict):
+        if any(v is not None and _dev(ctx, v) for v in node.args[0].values):
+            ctx.report("PK105", node, what="`wandb.log` of a tensor")
+
+
+def _method(ctx, node: ast.Call, f: ast.Attribute):
+    m = f.attr
+    recv = f.value
+    k = ctx.kind(recv)
+    if k in (CPU, NDARRAY) and m not in ("to", "cuda"):
+        return
+    if m == "item":
+        if _maybe_tensor(ctx, recv):
+            ctx.report("PK101", node)
+    elif m in ("cpu", "tolist"):
+        if k == WARP:
+            return
+        if m == "cpu" and is_true(kwarg(node, "non_blocking")):
+            return
+        if _maybe_tensor(ctx, recv):
+            ctx.report("PK102", node, what=f"`.{m}()`")
+    elif m == "numpy":
+        if k == WARP or (k is None and ctx.mod.uses_warp and not ctx.mod.uses_torch):
+            ctx.report("PK112", node, what="numpy")
+        elif _maybe_tensor(ctx, recv):
+            ctx.report("PK102", node, what="`.numpy()`")
+    elif m == "list":
+        if k == WARP:
+            ctx.report("PK112", node, what="list")
+    elif m == "to":
+        non_blocking = is_true(kwarg(node, "non_blocking"))
+        if k in DEVICE and _cpu_target(node) and not non_blocking:
+            ctx.report("PK102", node, what="`.to('cpu')`")
+        elif k == CPU and not non_blocking and not _cpu_target(node) and ctx.kind(node) in DEVICE:
+            ctx.report("PK109", node, what="`.to(device)` of a host tensor")
+    elif m == "cuda":
+        if k == CPU and not is_true(kwarg(node, "non_blocking")):
+            ctx.report("PK109", node, what="`.cuda()` of a host tensor")
+    elif m == "synchronize":
+        q = ctx.qual(f) or ""
+        if q.startswith("warp."):
+            ctx.report("PK111", node, what=f"`{q.replace('warp.', 'wp.')}()`")
+        else:
+            ctx.report("PK110", node, what=f"`{_short(f)}()`")
+    elif m in ("nonzero", "argwhere", "unique", "unique_consecutive"):
+        if k in DEVICE:
+            ctx.report("PK106", node, what=f"`.{m}()`", fix=_fix_for(m))
+    elif m == "masked_select":
+        if _maybe_tensor(ctx, recv):
+            ctx.report("PK106", node, what="`.masked_select()`", fix=_NONZERO_FIX)
+    elif m == "repeat_interleave":
+        if k in DEVICE and kwarg(node, "output_size") is None:
+            reps = node.args[0] if node.args else kwarg(node, "repeats")
+            if reps is not None and _dev(ctx, reps):
+                ctx.report("PK106", node, what="`.repeat_interleave()` with tensor repeats", fix=_fix_for(m))
+    elif m in ("equal", "allclose"):
+        if k in DEVICE:
+            ctx.report("PK104", node, what=f"`.{m}()`")
+    elif m in ("add_scalar", "add_scalars", "add_histogram"):
+        if any(_dev(ctx, a) for a in node.args[1:]):
+            ctx.report("PK105", node, what=f"`{m}` of a tensor")
+    else:  # logger.info(...)
+        base = recv.id if isinstance(recv, ast.Name) else recv.attr if isinstance(recv, ast.Attribute) else ""
+        if base in _LOGGER_NAMES and any(_dev(ctx, a) for a in node.args):
+            ctx.report("PK105", node, what=f"`{base}.{m}` of a tensor")
+
+
+def _short(expr) -> str:
+    if isinstance(expr, ast.Attribute):
+        inner = _short(expr.value)
+        return f"{inner}.{expr.attr}" if inner else expr.attr
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Call):
+        return _short(expr.func) + "()"
+    return ""
+
+
+def _torch_fn(ctx, node: ast.Call, q: str):
+    name = q.rsplit(".", 1)[-1]
+    if name in ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"):
+        ctx.report("PK106", node, what=f"`torch.{name}`", fix=_fix_for(name))
+    elif name == "where" and len(node.args) == 1 and not node.keywords:
+        ctx.report("PK106", node, what="one-argument `torch.where(cond)`", fix=_NONZERO_FIX)
+    elif name == "repeat_interleave" and kwarg(node, "output_size") is None:
+        reps = node.args[1] if len(node.args) > 1 else kwarg(node, "repeats")
+        if (len(node.args) == 1 and reps is None) or (reps is not None and _dev(ctx, reps)):
+            ctx.report("PK106", node, what="`torch.repeat_interleave` with tensor repeats", fix=_fix_for(name))
+    elif name in ("equal", "allclose", "is_nonzero"):
+        ctx.report("PK104", node, what=f"`torch.{name}`")
+    elif name in ("tensor", "as_tensor"):
+        dev = kwarg(node, "device")
+        if dev is None or (isinstance(dev, ast.Constant) and dev.value in ("cpu", None)):
+            return
+        if node.args and _dev(ctx, node.args[0]):
+            return  # already on the device
+        ctx.report("PK109", node, what=f"`torch.{name}(..., device=...)` from host data")
+
+
+def _builtin(ctx, node: ast.Call, name: str):
+    if name in ("bool",):
+        if node.args and _dev(ctx, node.args[0]):
+            ctx.report("PK103", node, what="`bool()` of a tensor")
+    elif name in ("float", "int", "complex"):
+        if node.args and _dev(ctx, node.args[0]):
+            ctx.report("PK104", node, what=f"`{name}()` of a tensor")
+    elif name == "print":
+        for a in node.args:
+            if _dev(ctx, a):
+                ctx.report("PK105", a, what="`print` of a tensor")
+    elif name in ("str", "repr", "format"):
+        if node.args and _dev(ctx, node.args[0]):
+            ctx.report("PK105", node, what=f"`{name}()` of a tensor")
+
+
+_TRUTH_WHAT = {ast.If: "`if` on a tensor", ast.While: "`while` on a tensor (a sync on every iteration)",
+               ast.Assert: "`assert` on a tensor", ast.IfExp: "a conditional expression on a tensor"}
+
+
+@check(ast.If, ast.While, ast.Assert, ast.IfExp)
+def truth_tests(ctx, node):
+    if _dev(ctx, node.test):
+        ctx.report("PK103", node.test, what=_TRUTH_WHAT[type(node)])
+
+
+@check(ast.comprehension)
+def comprehension_ifs(ctx, node):
+    for cond in node.ifs:
+        if _dev(ctx, cond):
+            ctx.report("PK103", cond, what="a comprehension `if` on a tensor")
+
+
+@check(ast.BoolOp)
+def bool_ops(ctx, node):
+    op = "and" if isinstance(node.op, ast.And) else "or"
+    for v in node.values:
+        if _dev(ctx, v):
+            ctx.report("PK103", v, what=f"`{op}` on a tensor")
+
+
+@check(ast.UnaryOp)
+def not_op(ctx, node):
+    if isinstance(node.op, ast.Not) and _dev(ctx, node.operand):
+        ctx.report("PK103", node.operand, what="`not` of a tensor")
+
+
+@check(ast.FormattedValue)
+def fstring_values(ctx, node):
+    if _dev(ctx, node.value):
+        ctx.report("PK105", node.value, what="an f-string of a tensor")
+
+
+@check(ast.BinOp)
+def percent_format(ctx, node):
+    if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+        vals = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        if any(_dev(ctx, v) for v in vals):
+            ctx.report("PK105", node, what="`%`-formatting a tensor")
+
+
+def _is_mask(ctx, e) -> bool:
+    k = ctx.kind(e)
+    if k == BOOL:
+        return True
+    if k == TENSOR:
+        name = e.id if isinstance(e, ast.Name) else e.attr if isinstance(e, ast.Attribute) else ""
+        return bool(name) and is_mask_name(name)
+    return False
+
+
+def _index_parts(sl):
+    return sl.elts if isinstance(sl, ast.Tuple) else [sl]
+
+
+@check(ast.Subscript)
+def subscripts(ctx, node: ast.Subscript):
+    if ctx.kind(node.value) not in DEVICE:
+        return
+    parts = _index_parts(node.slice)
+    if any(isinstance(p, ast.List) for p in parts):
+        ctx.report("PK108", node)
+        return
+    if isinstance(node.ctx, ast.Load) and any(_is_mask(ctx, p) for p in parts):
+        ctx.report("PK107", node)
+
+
+@check(ast.AugAssign)
+def masked_augassign(ctx, node: ast.AugAssign):
+    t = node.target
+    if isinstance(t, ast.Subscript) and ctx.kind(t.value) in DEVICE:
+        if any(_is_mask(ctx, p) for p in _index_parts(t.slice)):
+            ctx.report("PK107", t)

@@ -1,0 +1,186 @@
+"""PK4xx: measurement bugs. These apply everywhere, not only on hot paths.
+
+CUDA work is asynchronous: a host clock read right after launching it measures the launch, not the
+work. A sync (or a value read back) between the work and the clock read makes the interval honest.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from perfkit.lint.engine import unit_check
+from perfkit.lint.hotpaths import resolve_call
+from perfkit.lint.infer import DEVICE, WARP
+from perfkit.lint.modinfo import unit_nodes
+from perfkit.lint.registry import Rule, register
+
+register(Rule(
+    "PK401", "host-clock-without-sync", "timing",
+    "a host clock (`time.time()`, `perf_counter()`, `monotonic()`) read after GPU work with no sync in between",
+    "`{clock}()` is read after launching GPU work with no synchronize since: the interval measures kernel "
+    "launches, not GPU time; call `torch.cuda.synchronize()` (or `wp.synchronize()`) before reading the clock, "
+    "or time with CUDA events",
+    "Kernel launches return immediately; the GPU runs them later. Without a sync before the second clock "
+    "read, the measured time is the launch overhead (and the real cost leaks into whichever later call "
+    "happens to sync).",
+    "Synchronize right before each clock read that closes an interval, or use "
+    "`torch.cuda.Event(enable_timing=True)` pairs and read `elapsed_time` after `end.synchronize()` "
+    "(or lazily, once `end.query()` is true). `perfkit profile` does this for you.",
+    bad="t0 = time.perf_counter()\nenv.step(actions)\ndt = time.perf_counter() - t0",
+    good="torch.cuda.synchronize(); t0 = time.perf_counter()\nenv.step(actions)\n"
+         "torch.cuda.synchronize(); dt = time.perf_counter() - t0",
+    hot_only=False, severity="error",
+))
+register(Rule(
+    "PK402", "elapsed-time-without-sync", "timing",
+    "`start.elapsed_time(end)` right after `end.record()` with no `end.synchronize()` / `end.query()` between",
+    "`elapsed_time` needs `{end}` to have completed; call `{end}.synchronize()` first (off the hot path), or "
+    "read it lazily once `{end}.query()` is true",
+    "`elapsed_time` on an event the GPU has not reached yet raises (or, wrapped in retries, measures "
+    "nothing useful).",
+    "Synchronize the end event before reading, or keep events in a queue and resolve those whose "
+    "`query()` is true.",
+    bad="end.record()\nms = start.elapsed_time(end)",
+    good="end.record()\nend.synchronize()\nms = start.elapsed_time(end)",
+    hot_only=False, severity="error",
+))
+
+_CLOCKS = {"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
+           "time.monotonic_ns", "timeit.default_timer"}
+_CLOCK_TEXT = re.compile(r"\b(time|perf_counter|monotonic|default_timer|time_ns|perf_counter_ns|monotonic_ns|"
+                         r"elapsed_time)\s*\(")
+_SYNC_ATTRS = {"synchronize", "item", "cpu", "numpy", "tolist", "query"}
+_WORK_METHODS = {"step", "forward", "act", "rollout", "backward", "launch", "capture_launch", "simulate", "learn",
+                 "train", "update", "collect", "evaluate", "infer", "predict", "replay", "run_step", "train_step",
+                 "physics_step", "render"}
+_HOST_PREFIX = ("time.", "timeit.", "logging.", "numpy.", "math.", "os.", "sys.", "json.", "random.", "pathlib.",
+                "torch.cuda.", "torch.no_grad", "torch.inference_mode",
+                "torch.manual_seed", "torch.device", "torch.cuda.current_stream", "torch.cuda.is_available",
+                "torch.cuda.memory", "torch.cuda.max_memory", "torch.cuda.reset", "warp.synchronize",
+                "warp.Scoped", "warp.config", "warp.init", "warp.get_", "warp.set_", "warp.is_", "tqdm",
+                "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.Stream", "torch.cuda.stream")
+
+
+def _classify(ctx, call: ast.Call):
+    """'clock', 'sync', 'work' or None."""
+    f = call.func
+    q = ctx.qual(f)
+    if q in _CLOCKS:
+        return "clock"
+    if isinstance(f, ast.Attribute) and f.attr in _SYNC_ATTRS:
+        return "sync"
+    if q and (q.startswith("warp.synchronize") or q == "torch.cuda.synchronize"):
+        return "sync"
+    if isinstance(f, ast.Name) and f.id in ("float", "int", "bool", "print") and call.args:
+        if any(ctx.kind(a) in DEVICE for a in call.args):
+            return "sync"
+    if q and q.startswith(_HOST_PREFIX):
+        return None
+    targets = resolve_call(ctx.mod, ctx.unit, call)
+    if targets and any(_syncs_inside(ctx, t) for t in targets):
+        return "sync"  # a helper like self.sync()
+    if q and q.startswith(("torch.", "warp.", "mujoco_warp.")):
+        return "work"
+    if isinstance(f, ast.Attribute):
+        if f.attr in _WORK_METHODS:
+            return "work"
+        k = ctx.kind(f.value)
+        if k in DEVICE or k == WARP:
+            return "work"
+    if any(ctx.kind(a) in DEVICE for a in call.args):
+        return "work"
+    return None
+
+
+def _syncs_inside(ctx, unit) -> bool:
+    cache = ctx.mod.__dict__.setdefault("_pk4_syncs", {})
+    if unit not in cache:
+        cache[unit] = False
+        for n in unit_nodes(unit):
+            if isinstance(n, ast.Call):
+                f = n.func
+                q = ctx.qual(f) or ""
+                if (isinstance(f, ast.Attribute) and f.attr == "synchronize") or q.startswith("warp.synchronize"):
+                    cache[unit] = True
+                    break
+    return cache[unit]
+
+
+def _pos(n):
+    return (n.end_lineno or n.lineno, n.end_col_offset or 0)
+
+
+def _candidates(mod) -> set:
+    if not (mod.uses_torch or mod.uses_warp):
+        return set()
+    return mod.units_matching(_CLOCK_TEXT)
+
+
+def _captured(ctx) -> set:
+    """ids of calls inside graph-capture blocks: they record work, they do not run it."""
+    out = set()
+    for node in unit_nodes(ctx.unit):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                c = item.context_expr
+                q = ctx.qual(c.func if isinstance(c, ast.Call) else c) or ""
+                if q in ("warp.ScopedCapture", "torch.cuda.graph", "torch.cuda.graphs.graph"):
+                    out.update(id(n) for st in node.body for n in ast.walk(st) if isinstance(n, ast.Call))
+    return out
+
+
+@unit_check(prefilter=_candidates)
+def host_clock_intervals(ctx):
+    calls = [n for n in unit_nodes(ctx.unit) if isinstance(n, ast.Call)]
+    if not calls:
+        return
+    quals = [ctx.qual(c.func) for c in calls]
+    has_clock = sum(q in _CLOCKS for q in quals) >= 2
+    has_elapsed = any(isinstance(c.func, ast.Attribute) and c.func.attr == "elapsed_time" for c in calls)
+    if not (has_clock or has_elapsed):
+        return
+    calls.sort(key=_pos)
+    compared = {id(x) for n in unit_nodes(ctx.unit) if isinstance(n, ast.Compare)
+                for x in [n.left, *n.comparators] if isinstance(x, ast.Call)}  # deadline checks
+    if has_clock:
+        started, pending = False, False
+        captured = _captured(ctx)
+        for c in calls:
+            if id(c) in captured:
+                continue
+            kind = _classify(ctx, c)
+            if kind == "clock":
+                if id(c) in compared:
+                    continue
+                if started and pending:
+                    ctx.report("PK401", c, clock=(ctx.qual(c.func) or "time").split(".")[-1])
+                started, pending = True, False
+            elif kind == "sync":
+                pending = False
+            elif kind == "work" and started:
+                pending = True
+    if has_elapsed:
+        _elapsed(ctx, calls)
+
+
+def _elapsed(ctx, calls):
+    recorded = {}  # event name -> position of its last record() not yet synchronized
+    for c in calls:
+        f = c.func
+        if not isinstance(f, ast.Attribute):
+            if ctx.qual(f) == "torch.cuda.synchronize":
+                recorded.clear()
+            continue
+        ev = ctx.mod.qual(f.value) if isinstance(f.value, (ast.Name, ast.Attribute)) else None
+        if f.attr == "record" and ev:
+            recorded[ev] = True
+        elif f.attr in ("synchronize", "query") and ev:
+            if ev in recorded:
+                recorded[ev] = False
+            if "stream" in ev.lower() or ev.endswith("cuda"):
+                recorded.clear()
+        elif f.attr == "elapsed_time" and c.args:
+            end = ctx.mod.qual(c.args[0]) if isinstance(c.args[0], (ast.Name, ast.Attribute)) else None
+            if end and recorded.get(end):
+                ctx.report("PK402", c, end=end)
