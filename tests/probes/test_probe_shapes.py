@@ -108,3 +108,13 @@ def test_probe_main_prints_json():
                          timeout=120, check=True).stdout
     res = json.loads(out)
     assert res["status"] in STATUSES and _positive_number(res["nvtx_range_us"])
+
+
+def test_package_main_runs_the_named_probes_and_refuses_unknown_ones():
+    p = subprocess.run([sys.executable, "-m", "probes", "--quick", "pyloop"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert list(res) == ["pyloop"] and res["pyloop"]["status"] == "ok"
+    bad = subprocess.run([sys.executable, "-m", "probes", "nope"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown probe 'nope'" in bad.stderr
