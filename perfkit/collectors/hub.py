@@ -32,6 +32,7 @@ class _ThreadState(threading.local):
 tls = _ThreadState()
 
 sinks: list[Any] = []  # objects with .add(kind, op, site, segment, thread, nbytes, would)
+verify_range = None  # while --verify records: op -> context manager around each hooked sync
 count_cpu = False  # count sync calls on CPU tensors as would-sync-on-GPU (default: no CUDA on this machine)
 _lock = threading.RLock()
 
@@ -64,6 +65,15 @@ def direct_caller(frame: FrameType | None) -> FrameType | None:
     while frame is not None and frame.f_code in transparent:
         frame = frame.f_back
     return frame
+
+
+def call_original(orig, op: str, args: tuple, kwargs: dict):
+    """Run the hooked original; inside a ``--verify`` range when one is recording."""
+    vr = verify_range
+    if vr is None:
+        return orig(*args, **kwargs)
+    with vr(op):
+        return orig(*args, **kwargs)
 
 
 def current_segment() -> str:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from perfkit.analysis.attribution import is_user_file, source_line
 from perfkit.collectors import hub
-from perfkit.collectors.hub import Patcher, direct_caller, emit, tls, wraps
+from perfkit.collectors.hub import Patcher, call_original, direct_caller, emit, tls, wraps
 
 # op names and the fix, in words (used by the findings' ``message``)
 FIXES = {
@@ -87,8 +87,9 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
                 return orig(*args, **kwargs)  # the .numpy() of `t.cpu().numpy()`: counted at .cpu()
         state.depth += 1
         try:
-            emit("sync", _op_name(op, caller), caller, would=not cuda)
-            out = orig(*args, **kwargs)
+            name = _op_name(op, caller)
+            emit("sync", name, caller, would=not cuda)
+            out = call_original(orig, name, args, kwargs)
         finally:
             state.depth -= 1
         if chain and not cuda:
@@ -110,7 +111,7 @@ def api_sync_hook(orig: Callable, op: str) -> Callable:
         state.depth += 1
         try:
             emit("sync", op, caller, would=hub.count_cpu)
-            return orig(*args, **kwargs)
+            return call_original(orig, op, args, kwargs)
         finally:
             state.depth -= 1
 
@@ -161,7 +162,7 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
                     state.depth += 1
                     try:
                         emit("sync", op, caller, would=not cuda)
-                        return orig(self, idx)
+                        return call_original(orig, op, (self, idx), {})
                     finally:
                         state.depth -= 1
         return orig(self, idx)
@@ -193,7 +194,7 @@ def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
                     state.depth += 1
                     try:
                         emit("sync", "torch.tensor(list, device=cuda)", caller, would=not cuda)
-                        return orig(*args, **kwargs)
+                        return call_original(orig, "torch.tensor(list, device=cuda)", args, kwargs)
                     finally:
                         state.depth -= 1
         return orig(*args, **kwargs)

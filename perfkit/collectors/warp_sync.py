@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from perfkit.analysis.attribution import is_user_file
 from perfkit.collectors import hub
-from perfkit.collectors.hub import Patcher, direct_caller, emit, tls, wraps
+from perfkit.collectors.hub import Patcher, call_original, direct_caller, emit, tls, wraps
 from perfkit.collectors.torch_sync import api_sync_hook
 
 FIXES = {
@@ -41,7 +41,7 @@ def _array_hook(orig: Callable, op: str) -> Callable:
         state.depth += 1
         try:
             emit("sync", op, caller, would=not cuda)
-            return orig(self, *args, **kwargs)
+            return call_original(orig, op, (self, *args), kwargs)
         finally:
             state.depth -= 1
 

@@ -1,0 +1,71 @@
+"""The console summary of a run (``perfkit profile`` prints it to stderr, so the program's stdout stays
+the program's): throughput, step times, a per-segment table and the top findings with their lines."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO
+
+from perfkit.record import Run
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if v == 0:
+        return "0"
+    return f"{v:.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | None = None) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = file if file is not None else sys.stderr
+    con = Console(file=out, width=width or 120, highlight=False, soft_wrap=False)
+    cmd = " ".join(run.command) or "(no command)"
+    status = "" if run.status == "complete" else f"  [bold red]{run.status}[/]"
+    con.print(f"[bold]perfkit[/] {escape(cmd)}{status}")
+    dev = run.machine.get("device", "?")
+    env = f"{run.num_envs} envs" if run.num_envs else "num_envs unknown"
+    if run.steps:
+        con.print(
+            f"  {env} on {dev}: [bold]{_fmt(run.sps, 4)} env-steps/s[/]  step p50 {_fmt(run.step_ms.get('p50'))} ms"
+            f"  p99 {_fmt(run.step_ms.get('p99'))} ms  ({run.steps} steady steps, warm-up {_fmt(run.warmup_s)} s"
+            f" over {run.extra.get('warmup_steps', 0)} steps)"
+        )
+    else:
+        total = run.extra.get("total_steps", 0)
+        con.print(f"  {env} on {dev}: {total} step(s) detected, none in steady state (warm-up {run.extra.get('warmup_steps', 0)})")
+    if run.segments:
+        t = Table(title=None, box=None, pad_edge=False, header_style="bold")
+        for c in ("segment", "cpu ms/step", "gpu ms/step", "syncs/step", "allocs/step", "calls/step"):
+            t.add_column(c, justify="left" if c == "segment" else "right")
+        for name, s in run.segments.items():
+            t.add_row(name, _fmt(s.cpu_ms_per_step), _fmt(s.gpu_ms_per_step), _fmt(s.syncs_per_step),
+                      _fmt(s.allocs_per_step), _fmt(s.calls_per_step))
+        con.print(t)
+    findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or 0.0), -f.per_step))
+    if findings:
+        con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))})")
+        for f in findings[:top]:
+            extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
+            cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step" if f.est_ms_per_step is not None else ""
+            con.print(f"  [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
+                      f" {escape('[' + f.segment + ']')}  {_fmt(f.per_step)}/step{cost}{extra}")
+            if f.code:
+                con.print(f"         [dim]{escape(f.code)}[/]")
+    else:
+        con.print("[green]no syncs, allocations, per-env loops or stream hazards found[/]")
+    wi = run.extra.get("what_if")
+    if isinstance(wi, dict) and wi.get("sps_after") and wi.get("fixed"):
+        con.print(f"  fixing the top {len(wi['fixed'])}: est. {_fmt(wi.get('step_ms'))} -> {_fmt(wi.get('step_ms_after'))} ms/step,"
+                  f" {_fmt(wi.get('sps'), 4)} -> {_fmt(wi.get('sps_after'), 4)} env-steps/s")
+    ver = run.extra.get("verify")
+    if isinstance(ver, dict) and ver.get("steps"):
+        colour = "green" if not ver.get("unattributed") else "red"
+        con.print(f"  verify: {ver['runtime_syncs']} runtime syncs in {ver['steps']} steps, "
+                  f"[{colour}]{ver['unattributed']} unattributed[/]")
+    for note in run.extra.get("notes", []):
+        con.print(f"  [yellow]note:[/] {note}")
