@@ -185,6 +185,14 @@ class Sweep:
         extra = ",".join(f"{k}={v}" for k, v in kw.items())
         return f"{self.target}({extra})" if extra else self.target
 
+    @property
+    def short_label(self) -> str:
+        """For plot legends: the env's name and backend when given (``ant/mjwarp``), else the callable."""
+        kw = self.manifest.get("options", {}).get("env_kwargs") or {}
+        if kw.get("name"):
+            return "/".join(str(kw[k]) for k in ("name", "backend") if kw.get(k))
+        return self.target.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+
     def completed(self) -> list[Run]:
         return [self.runs[p.num_envs] for p in self.points if p.status == "complete" and p.num_envs in self.runs]
 

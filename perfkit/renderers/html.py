@@ -1,0 +1,43 @@
+"""``index.html``: a self-contained page (CSS inline, plots embedded as PNG data URIs, no scripts).
+
+Rendered with jinja2 and autoescape on, so every user-controlled string — paths, commands, labels,
+finding messages, source lines — reaches the page as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+TEMPLATE = "report.html.j2"
+
+
+def environment():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).with_name("templates"))),
+        autoescape=True,  # the template's name ends in .j2, so select_autoescape would not catch it
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        lstrip_blocks=False,
+    )
+
+
+def data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+def render(report) -> str:
+    """The page as a string; the report's figures must already be drawn (``draw_figures``)."""
+    from perfkit import __version__
+
+    images = {fig.name: data_uri(fig.path) for fig in report.figures if fig.path is not None}
+    return environment().get_template(TEMPLATE).render(report=report, images=images, version=__version__)
+
+
+def write(report, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(report), encoding="utf-8")
+    return path

@@ -1,0 +1,382 @@
+"""What a throughput report shows, gathered once for every output format.
+
+``load_inputs`` reads run records and sweeps (a sweep directory or its ``sweep.json``);
+``build_report`` turns them into a :class:`Report` — tables of plain strings and numbers plus the
+figures to draw; ``write_report`` draws the PNGs and renders ``index.html`` and ``report.md`` into a
+directory. The HTML and Markdown renderers only format what is here, so both always agree.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from perfkit.record import Finding, RecordError, Run
+
+TOP_FINDINGS = 15
+
+
+@dataclass
+class Item:
+    """One input of the report: a single run, or a sweep."""
+
+    label: str
+    source: str
+    run: Run | None = None
+    sweep: Any = None  # perfkit.sweep.Sweep
+
+    @property
+    def kind(self) -> str:
+        return "sweep" if self.sweep is not None else "run"
+
+    def representative(self) -> Run | None:
+        """The run whose machine/env block describes this item (a sweep's largest completed point)."""
+        if self.run is not None:
+            return self.run
+        done = self.sweep.completed()
+        if done:
+            return done[-1]
+        return next(iter(self.sweep.runs.values()), None)
+
+
+@dataclass
+class Figure:
+    name: str  # file name of the PNG
+    title: str
+    caption: str
+    path: Path | None = None
+
+
+@dataclass
+class Report:
+    title: str
+    items: list[Item]
+    command: list[str] = field(default_factory=list)
+    generated: str = ""
+    setup_columns: list[str] = field(default_factory=list)
+    setup_rows: list[tuple[str, list[str]]] = field(default_factory=list)
+    run_columns: list[str] = field(default_factory=list)
+    run_rows: list[list[str]] = field(default_factory=list)
+    sweeps: list[dict[str, Any]] = field(default_factory=list)  # {"label", "command", "knee", "columns", "rows", "notes"}
+    findings_columns: list[str] = field(default_factory=list)
+    findings_rows: list[list[str]] = field(default_factory=list)
+    findings_total: int = 0
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _plot_data: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+# ---- inputs -------------------------------------------------------------------------------------
+
+def load_inputs(paths: Sequence[str | os.PathLike]) -> list[Item]:
+    """Each path: a run record (perfkit.run/1), or a sweep directory / manifest (perfkit.sweep/1).
+    Raises RecordError naming the file that could not be read."""
+    from perfkit.sweep import is_sweep_path, load_sweep
+
+    items: list[Item] = []
+    for p in paths:
+        if is_sweep_path(p):
+            sw = load_sweep(p)
+            items.append(Item(label=sw.label, source=str(p), sweep=sw))
+        else:
+            if Path(p).is_dir():
+                raise RecordError(f"{p}: a directory without a sweep.json (give a run record or a sweep directory)")
+            run = Run.load(p)
+            items.append(Item(label=run_label(run, p), source=str(p), run=run))
+    _dedupe_labels(items)
+    return items
+
+
+def run_label(run: Run, path: str | os.PathLike) -> str:
+    """``train.py`` for a record of ``perfkit profile ... examples/train.py --num-envs 4096``; the
+    file name when the command says nothing better."""
+    for tok in run.command:
+        if str(tok).endswith(".py"):
+            return Path(str(tok)).name
+    if len(run.command) >= 2 and run.command[0] == "-m":
+        return str(run.command[1])
+    return Path(path).stem
+
+
+def _dedupe_labels(items: list[Item]) -> None:
+    """Two inputs never share a label: the file name is added, then a number."""
+    from collections import Counter
+
+    counts = Counter(it.label for it in items)
+    for it in items:
+        if counts[it.label] > 1 and it.source:
+            it.label = f"{it.label} ({Path(it.source).name})"
+    seen: dict[str, int] = {}
+    for it in items:
+        seen[it.label] = seen.get(it.label, 0) + 1
+        if seen[it.label] > 1:
+            it.label = f"{it.label} #{seen[it.label]}"
+
+
+# ---- formatting helpers ---------------------------------------------------------------------------
+
+def fmt_num(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def fmt_bytes(v: Any) -> str:
+    if not v:
+        return "-"
+    v = float(v)
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if v >= scale:
+            return f"{v / scale:.2f} {unit}"
+    return f"{v:.0f} B"
+
+
+def memory_of(run: Run) -> tuple[float | None, str]:
+    for key, kind in (("gpu_used_bytes", "GPU memory used"), ("peak_gpu_bytes", "peak torch GPU memory"),
+                      ("host_rss_bytes", "peak host RSS")):
+        v = run.memory.get(key)
+        if v:
+            return float(v), kind
+    return None, "memory"
+
+
+def _syncs(run: Run) -> float:
+    return max(sum(s.syncs_per_step for s in run.segments.values()), run.syncs_per_step)
+
+
+def _allocs(run: Run) -> float:
+    return max(sum(s.allocs_per_step for s in run.segments.values()), run.allocs_per_step)
+
+
+# ---- building -----------------------------------------------------------------------------------
+
+SETUP_FIELDS: list[tuple[str, str, str]] = [
+    # (row label, block, key)
+    ("GPU", "machine", "device"),
+    ("GPU memory", "machine", "gpu_memory_bytes"),
+    ("driver", "machine", "driver"),
+    ("CUDA", "machine", "cuda"),
+    ("torch", "machine", "torch"),
+    ("warp", "machine", "warp"),
+    ("mujoco", "machine", "mujoco"),
+    ("mujoco_warp", "machine", "mujoco_warp"),
+    ("python", "machine", "python"),
+    ("CPU", "machine", "cpu"),
+    ("CPU cores", "machine", "cpu_count"),
+    ("env", "env", "name"),
+    ("backend", "env", "backend"),
+    ("env device", "env", "device"),
+    ("num_envs", "run", "num_envs"),
+    ("sim_dt", "env", "sim_dt"),
+    ("decimation", "env", "decimation"),
+    ("policy_dt", "env", "policy_dt"),
+    ("obs dim", "env", "obs_dim"),
+    ("act dim", "env", "act_dim"),
+    ("horizon (steps)", "env", "episode_length"),
+    ("rendering", "env", "rendering"),
+]
+
+
+def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
+    if rep is None:
+        return "-"
+    if block == "run" and key == "num_envs":
+        if item.sweep is not None:
+            ns = [p.num_envs for p in item.sweep.points]
+            return f"{ns[0]:,}..{ns[-1]:,} ({len(ns)} points)" if len(ns) > 1 else f"{ns[0]:,}"
+        return fmt_num(rep.num_envs)
+    src = rep.machine if block == "machine" else rep.env
+    v = src.get(key)
+    if key == "episode_length" and v is None:
+        v = src.get("max_episode_steps", src.get("horizon"))
+    if key == "gpu_memory_bytes":
+        return fmt_bytes(v)
+    if key == "rendering" and v is None:
+        return "off (not recorded)"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return fmt_num(v)
+
+
+def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput report",
+                 command: Sequence[str] | None = None) -> Report:
+    """``inputs``: Items, or Runs / Sweeps directly (labelled for you)."""
+    items: list[Item] = []
+    for x in inputs:
+        if isinstance(x, Item):
+            items.append(x)
+        elif isinstance(x, Run):
+            items.append(Item(label=run_label(x, "run"), source="", run=x))
+        else:  # a Sweep
+            items.append(Item(label=x.label, source=str(x.dir), sweep=x))
+    _dedupe_labels(items)
+    if not items:
+        raise ValueError("a report needs at least one run or sweep")
+    rep = Report(title=title, items=items, command=list(command or []),
+                 generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+    # hardware / software block, one column per input
+    rep.setup_columns = [it.label for it in items]
+    reps = [it.representative() for it in items]
+    for row_label, block, key in SETUP_FIELDS:
+        vals = [_setup_value(it, r, block, key) for it, r in zip(items, reps)]
+        if all(v in ("-", "off (not recorded)") for v in vals) and row_label not in ("GPU", "torch", "num_envs", "rendering"):
+            continue
+        rep.setup_rows.append((row_label, vals))
+
+    # single runs side by side
+    runs = [(it.label, it.run) for it in items if it.run is not None]
+    rep.run_columns = ["run", "status", "num_envs", "steps", "env SPS", "physics SPS", "p50 ms", "p99 ms",
+                       "warm-up s", "memory", "syncs/step", "allocs/step", "findings"]
+    for label, r in runs:
+        mem, kind = memory_of(r)
+        rep.run_rows.append([
+            label, r.status, fmt_num(r.num_envs), fmt_num(r.steps), fmt_num(float(r.sps)),
+            fmt_num(r.extra.get("physics_sps")), fmt_num(r.step_ms.get("p50")), fmt_num(r.step_ms.get("p99")),
+            fmt_num(float(r.warmup_s)), f"{fmt_bytes(mem)} ({kind})" if mem else "-",
+            fmt_num(float(_syncs(r))), fmt_num(float(_allocs(r))), fmt_num(len(r.findings)),
+        ])
+
+    # sweeps
+    sps_series = []
+    for it in items:
+        if it.sweep is None:
+            continue
+        sw = it.sweep
+        knee = sw.knee()
+        cols = ["num_envs", "status", "env SPS", "physics SPS", "p50 ms", "p99 ms", "warm-up s", "memory", "note"]
+        rows = []
+        ns, sps, phys, mem, failed = [], [], [], [], []
+        mem_kind = None
+        gains = {a: g for a, _b, g in knee.gains}
+        for p in sw.points:
+            r = sw.runs.get(p.num_envs)
+            ok = p.status == "complete" and r is not None
+            m, kind = memory_of(r) if r is not None else (None, "memory")
+            note = ""
+            if ok and p.num_envs in gains:
+                note = f"next doubling: {gains[p.num_envs]:+.0%}"
+            if knee.num_envs == p.num_envs:
+                note = ("KNEE; " + note).strip("; ")
+            if not ok:
+                note = (p.error or "")[:160]
+            rows.append([fmt_num(p.num_envs), p.status, fmt_num(float(r.sps)) if ok else "-",
+                         fmt_num(r.extra.get("physics_sps")) if ok else "-",
+                         fmt_num(r.step_ms.get("p50")) if ok else "-", fmt_num(r.step_ms.get("p99")) if ok else "-",
+                         fmt_num(float(r.warmup_s)) if r is not None and r.warmup_s else "-",
+                         fmt_bytes(m) if m else "-", note])
+            if ok:
+                ns.append(p.num_envs)
+                sps.append(float(r.sps))
+                phys.append(float(r.extra.get("physics_sps", r.sps)))
+                mem.append(m or 0.0)
+                mem_kind = mem_kind or kind
+            elif p.status != "pending":
+                failed.append((p.num_envs, p.status))
+        rep.sweeps.append({"label": it.label, "command": sw.manifest.get("command") or [],
+                           "knee": knee.describe(), "columns": cols, "rows": rows, "source": it.source})
+        sps_series.append({"label": sw.short_label, "num_envs": ns, "sps": sps, "physics_sps": phys,
+                           "memory_bytes": mem, "memory_kind": mem_kind or "memory", "failed": failed, "knee": knee})
+
+    # findings, costliest first, across runs and sweep points
+    found: list[tuple[str, Finding]] = []
+    for it in items:
+        if it.run is not None:
+            found += [(it.label if len(items) > 1 else "", f) for f in it.run.findings]
+        else:
+            for r in it.sweep.completed():
+                found += [(f"{it.sweep.short_label} n={r.num_envs}", f) for f in r.findings]
+    found.sort(key=lambda e: (e[1].est_ms_per_step if e[1].est_ms_per_step is not None else -1.0, e[1].per_step),
+               reverse=True)
+    rep.findings_total = len(found)
+    rep.findings_columns = (["run"] if len(items) > 1 else []) + ["kind", "op", "site", "function", "segment",
+                                                                  "per step", "est. ms/step", "fix", "code"]
+    for label, f in found[:TOP_FINDINGS]:
+        row = [label] if len(items) > 1 else []
+        row += [f.kind + (" (would sync on GPU)" if f.would_sync_on_gpu else ""), f.op, f.site, f.function, f.segment,
+                fmt_num(float(f.per_step)), fmt_num(f.est_ms_per_step), f.message, f.code]
+        rep.findings_rows.append(row)
+
+    # per-step material for the figures
+    seg_entries: list[tuple[str, Run]] = []
+    dist: list[tuple[str, list[float]]] = []
+    for it in items:
+        if it.run is not None:
+            seg_entries.append((it.label, it.run))
+            dist.append((it.label, it.run.step_times_ms))
+        else:
+            for r in it.sweep.completed():
+                lab = f"{it.sweep.short_label} n={r.num_envs}" if len(items) > 1 else f"n={r.num_envs}"
+                seg_entries.append((lab, r))
+                dist.append((lab, r.step_times_ms))
+    rep._plot_data = {"sps": sps_series, "segments": seg_entries, "dist": dist, "findings": found}
+    rep.figures = [
+        Figure("sps_memory.png", "Throughput and memory vs num_envs",
+               "Env steps/s (solid) and physics steps/s = env SPS x decimation (dashed) on log axes; the star "
+               "and dotted line mark the knee; red bands are points that ran out of memory or failed."),
+        Figure("segments.png", "Segment breakdown per step",
+               "Mean time per steady-state step in each training-loop segment (GPU time where CUDA events were "
+               "taken, CPU time otherwise)."),
+        Figure("step_times.png", "Step-time distribution",
+               "Steady-state step times: box p25-p75, whiskers p1-p99, red tick p99."),
+        Figure("findings.png", "Top findings",
+               "Sites that make the GPU wait, by estimated cost per step (or by occurrences per step when the "
+               "machine's costs were not probed)."),
+    ]
+    for it in items:
+        r = it.representative()
+        if r is not None and r.status not in ("complete",) and it.run is not None:
+            rep.notes.append(f"{it.label}: run status is {r.status!r}" + (f" ({r.extra.get('error')})" if r.extra.get("error") else ""))
+        if r is not None and r.extra.get("segments_source", "").startswith("sweep worker"):
+            rep.notes.append(f"{it.label}: segments not broken down (run the sweep with --session-steps N for per-segment "
+                             "times and findings); the bar is the whole env.step")
+    rep.notes = list(dict.fromkeys(rep.notes))
+    return rep
+
+
+def draw_figures(rep: Report, out_dir: str | Path) -> list[Figure]:
+    """Draw every figure that has data into ``out_dir``; figures without data are dropped."""
+    from perfkit.renderers import plots
+
+    out = Path(out_dir)
+    data = rep._plot_data
+    draw = {
+        "sps_memory.png": lambda p: plots.sps_memory_vs_envs(data["sps"], p),
+        "segments.png": lambda p: plots.segment_breakdown(data["segments"], p),
+        "step_times.png": lambda p: plots.step_time_distribution(data["dist"], p),
+        "findings.png": lambda p: plots.top_findings(data["findings"], p),
+    }
+    kept = []
+    for fig in rep.figures:
+        target = out / fig.name
+        if target.exists():
+            target.unlink()  # never leave a stale plot from an earlier report beside this one
+        fig.path = draw[fig.name](target)
+        if fig.path is not None:
+            kept.append(fig)
+    rep.figures = kept
+    return kept
+
+
+def write_report(rep: Report, out_dir: str | Path) -> dict[str, Path]:
+    """Draw the figures, then write ``index.html`` and ``report.md`` beside them."""
+    from perfkit.renderers import html, markdown
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    draw_figures(rep, out)
+    paths = {"html": html.write(rep, out / "index.html"), "md": markdown.write(rep, out / "report.md")}
+    paths["png"] = [f.path for f in rep.figures]
+    return paths

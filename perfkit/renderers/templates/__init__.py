@@ -1,0 +1,1 @@
+"""Jinja2 templates of the HTML renderer (a package so that the templates ship with perfkit)."""

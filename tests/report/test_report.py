@@ -1,0 +1,174 @@
+"""`perfkit report`: files, the hardware/software block, runs side by side, sweeps with the knee,
+escaping of every user-controlled string, and the page as a real browser renders it."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import NAIVE_FINDINGS, load_in_chromium, make_run, screenshot
+
+from perfkit.cli import main
+from perfkit.record import Finding, Run
+from perfkit.sweep import PointResult, SweepConfig, write_outputs
+
+
+def report(*args):
+    return CliRunner().invoke(main, ["report", *map(str, args)])
+
+
+def test_two_runs_side_by_side(train_runs, tmp_path):
+    out = tmp_path / "rep"
+    res = report(*train_runs, "-o", out)
+    assert res.exit_code == 0, res.output
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["findings.png", "index.html", "report.md", "segments.png", "step_times.png"]
+    md = (out / "report.md").read_text()
+    # hardware / software block, one column per run
+    assert "|  | train.py | train\\_naive.py |" in md
+    for row in ("| **GPU** | NVIDIA H200 | NVIDIA H200 |", "| **driver** | 580.65 | 580.65 |",
+                "| **torch** | 2.11.0 | 2.11.0 |", "| **warp** | 1.19.0 |", "| **mujoco** | 4.0.0 |",
+                "| **backend** | mjwarp |", "| **num\\_envs** | 4,096 |", "| **sim\\_dt** | 0.005 |",
+                "| **decimation** | 4 |", "| **policy\\_dt** | 0.02 |", "| **obs dim** | 27 |", "| **act dim** | 8 |",
+                "| **rendering** | off |"):
+        assert row in md, row
+    # the runs table, and the costliest finding first
+    assert "| train.py | complete | 4,096 | 200 | 1,200,000 | 4,800,000 |" in md
+    assert "| train\\_naive.py | complete | 4,096 | 200 | 450,000 |" in md
+    rows = [line for line in md.splitlines() if line.startswith("| train\\_naive.py | loop") or
+            line.startswith("| train\\_naive.py | sync") or line.startswith("| train\\_naive.py | alloc")]
+    assert [r.split(" | ")[1] for r in rows] == ["loop", "sync", "alloc"]
+    assert "examples/train\\_naive.py:42" in md and "<code>mean_r = reward.mean().item()</code>" in md
+
+
+def test_html_renders_in_chromium_with_every_image_loaded(train_runs, tmp_path):
+    out = tmp_path / "rep"
+    assert report(*train_runs, "-o", out).exit_code == 0
+    seen = load_in_chromium(out / "index.html", tmp_path)
+    assert seen["errors"] == []
+    assert len(seen["images"]) == 3
+    assert all(img["loaded"] and img["width"] > 300 for img in seen["images"]), seen["images"]
+    assert all(img["src"].startswith("data:image/png;base64,") for img in seen["images"])  # self-contained
+    assert seen["scripts"] == 1  # only the probe: the report itself runs no script
+    assert seen["h2"] == ["Hardware and software", "Runs", "Plots", "Findings"]
+    shot = screenshot(out / "index.html", tmp_path / "report.png", tmp_path)
+    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000
+
+
+def test_every_user_string_is_escaped(tmp_path):
+    evil_dir = tmp_path / "<script>alert('path')"
+    evil_dir.mkdir()
+    finding = Finding(kind="sync", op="<b>.item()</b>", path="src/<script>alert('finding path')</script>.py", line=3,
+                      function="step", segment="logging", count=10, per_step=1.0, est_ms_per_step=0.1,
+                      message="</td></tr></table><script>alert('message')</script>",
+                      code="x = '<img src=x onerror=alert(1)>' | `y` $z$")
+    run = make_run("<script>alert('command')</script>.py", findings=[finding])
+    run.env["name"] = "<iframe src=javascript:alert(1)>"
+    path = run.save(evil_dir / "run.json")
+    out = tmp_path / "rep"
+    res = report(path, "-o", out, "--title", "<script>alert('title')</script>")
+    assert res.exit_code == 0, res.output
+    page = (out / "index.html").read_text()
+    for raw in ("<script>alert", "<img src=x", "<iframe", "<b>.item"):
+        assert raw not in page, raw
+    assert "&lt;script&gt;alert(&#39;message&#39;)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    md = (out / "report.md").read_text()
+    # a fenced block shows its content as text (the command line at the top); everything else is escaped
+    fenced = re.findall(r"^```\n(.*?)\n```$", md, re.S | re.M)
+    assert len(fenced) == 1 and "<script>alert('path')" in fenced[0]
+    outside = re.sub(r"^```\n.*?\n```$", "", md, flags=re.S | re.M)
+    for raw in ("<script>", "<img", "<iframe", "<b>"):
+        assert raw not in outside, raw
+    assert "&lt;script&gt;alert('message')&lt;/script&gt;" in md
+    seen = load_in_chromium(out / "index.html", tmp_path)
+    assert seen["errors"] == [] and seen["scripts"] == 1
+    assert len(seen["images"]) == 3 and all(i["loaded"] for i in seen["images"])
+    assert seen["title"] == "<script>alert('title')</script>"  # shown as text, not run
+    assert "alert('message')" in seen["dom"].replace("&#39;", "'")  # the text is on the page
+
+
+def synthetic_sweep(tmp_path, label_kw=None):
+    """A sweep directory written by the sweep's own writer, from records we control."""
+    out = tmp_path / "sweep"
+    ns = [256 * 2**i for i in range(8)]
+    cfg = SweepConfig(target="perfkit.envs:make_env", num_envs=ns, out_dir=out,
+                      env_kwargs=label_kw or {"name": "ant", "backend": "mjwarp"},
+                      command=["perfkit", "sweep", "perfkit.envs:make_env", "--num-envs", "256..32768"])
+    points, runs = [], {}
+    for n in ns:
+        rec = f"points/{n}.json"
+        if n == 32768:
+            run = Run(num_envs=n, status="oom", machine=make_run().machine)
+            run.extra["error"] = "OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 GiB"
+            points.append(PointResult(num_envs=n, status="oom", record=rec, rc=3,
+                                      error=run.extra["error"]))
+        else:
+            sps = 4e6 * n / (n + 1024)
+            run = make_run(sps=sps, step_ms=1e3 * n / sps)
+            run.num_envs = n
+            run.segments = {"env.step": run.segments["physics"]}
+            run.memory = {"gpu_used_bytes": 200 * 2**20 + n * 90_000}
+            points.append(PointResult(num_envs=n, status="complete", record=rec, rc=0))
+        run.save(out / rec)
+        runs[n] = run
+    write_outputs(cfg, points, runs, "2026-01-01T00:00:00+00:00")
+    return out
+
+
+def test_sweep_report_marks_the_knee_and_oom(tmp_path, train_runs):
+    sweep = synthetic_sweep(tmp_path)
+    out = tmp_path / "rep"
+    res = report(sweep, *train_runs, "-o", out)
+    assert res.exit_code == 0, res.output
+    md = (out / "report.md").read_text()
+    # 4e6 n/(n+1024): doubling gains 1024/(2n+1024) < 10 % first at n = 8192
+    assert "knee at 8192 envs" in md
+    assert "| 8,192 | complete |" in md and "KNEE" in md
+    assert "| 32,768 | oom |" in md and "CUDA out of memory" in md
+    assert "| **num\\_envs** | 256..32,768 (8 points) | 4,096 | 4,096 |" in md
+    assert (out / "sps_memory.png").exists()
+    seen = load_in_chromium(out / "index.html", tmp_path)
+    assert seen["errors"] == [] and len(seen["images"]) == 4 and all(i["loaded"] for i in seen["images"])
+    assert seen["h2"][:3] == ["Hardware and software", "Runs", "Sweep: perfkit.envs:make_env(name=ant,backend=mjwarp)"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such run record"),
+    ("{not json", "not JSON"),
+    (json.dumps({"schema": "perfkit.run/99", "steps": 1}), "schema 'perfkit.run/99'"),
+    (json.dumps([1, 2]), "not a perfkit run record"),
+])
+def test_bad_inputs_exit_2_naming_the_file(tmp_path, train_runs, content, message):
+    bad = tmp_path / "bad<run>.json"
+    if content is not None:
+        bad.write_text(content)
+    out = tmp_path / "rep"
+    res = report(train_runs[0], bad, "-o", out)
+    assert res.exit_code == 2, res.output
+    assert str(bad) in res.output and message in res.output
+    assert not out.exists()  # nothing half-written
+
+
+def test_sweep_manifest_of_another_schema_is_named(tmp_path):
+    d = tmp_path / "sw"
+    d.mkdir()
+    (d / "sweep.json").write_text(json.dumps({"schema": "perfkit.sweep/7"}))
+    res = report(d, "-o", tmp_path / "rep")
+    assert res.exit_code == 2 and "sweep.json" in res.output and "perfkit.sweep/7" in res.output
+    res = report(tmp_path, "-o", tmp_path / "rep")  # a directory that is no sweep
+    assert res.exit_code == 2 and "without a sweep.json" in res.output
+
+
+def test_run_without_findings_or_segments_still_reports(tmp_path):
+    run = Run(command=["bare.py"], steps=10, num_envs=8, wall_s=1.0, sps=80.0, step_times_ms=[100.0] * 10,
+              step_ms={"p50": 100.0, "p99": 100.0})
+    out = tmp_path / "rep"
+    res = report(run.save(tmp_path / "bare.json"), "-o", out)
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out.glob("*.png")) == ["step_times.png"]
+    md = (out / "report.md").read_text()
+    assert "No findings recorded." in md and "| **GPU** | - |" in md
+    assert not math.isnan(float("80"))
