@@ -88,7 +88,7 @@ class Context:
         rule = RULES[rule_id]
         if rule.hot_only and not self.hot:
             return
-        if rule.category == "alloc" and self.setup:
+        if rule.setup_ok and self.setup:
             return
         if not self.options.enabled(rule_id):
             return

@@ -67,6 +67,9 @@ _NOT_TENSOR_NAMES = re.compile(r"^(info|infos|extras?|stats|metrics|_)$")
 _MASK_NAME = re.compile(r"(^|_)(mask|masks|done|dones|terminated|terminate|terminations|truncated|truncations|"
                         r"timeouts?|time_outs|alive|valid|active|fallen|resets)$|^(is|has|should)_")
 ENV_RECEIVER = re.compile(r"env", re.IGNORECASE)
+# unannotated parameters that batched-env code uses for tensors (in modules that import torch)
+_TENSOR_PARAM = re.compile(r"^(actions?|obs|observations?|next_obs|rewards?|dones?|terminated|truncated|"
+                           r"timeouts|env_ids|env_idx|masks?|reset_mask|done_mask)$")
 
 
 def is_mask_name(name: str) -> bool:
@@ -134,6 +137,8 @@ class Typer:
             for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
                 if a is not None:
                     k = annotation_kind(self.mod, a.annotation)
+                    if k is None and a.annotation is None and self.mod.uses_torch and _TENSOR_PARAM.match(a.arg):
+                        k = BOOL if is_mask_name(a.arg) else TENSOR
                     if k:
                         self.env[a.arg] = k
         for node in unit_nodes(u):
@@ -303,6 +308,8 @@ class Typer:
                 return _method_kind(bk, m, e)
             if bk == WARP:
                 return WARP if m in _WARP_ARRAY_METHODS else None
+            if bk == NDARRAY:
+                return NDARRAY
             if bk is not None:
                 return None
             if self.mod.uses_torch and m in ("step", "reset") and ENV_RECEIVER.search(dotted(func.value) or ""):

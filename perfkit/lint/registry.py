@@ -25,11 +25,14 @@ class Rule:
     good: str = ""  # the fixed version
     hot_only: bool = True  # reported only on hot paths (PK4xx/PK5xx apply everywhere)
     severity: str = "warning"
+    setup_ok: bool = False  # not reported in __init__ (and, with --all, setup-named functions): there it is the point
     tags: tuple = field(default=())
 
     def __post_init__(self):
         if self.category not in CATEGORIES:
             raise ValueError(f"{self.id}: unknown category {self.category!r}")
+        if self.category == "alloc":
+            object.__setattr__(self, "setup_ok", True)
         if self.severity not in SEVERITIES:
             raise ValueError(f"{self.id}: unknown severity {self.severity!r}")
 

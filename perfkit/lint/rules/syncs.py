@@ -103,6 +103,7 @@ register(Rule(
     "or use a slice when the indices are contiguous.",
     bad="feet = self.body_pos[:, [3, 6, 9, 12]]",
     good="feet = self.body_pos[:, self.feet_idx]  # feet_idx built once in __init__",
+    setup_ok=True,
 ))
 register(Rule(
     "PK109", "blocking-host-to-device", "sync",
@@ -115,6 +116,7 @@ register(Rule(
     "`dev_buf.copy_(pinned, non_blocking=True)`.",
     bad="gains = torch.tensor([1.0, 0.5, 0.25], device=self.device)",
     good="gains = self.gains  # created once in __init__",
+    setup_ok=True,
 ))
 register(Rule(
     "PK110", "explicit-synchronize", "sync",

@@ -132,7 +132,8 @@ def _captured(ctx) -> set:
 
 @unit_check(prefilter=_candidates)
 def host_clock_intervals(ctx):
-    calls = [n for n in unit_nodes(ctx.unit) if isinstance(n, ast.Call)]
+    nodes = list(unit_nodes(ctx.unit))
+    calls = [n for n in nodes if isinstance(n, ast.Call)]
     if not calls:
         return
     quals = [ctx.qual(c.func) for c in calls]
@@ -140,16 +141,19 @@ def host_clock_intervals(ctx):
     has_elapsed = any(isinstance(c.func, ast.Attribute) and c.func.attr == "elapsed_time" for c in calls)
     if not (has_clock or has_elapsed):
         return
-    calls.sort(key=_pos)
-    compared = {id(x) for n in unit_nodes(ctx.unit) if isinstance(n, ast.Compare)
+    # tensor arithmetic launches kernels too: x @ w, x += y
+    events = calls + [n for n in nodes if isinstance(n, (ast.BinOp, ast.AugAssign))
+                      and ctx.kind(n.target if isinstance(n, ast.AugAssign) else n) in DEVICE]
+    events.sort(key=_pos)
+    compared = {id(x) for n in nodes if isinstance(n, ast.Compare)
                 for x in [n.left, *n.comparators] if isinstance(x, ast.Call)}  # deadline checks
     if has_clock:
         started, pending = False, False
         captured = _captured(ctx)
-        for c in calls:
+        for c in events:
             if id(c) in captured:
                 continue
-            kind = _classify(ctx, c)
+            kind = _classify(ctx, c) if isinstance(c, ast.Call) else "work"
             if kind == "clock":
                 if id(c) in compared:
                     continue
@@ -161,7 +165,7 @@ def host_clock_intervals(ctx):
             elif kind == "work" and started:
                 pending = True
     if has_elapsed:
-        _elapsed(ctx, calls)
+        _elapsed(ctx, sorted(calls, key=_pos))
 
 
 def _elapsed(ctx, calls):
