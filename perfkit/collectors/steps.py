@@ -145,7 +145,7 @@ class Discovery:
                 return
             self._open[id(frame)] = segments.push(seg)
             self._remember(frame, code, seg)
-        elif event == "return":
+        elif event == "return" and self._open:
             tok = self._open.pop(id(frame), None)
             if tok is None:
                 return

@@ -1,0 +1,47 @@
+"""Helpers for the profile tests: load the fixture scripts, find `# <- op` marked lines."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "scripts")
+_MARK = re.compile(r"#\s*<-\s*(.+?)\s*$")
+
+
+def load(name: str):
+    """Import tests/profile/scripts/<name>.py as a fresh module."""
+    path = os.path.join(SCRIPTS, name + ".py")
+    spec = importlib.util.spec_from_file_location(f"_pk_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def marked_line(fn) -> tuple[int, str]:
+    """(line, op) of the `# <- op` marker inside function ``fn``."""
+    import inspect
+
+    lines, start = inspect.getsourcelines(fn)
+    for i, text in enumerate(lines):
+        m = _MARK.search(text)
+        if m:
+            return start + i, m.group(1)
+    raise AssertionError(f"{fn.__name__} has no `# <- op` marker")
+
+
+def line_of(path: str, needle: str) -> int:
+    with open(path) as f:
+        for i, text in enumerate(f, 1):
+            if needle in text:
+                return i
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def script(name: str) -> str:
+    return os.path.join(SCRIPTS, name)
+
+
+PY = sys.executable

@@ -1,0 +1,127 @@
+"""One function per sync kind; the line that syncs carries a `# <- op` marker (the tests read it)."""
+import torch
+
+x = torch.arange(6.0)
+mask = x > 2
+idx = torch.tensor([0, 2])
+reps = torch.tensor([1, 2, 1, 1, 1, 1])
+
+
+def item():
+    return x.sum().item()  # <- .item()
+
+
+def cpu():
+    return x.cpu()  # <- .cpu()
+
+
+def cpu_numpy():
+    return x.cpu().numpy()  # <- .cpu()
+
+
+def numpy():
+    return x.numpy()  # <- .numpy()
+
+
+def tolist():
+    return x.tolist()  # <- .tolist()
+
+
+def bool_if():
+    if x.sum():  # <- bool(t)
+        return 1
+    return 0
+
+
+def bool_call():
+    return bool(x[0])  # <- bool(t)
+
+
+def float_call():
+    return float(x[1])  # <- float(t)
+
+
+def int_call():
+    return int(x[1])  # <- int(t)
+
+
+def index_call():
+    return list(range(10))[x[2].long()]  # <- index(t)
+
+
+def fstring():
+    return f"{x.sum():.2f}"  # <- format(t)
+
+
+def print_tensor():
+    print(x)  # <- print(t)
+
+
+def mask_read():
+    return x[mask]  # <- t[bool_mask]
+
+
+def list_index():
+    return x[[0, 1]]  # <- t[list]
+
+
+def where_one():
+    return torch.where(mask)  # <- torch.where(cond)
+
+
+def nonzero():
+    return mask.nonzero()  # <- .nonzero()
+
+
+def torch_nonzero():
+    return torch.nonzero(mask)  # <- .nonzero()
+
+
+def masked_select():
+    return x.masked_select(mask)  # <- .masked_select()
+
+
+def unique():
+    return x.unique()  # <- .unique()
+
+
+def torch_unique():
+    return torch.unique(x)  # <- .unique()
+
+
+def repeat_interleave():
+    return x.repeat_interleave(reps)  # <- .repeat_interleave()
+
+
+def tensor_list():
+    return torch.tensor([1.0, 2.0], device="cpu")  # <- torch.tensor(list, device=cuda)
+
+
+def contains():
+    return 3.0 in x  # <- x in t
+
+
+# --- not syncs: each must count zero -----------------------------------------------------------------
+def clean_where3():
+    return torch.where(mask, x, 0.0)
+
+
+def clean_index_tensor():
+    return x[idx]
+
+
+def clean_slice():
+    return x[1:3]
+
+
+def clean_repeat_sized():
+    return x.repeat_interleave(reps, output_size=7)
+
+
+def clean_tensor_no_device():
+    return torch.tensor([1.0, 2.0])
+
+
+def clean_inplace():
+    x.mul_(1.0)
+    return x
