@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import NAIVE_FINDINGS, load_in_chromium, make_run, screenshot
+from report_helpers import NAIVE_FINDINGS, load_in_chromium, make_run, screenshot
 
 from perfkit.cli import main
 from perfkit.record import Finding, Run
