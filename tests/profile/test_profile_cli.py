@@ -1,0 +1,121 @@
+"""`perfkit profile`: exit statuses, pass-through, partial records, script args, -m, budgets."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from perfkit.cli import main
+from perfkit.record import Run
+
+from _helpers import SCRIPTS, line_of, script
+
+
+def invoke(args, cwd=None, env_path=None):
+    runner = CliRunner()
+    old = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        return runner.invoke(main, ["profile", *args], catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def test_script_args_and_complete_record(tmp_path):
+    out = tmp_path / "run.json"
+    r = invoke(["-o", str(out), "--warmup-steps", "1", script("exits.py"), "ok", "--flag", "-x"])
+    assert r.exit_code == 0, r.output
+    assert "argv ['ok', '--flag', '-x']" in r.output  # options after the script belong to the script
+    assert "done __main__" in r.output
+    run = Run.load(out)
+    assert run.status == "complete" and run.exit_code == 0
+    assert run.command == [script("exits.py"), "ok", "--flag", "-x"]
+    assert run.extra["total_steps"] == 4 and run.num_envs == 8
+    f = run.findings_of("sync")[0]
+    assert (f.op, f.line, f.count) == (".item()", line_of(script("exits.py"), "return self.x.sum().item()"), 4)
+
+
+def test_a_real_process_keeps_stdout_the_scripts_and_exits_like_python(tmp_path):
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "perfkit", "profile", "--warmup-steps", "1", "-o", str(out),
+                        script("exits.py"), "raise"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stderr
+    assert p.stdout == "argv ['raise']\n"  # the summary goes to stderr
+    assert "to-stderr" in p.stderr and "env-steps/s" in p.stderr and ".item()" in p.stderr
+    assert "Traceback (most recent call last)" in p.stderr and "ValueError: planted failure" in p.stderr
+    assert "perfkit/runner.py" not in p.stderr and 'exits.py", line' in p.stderr  # perfkit's frames trimmed
+    run = Run.load(out)
+    assert run.status == "partial" and run.exit_code == 1 and run.steps == 3
+
+
+@pytest.mark.parametrize("mode,code", [("exit3", 3), ("raise", 1), ("interrupt", 130)])
+def test_exit_status_passes_through_and_partial_record_is_written(tmp_path, mode, code):
+    out = tmp_path / "r.json"
+    r = invoke(["-o", str(out), script("exits.py"), mode])
+    assert r.exit_code == code, r.output
+    run = Run.load(out)
+    assert run.status == "partial" and run.exit_code == code
+    assert run.extra["total_steps"] == 4
+    if mode == "raise":
+        assert "ValueError: planted failure" in r.output
+    if mode == "interrupt":
+        assert "KeyboardInterrupt" in r.output
+
+
+def test_missing_script_is_a_clear_error_with_status_2(tmp_path):
+    r = invoke(["-o", str(tmp_path / "r.json"), str(tmp_path / "nope.py")])
+    assert r.exit_code == 2
+    assert "no such script" in r.output and "nope.py" in r.output
+    assert not (tmp_path / "r.json").exists()
+    r = invoke([])
+    assert r.exit_code == 2 and "give a script" in r.output
+    r = invoke(["-m", "no_such_module_pk"])
+    assert r.exit_code == 2 and "no module named" in r.output
+
+
+def test_module_mode_with_args(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(SCRIPTS)
+    out = tmp_path / "m.json"
+    r = invoke(["-o", str(out), "-m", "pkmod_demo.run", "--steps", "6"])
+    assert r.exit_code == 0, r.output
+    assert "module ran 6 __main__" in r.output
+    run = Run.load(out)
+    assert run.command == ["-m", "pkmod_demo.run", "--steps", "6"]
+    f = run.findings_of("sync")[0]
+    assert f.op == "t[bool_mask]" and f.count == 6 and f.path.endswith("run.py")
+
+
+def test_budgets_exit_2_listing_sites(tmp_path):
+    out = tmp_path / "b.json"
+    r = invoke(["-o", str(out), "--max-syncs-per-step", "0", "--warmup-steps", "1", script("exits.py"), "ok"])
+    assert r.exit_code == 2
+    assert "budget exceeded" in r.output and "exits.py:" in r.output and ".item()" in r.output
+    run = Run.load(out)
+    assert run.extra["budget"]["exceeded"]
+    r = invoke(["-o", str(out), "--max-syncs-per-step", "1", "--max-allocs-per-step", "5", "--warmup-steps", "1",
+                script("exits.py"), "ok"])
+    assert r.exit_code == 0, r.output
+    # the script's own failure status wins over a budget overrun
+    r = invoke(["-o", str(out), "--max-syncs-per-step", "0", script("exits.py"), "exit3"])
+    assert r.exit_code == 3
+
+
+def test_bad_options_are_usage_errors(tmp_path):
+    r = invoke(["--max-syncs-per-step", "-1", script("exits.py"), "ok"])
+    assert r.exit_code == 2
+    r = invoke(["--step-fn", "nocolon", script("exits.py"), "ok"])
+    assert r.exit_code == 2 and "module:Class.method" in r.output
+    r = invoke(["-o", str(tmp_path / "x.json"), "--step-fn", "no_such_mod_pk:Env.step", script("exits.py"), "ok"])
+    assert r.exit_code == 2 and "no_such_mod_pk" in r.output
+
+
+def test_help_lists_the_options():
+    r = CliRunner().invoke(main, ["profile", "--help"])
+    assert r.exit_code == 0
+    for opt in ("--max-syncs-per-step", "--max-allocs-per-step", "--verify", "--step-fn", "-m", "-o"):
+        assert opt in r.output
