@@ -54,7 +54,7 @@ SPECS: dict[str, ModelSpec] = {
     "ant": ModelSpec(
         name="ant",
         decimation=4,
-        max_episode_steps=500,
+        max_episode_steps=250,
         healthy_z=(0.26, 1.0),
         forward_weight=1.0,
         healthy_reward=0.5,

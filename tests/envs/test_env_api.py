@@ -29,7 +29,7 @@ def test_attributes_describe_the_env(env):
     assert env.sim_dt == pytest.approx(0.01)
     assert env.decimation == 4
     assert env.policy_dt == pytest.approx(env.sim_dt * env.decimation)
-    assert env.max_episode_steps == 500
+    assert env.max_episode_steps == 250
     d = env.describe()
     assert d["obs_dim"] == env.obs_dim and d["policy_dt"] == env.policy_dt and d["backend"] == "mujoco"
 

@@ -1,0 +1,193 @@
+"""A small PPO for batched envs: everything on the env's device, no host sync inside an iteration.
+
+Usage (``examples/train.py``)::
+
+    ppo = PPO(env.obs_dim, env.act_dim, env.num_envs, device=env.device, seed=0)
+    obs = env.reset()
+    for it in range(iterations):
+        with torch.inference_mode():
+            for _ in range(ppo.cfg.num_steps):
+                actions = ppo.act(obs)
+                obs, reward, done, info = env.step(actions)
+                ppo.process_env_step(reward, done, info)
+        ppo.update(obs)
+        metrics = ppo.log_iteration()  # the one host read of the iteration
+
+Episode statistics and losses are accumulated in device tensors; ``log_iteration`` reads them all
+with one transfer and clears them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from perfkit.rl.networks import ActorCritic, ObsNormalizer
+from perfkit.rl.storage import RolloutStorage
+
+METRICS = ("reward_per_step", "episode_return", "episode_length", "episodes", "policy_loss", "value_loss", "entropy", "action_std")
+
+
+@dataclass
+class PPOConfig:
+    num_steps: int = 32  # rollout length per env per iteration
+    epochs: int = 4
+    minibatches: int = 4
+    lr: float = 1e-3
+    gamma: float = 0.99
+    lam: float = 0.95
+    clip: float = 0.2
+    value_coef: float = 1.0
+    entropy_coef: float = 0.0
+    max_grad_norm: float = 1.0
+    hidden: tuple[int, ...] = (64, 64)
+    init_std: float = 0.6
+
+    def __post_init__(self):
+        for name in ("num_steps", "epochs", "minibatches"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"PPOConfig.{name} must be an int >= 1, got {v!r}")
+        if not 0.0 < self.gamma <= 1.0 or not 0.0 <= self.lam <= 1.0:
+            raise ValueError(f"PPOConfig needs 0 < gamma <= 1 and 0 <= lam <= 1, got {self.gamma}, {self.lam}")
+
+
+class PPO:
+    def __init__(self, obs_dim: int, act_dim: int, num_envs: int, device="cpu", cfg: PPOConfig | None = None, seed: int = 0):
+        self.cfg = cfg or PPOConfig()
+        self.device = torch.device(device)
+        self.num_envs = num_envs
+        batch = self.cfg.num_steps * num_envs
+        if batch < self.cfg.minibatches:
+            raise ValueError(f"num_steps * num_envs = {batch} is smaller than minibatches = {self.cfg.minibatches}")
+        torch.manual_seed(seed)  # network initialisation
+        self.policy = ActorCritic(obs_dim, act_dim, self.cfg.hidden, self.cfg.init_std).to(self.device)
+        self.normalizer = ObsNormalizer(obs_dim).to(self.device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.cfg.lr)
+        self.storage = RolloutStorage(self.cfg.num_steps, num_envs, obs_dim, act_dim, self.device)
+        self._gen = torch.Generator(device=self.device)
+        self._gen.manual_seed(seed)
+        self._t = 0
+        self._batch = batch
+        self._mb_size = batch // self.cfg.minibatches
+        # preallocated per-step scratch
+        self._noise = torch.zeros((num_envs, act_dim), device=self.device)
+        self._noise_sq = torch.zeros((num_envs, act_dim), device=self.device)
+        self._perm = torch.zeros(batch, dtype=torch.int64, device=self.device)
+        # on-device accumulators, read once per iteration by log_iteration()
+        self._reward_sum = torch.zeros(num_envs, device=self.device)
+        self._ep_return_sum = torch.zeros(num_envs, device=self.device)
+        self._ep_length_sum = torch.zeros(num_envs, device=self.device)
+        self._ep_count = torch.zeros(num_envs, device=self.device)
+        self._loss_sums = torch.zeros(3, device=self.device)  # policy, value, entropy
+        self._metrics = torch.zeros(len(METRICS), device=self.device)
+        self._last_episode = (0.0, 0.0)  # last known mean return/length, for iterations with no episode end
+        self._flat = {
+            "obs": self.storage.obs.view(batch, obs_dim),
+            "actions": self.storage.actions.view(batch, act_dim),
+            "log_probs": self.storage.log_probs.view(batch),
+            "values": self.storage.values.view(batch),
+            "advantages": self.storage.advantages.view(batch),
+            "returns": self.storage.returns.view(batch),
+        }
+
+    # ------------------------------------------------------------------ rollout
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        """Sample actions for ``obs`` ``[num_envs, obs_dim]`` and record obs/action/value/log-prob in
+        row ``t`` of the storage. Call under ``torch.inference_mode()``. The returned tensor is the
+        storage row (valid until the next iteration)."""
+        s, t = self.storage, self._t
+        s.obs[t].copy_(obs)
+        mean, value = self.policy(self.normalizer(obs))
+        s.values[t].copy_(value)
+        self._noise.normal_(generator=self._gen)
+        std = torch.exp(self.policy.log_std)
+        actions = s.actions[t]
+        torch.addcmul(mean, self._noise, std, out=actions)
+        # log N(a; mean, std) with (a - mean) / std = noise
+        torch.mul(self._noise, self._noise, out=self._noise_sq)
+        log_prob = s.log_probs[t]
+        torch.sum(self._noise_sq, dim=1, out=log_prob)
+        log_prob.mul_(-0.5).sub_(self.policy.log_std.sum() + 0.9189385332046727 * self._noise.shape[1])
+        return actions
+
+    def process_env_step(self, reward: torch.Tensor, done: torch.Tensor, info: dict) -> None:
+        """Record the transition's reward/done in row ``t`` and accumulate episode statistics."""
+        s, t, gamma = self.storage, self._t, self.cfg.gamma
+        rewards = s.rewards[t]
+        rewards.copy_(reward)
+        # time-limit truncation is not failure: bootstrap with the value of the last state seen
+        rewards.addcmul_(info["truncated"], s.values[t], value=gamma)
+        not_done = s.not_dones[t]
+        torch.logical_not(done, out=not_done)
+        self._reward_sum.add_(reward)
+        self._ep_count.add_(done)
+        self._ep_return_sum.addcmul_(info["final_return"], done)
+        self._ep_length_sum.addcmul_(info["final_length"], done)
+        self._t += 1
+
+    # ------------------------------------------------------------------ learning
+    def update(self, last_obs: torch.Tensor) -> None:
+        """GAE on the finished rollout, then ``epochs`` x ``minibatches`` clipped-PPO steps."""
+        if self._t != self.cfg.num_steps:
+            raise RuntimeError(f"update() after {self._t} steps; the rollout holds {self.cfg.num_steps}")
+        cfg, f = self.cfg, self._flat
+        with torch.no_grad():
+            _, last_values = self.policy(self.normalizer(last_obs))
+            self.storage.compute_returns(last_values, cfg.gamma, cfg.lam)
+            adv_std, adv_mean = torch.std_mean(f["advantages"])
+            f["advantages"].sub_(adv_mean).div_(adv_std + 1e-8)
+            norm_obs = self.normalizer(f["obs"])
+        for _ in range(cfg.epochs):
+            torch.randperm(self._batch, generator=self._gen, device=self.device, out=self._perm)
+            for k in range(cfg.minibatches):
+                idx = self._perm[k * self._mb_size : (k + 1) * self._mb_size]
+                self._minibatch_step(norm_obs[idx], f["actions"][idx], f["log_probs"][idx], f["advantages"][idx], f["returns"][idx])
+        with torch.no_grad():
+            self.normalizer.update(f["obs"])
+        self._t = 0
+
+    def _minibatch_step(self, obs, actions, old_log_probs, advantages, returns) -> None:
+        cfg = self.cfg
+        mean, values = self.policy(obs)
+        log_probs = self.policy.log_prob(mean, actions)
+        ratio = torch.exp(log_probs - old_log_probs)
+        surrogate = torch.min(ratio * advantages, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * advantages)
+        policy_loss = -surrogate.mean()
+        value_loss = (returns - values).pow(2).mean()
+        entropy = self.policy.entropy()
+        loss = policy_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        with torch.no_grad():
+            self._loss_sums[0].add_(policy_loss)
+            self._loss_sums[1].add_(value_loss)
+            self._loss_sums[2].add_(entropy)
+
+    # ------------------------------------------------------------------ logging (once per iteration)
+    def log_iteration(self) -> dict[str, float]:
+        """Mean metrics of the last iteration, read from the device in one transfer, then cleared.
+
+        ``episode_return``/``episode_length`` average the episodes that ended during the
+        iteration (the last known value when none did); ``episodes`` counts them."""
+        m, n_updates = self._metrics, self.cfg.epochs * self.cfg.minibatches
+        with torch.no_grad():
+            episodes = self._ep_count.sum()
+            m[0] = self._reward_sum.sum() / (self.num_envs * self.cfg.num_steps)
+            m[1] = self._ep_return_sum.sum() / episodes.clamp(min=1)
+            m[2] = self._ep_length_sum.sum() / episodes.clamp(min=1)
+            m[3] = episodes
+            m[4:7] = self._loss_sums / n_updates
+            m[7] = torch.exp(self.policy.log_std).mean()
+            values = m.tolist()
+            for acc in (self._reward_sum, self._ep_return_sum, self._ep_length_sum, self._ep_count, self._loss_sums):
+                acc.zero_()
+        out = dict(zip(METRICS, values))
+        if out["episodes"] > 0:
+            self._last_episode = (out["episode_return"], out["episode_length"])
+        else:
+            out["episode_return"], out["episode_length"] = self._last_episode
+        return out
