@@ -74,12 +74,14 @@ def test_markdown_reports(pv, tmp_path, monkeypatch):
          "baseline_sps_runs": [100.0, 102.0], "baseline_median_sps": 101.0, "baseline_noise": 0.02,
          "step_ms_unprofiled": 2.5, "gpu_ms_per_step": 1.0, "pricing": {"profile": "p"},
          "rows": [{"fix": "item_log", "predicted_gain": 0.10, "measured_gain": 0.12, "verdict": "within ±30%",
+                   "predicted_saved_ms": 0.2, "measured_saved_ms": 0.25, "verdict_ms": "within ±30%",
                    "median_sps": 113.0, "findings": ["sync .item() t.py:1 x1/step share 1.00"]},
                   {"fix": "env_loop", "predicted_gain": None, "measured_gain": 0.5, "verdict": "no findings attributed",
+                   "predicted_saved_ms": None, "measured_saved_ms": 0.8, "verdict_ms": "no findings attributed",
                    "median_sps": 150.0, "findings": []}]}
     md = pv.validation_markdown(v)
-    assert "| `item_log` | +10.0% | +12.0% | within ±30% | 113 |" in md
-    assert "| `env_loop` | — | +50.0% | no findings attributed | 150 | — |" in md
+    assert "| `item_log` | +10.0% | +12.0% | within ±30% | 0.2 | 0.25 | within ±30% | 113 |" in md
+    assert "| `env_loop` | — | +50.0% | no findings attributed | — | 0.8 | no findings attributed | 150 | — |" in md
     json.dumps(v)
 
 
@@ -89,3 +91,34 @@ def test_missing_training_script_fails_loudly_after_the_profile(pv, tmp_path, mo
     rc = pv.main(["--out", str(tmp_path / "out"), "--script", str(tmp_path / "nope.py")])
     assert rc == 1
     assert "nope.py is not in this tree" in (tmp_path / "out" / "validation.md").read_text()
+
+
+def test_end_to_end_on_cpu_with_a_planted_toy_loop(pv, tmp_path, monkeypatch):
+    """Profile, attribute by markers, price, measure interleaved: the whole validation on a CPU toy."""
+    monkeypatch.setenv("PERFKIT_CACHE_DIR", str(tmp_path / "cache"))
+    import probes
+    from perfkit.costs_profile import build_profile
+
+    profile = build_profile(probes.run_all(quick=True, only=["pyloop", "allocator"]))
+    script = Path(__file__).with_name("planted_train.py")
+    args = pv.argparse.Namespace(script=script, num_envs=64, iterations=40, seed=0, backend=None, env=None,
+                                 fixes="item_log,env_loop", repeats=1, budget_s=60.0, run_timeout_s=120.0)
+    v = pv.validate(args, profile, tmp_path)
+    assert v["attribution"] == "markers"
+    rows = {r["fix"]: r for r in v["rows"]}
+    loop = rows["env_loop"]
+    assert len(loop["findings"]) == 1 and loop["findings"][0].startswith("loop ")
+    # removing the per-env loop is most of the step: both sides say so (loosely: a loaded 2-core CI box)
+    assert loop["measured_gain"] > 1.0 and loop["predicted_gain"] > 0.3
+    assert 0.3 < loop["predicted_saved_ms"] / loop["measured_saved_ms"] < 3.0
+    assert rows["item_log"]["findings"] and rows["item_log"]["findings"][0].startswith("sync .item()")
+    assert len(v["baseline_sps_runs"]) == 1 and v["baseline_noise"] is None
+    assert "| `env_loop` |" in pv.validation_markdown(v)
+
+
+def test_verdicts(pv):
+    assert pv.verdict(0.11, 0.10, 0.02) == "within ±30%"
+    assert pv.verdict(0.20, 0.10, 0.02) == "over-predicted"
+    assert pv.verdict(0.01, 0.10, 0.02) == "under-predicted"
+    assert pv.verdict(0.01, -0.01, 0.02) == "below noise (both)"
+    assert pv.verdict(None, 0.5, 0.02) == "no findings attributed"
