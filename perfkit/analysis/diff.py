@@ -1,0 +1,239 @@
+"""Compare two runs: per-metric deltas and regression verdicts (the CI gate behind ``perfkit compare``).
+
+Each metric knows which direction is better. A metric regresses when it moves the wrong way by more
+than ``threshold`` (relative, 0.05 = 5 %) — and, for times, by more than ``min_abs_ms`` as well, so
+a 0.002 ms segment doubling is not a failed build. Counts of syncs and allocations per step regress
+on any relative increase past the threshold, including 0 -> anything (a sync-free step that starts
+syncing is exactly what the gate is for). A finding site present in NEW but not in BASE is a new
+finding and a regression on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from perfkit.record import SEGMENTS, Finding, Run
+
+DEFAULT_THRESHOLD = 0.05
+DEFAULT_MIN_ABS_MS = 0.01
+
+HIGHER = "higher"
+LOWER = "lower"
+
+
+@dataclass
+class MetricDelta:
+    metric: str
+    base: float | None
+    new: float | None
+    better: str  # HIGHER or LOWER is better
+    unit: str = ""
+    gate: bool = True  # False: shown, never a regression (e.g. compile time, which the kernel cache decides)
+    regression: bool = False
+    improvement: bool = False
+
+    @property
+    def delta(self) -> float | None:
+        if self.base is None or self.new is None:
+            return None
+        return self.new - self.base
+
+    @property
+    def delta_pct(self) -> float | None:
+        if self.base is None or self.new is None:
+            return None
+        if self.base == 0:
+            return 0.0 if self.new == 0 else math.copysign(math.inf, self.new)
+        return (self.new - self.base) / abs(self.base)
+
+    @property
+    def verdict(self) -> str:
+        if self.base is None or self.new is None:
+            return "n/a"
+        if self.regression:
+            return "REGRESSION"
+        if self.improvement:
+            return "better"
+        return "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(delta=self.delta, delta_pct=_finite(self.delta_pct), verdict=self.verdict)
+        return d
+
+
+@dataclass
+class RunDiff:
+    base_label: str
+    new_label: str
+    threshold: float
+    metrics: list[MetricDelta] = field(default_factory=list)
+    new_findings: list[Finding] = field(default_factory=list)
+    resolved_findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[str]:
+        out = [f"{m.metric}: {_fmt(m.base)} -> {_fmt(m.new)}{m.unit and ' ' + m.unit} "
+               f"({_pct(m.delta_pct)}, {m.better} is better)" for m in self.metrics if m.regression]
+        out += [f"new {f.kind} finding: {f.op} at {f.site} ({f.per_step:g}/step)" for f in self.new_findings]
+        return out
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.regressions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": self.base_label,
+            "new": self.new_label,
+            "threshold": self.threshold,
+            "regressed": self.regressed,
+            "regressions": self.regressions,
+            "metrics": [m.to_dict() for m in self.metrics],
+            "new_findings": [asdict(f) for f in self.new_findings],
+            "resolved_findings": [asdict(f) for f in self.resolved_findings],
+            "notes": self.notes,
+        }
+
+
+def finding_key(f: Finding) -> tuple:
+    """Identity of a finding site across two runs. Line numbers shift with unrelated edits, so the
+    key is the operation, file and function (plus the source text when both runs have it)."""
+    return (f.kind, f.op, f.path, f.function, f.code)
+
+
+def _segment_time(run: Run, name: str) -> float | None:
+    s = run.segments.get(name)
+    if s is None:
+        return None
+    return s.gpu_ms_per_step if s.gpu_ms_per_step is not None else s.cpu_ms_per_step
+
+
+def _segment_clock(base: Run, new: Run, name: str) -> str:
+    b, n = base.segments.get(name), new.segments.get(name)
+    if b is not None and n is not None and b.gpu_ms_per_step is not None and n.gpu_ms_per_step is not None:
+        return "gpu"
+    return "cpu"
+
+
+def syncs_per_step(run: Run) -> float:
+    """Measured syncs per step: the segments' counters, or the findings where those are larger
+    (a run whose counters were not taken still has attributed sites)."""
+    return max(sum(s.syncs_per_step for s in run.segments.values()), run.syncs_per_step)
+
+
+def allocs_per_step(run: Run) -> float:
+    return max(sum(s.allocs_per_step for s in run.segments.values()), run.allocs_per_step)
+
+
+def peak_memory_bytes(run: Run) -> float | None:
+    for k in ("gpu_used_bytes", "peak_gpu_bytes", "host_rss_bytes"):
+        v = run.memory.get(k)
+        if v:
+            return float(v)
+    return None
+
+
+def diff_runs(
+    base: Run,
+    new: Run,
+    threshold: float = DEFAULT_THRESHOLD,
+    min_abs_ms: float = DEFAULT_MIN_ABS_MS,
+    base_label: str = "base",
+    new_label: str = "new",
+) -> RunDiff:
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    d = RunDiff(base_label=base_label, new_label=new_label, threshold=threshold)
+    if base.num_envs != new.num_envs:
+        d.notes.append(f"num_envs differs ({base.num_envs} vs {new.num_envs}): SPS and per-step times are not like for like")
+    if base.machine.get("device") != new.machine.get("device"):
+        d.notes.append(f"measured on different devices ({base.machine.get('device')} vs {new.machine.get('device')})")
+    for r, label in ((base, base_label), (new, new_label)):
+        if r.status != "complete":
+            d.notes.append(f"{label} run is {r.status!r}, not complete")
+
+    def add(metric, b, n, better, unit="", gate=True, abs_floor=0.0):
+        m = MetricDelta(metric, _num(b), _num(n), better, unit, gate)
+        if m.base is not None and m.new is not None:
+            worse = (m.new - m.base) if better == LOWER else (m.base - m.new)
+            rel_limit = threshold * abs(m.base)
+            m.regression = gate and worse > rel_limit and worse > abs_floor
+            m.improvement = -worse > rel_limit and -worse > abs_floor
+        d.metrics.append(m)
+
+    add("sps", base.sps, new.sps, HIGHER, "env steps/s")
+    if "physics_sps" in base.extra or "physics_sps" in new.extra:
+        add("physics_sps", base.extra.get("physics_sps"), new.extra.get("physics_sps"), HIGHER, "physics steps/s")
+    for q in ("p50", "p99"):
+        add(f"step_ms.{q}", base.step_ms.get(q), new.step_ms.get(q), LOWER, "ms", abs_floor=min_abs_ms)
+    names = [s for s in SEGMENTS if s in base.segments or s in new.segments]
+    names += sorted((set(base.segments) | set(new.segments)) - set(SEGMENTS))
+    for name in names:
+        clock = _segment_clock(base, new, name)
+        b, n = base.segments.get(name), new.segments.get(name)
+        bt = (b.gpu_ms_per_step if clock == "gpu" else b.cpu_ms_per_step) if b else None
+        nt = (n.gpu_ms_per_step if clock == "gpu" else n.cpu_ms_per_step) if n else None
+        add(f"segment.{name}.{clock}_ms", bt if b else 0.0, nt if n else 0.0, LOWER, "ms/step", abs_floor=min_abs_ms)
+    add("syncs_per_step", syncs_per_step(base), syncs_per_step(new), LOWER)
+    add("allocs_per_step", allocs_per_step(base), allocs_per_step(new), LOWER)
+    add("memory_bytes", peak_memory_bytes(base), peak_memory_bytes(new), LOWER, "bytes")
+    add("warmup_s", base.warmup_s, new.warmup_s, LOWER, "s", gate=False)
+
+    base_keys = {finding_key(f) for f in base.findings}
+    new_keys = {finding_key(f) for f in new.findings}
+    d.new_findings = [f for f in new.findings if finding_key(f) not in base_keys]
+    d.resolved_findings = [f for f in base.findings if finding_key(f) not in new_keys]
+    return d
+
+
+def parse_threshold(text: str) -> float:
+    """``"5%"`` -> 0.05, ``"0.05"`` -> 0.05, ``"5"`` -> 0.05 (a bare number above 1 is a percentage)."""
+    s = str(text).strip()
+    try:
+        if s.endswith("%"):
+            v = float(s[:-1]) / 100.0
+        else:
+            v = float(s)
+            if v >= 1:
+                v /= 100.0
+    except ValueError:
+        raise ValueError(f"not a threshold: {text!r} (use e.g. 5% or 0.05)") from None
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"threshold must be a non-negative percentage, got {text!r}")
+    return v
+
+
+def _num(v) -> float | None:
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _finite(v):
+    if v is None or not math.isfinite(v):
+        return None if v is None else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.4g}"
+
+
+def _pct(p) -> str:
+    if p is None:
+        return "-"
+    if math.isinf(p):
+        return "new" if p > 0 else "-inf%"
+    return f"{p:+.1%}"
