@@ -11,7 +11,6 @@ the learner all stay on it; one line of metrics per iteration is the only host r
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
@@ -35,6 +34,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> list[dict]:
+    """Train; prints one line per iteration and, last, ``SPS: <float>`` over the steady-state
+    iterations (the first, with compilation and warm-up, left out). Returns the metrics history."""
     args = parse_args(argv)
     torch.manual_seed(args.seed)
     env = make_env(args.env, args.num_envs, backend=args.backend, device=args.device, seed=args.seed)
@@ -51,7 +52,6 @@ def main(argv=None) -> list[dict]:
     )
     history = []
     obs = env.reset()
-    start = time.perf_counter()
     for it in range(args.iterations):
         with torch.inference_mode():
             for _ in range(ppo.cfg.num_steps):
@@ -60,9 +60,7 @@ def main(argv=None) -> list[dict]:
                 ppo.process_env_step(reward, done, info)
         ppo.update(obs)
         metrics = ppo.log_iteration()  # one device->host read per iteration (it also waits for the GPU)
-        elapsed = time.perf_counter() - start
         metrics["iteration"], metrics["env_steps"] = it, (it + 1) * ppo.cfg.num_steps * env.num_envs
-        metrics["sps"] = metrics["env_steps"] / elapsed
         history.append(metrics)
         print(
             f"iter {it:4d}  reward/step {metrics['reward_per_step']:8.4f}  "
@@ -70,6 +68,9 @@ def main(argv=None) -> list[dict]:
             f"value_loss {metrics['value_loss']:8.4f}  std {metrics['action_std']:.3f}  SPS {metrics['sps']:,.0f}",
             flush=True,
         )
+    steady = history[1:] or history
+    steps = sum(ppo.cfg.num_steps * env.num_envs for _ in steady)
+    print(f"SPS: {steps / sum(ppo.cfg.num_steps * env.num_envs / m['sps'] for m in steady):.1f}", flush=True)
     return history
 
 

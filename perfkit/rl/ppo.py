@@ -19,6 +19,7 @@ with one transfer and clears them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,8 @@ from perfkit.rl.networks import ActorCritic, ObsNormalizer
 from perfkit.rl.storage import RolloutStorage
 
 METRICS = ("reward_per_step", "episode_return", "episode_length", "episodes", "policy_loss", "value_loss", "entropy", "action_std")
+# log_iteration() also reports "sps": env steps per second over the iteration (rollout + update),
+# timed between two of its host reads, so the clock is read only after the device caught up.
 
 
 @dataclass
@@ -82,7 +85,8 @@ class PPO:
         self._ep_count = torch.zeros(num_envs, device=self.device)
         self._loss_sums = torch.zeros(3, device=self.device)  # policy, value, entropy
         self._metrics = torch.zeros(len(METRICS), device=self.device)
-        self._last_episode = (0.0, 0.0)  # last known mean return/length, for iterations with no episode end
+        self._last_episode = (0.0, 0.0)
+        self._iter_start = time.perf_counter()  # last known mean return/length, for iterations with no episode end
         self._flat = {
             "obs": self.storage.obs.view(batch, obs_dim),
             "actions": self.storage.actions.view(batch, act_dim),
@@ -182,10 +186,15 @@ class PPO:
             m[3] = episodes
             m[4:7] = self._loss_sums / n_updates
             m[7] = torch.exp(self.policy.log_std).mean()
-            values = m.tolist()
+            values = m.tolist()  # the iteration's single device->host read; it waits for the device
+        now = time.perf_counter()
+        sps = self.num_envs * self.cfg.num_steps / max(now - self._iter_start, 1e-9)
+        self._iter_start = now
+        with torch.no_grad():
             for acc in (self._reward_sum, self._ep_return_sum, self._ep_length_sum, self._ep_count, self._loss_sums):
                 acc.zero_()
         out = dict(zip(METRICS, values))
+        out["sps"] = sps
         if out["episodes"] > 0:
             self._last_episode = (out["episode_return"], out["episode_length"])
         else:
