@@ -24,9 +24,12 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
   all go, so single-sync predictions in a GPU-backlogged loop are upper bounds.
 * **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``, or
   ``alloc_cpu_ms`` on a CPU-only profile).
-* **loop** — ``per_step`` counts loop-body iterations per step; each costs ``ops * launch_torch_ms``
-  when the session counted the torch ops per iteration (``run.extra["loop_ops"][site]``), else one
-  probed per-env iteration of three small ops (``pyloop_iteration_ms``).
+* **loop** — ``per_step`` counts loop-body iterations per step; each iteration issues ``ops`` small
+  torch ops at the probed per-env-loop price of one (``pyloop_op_ms``: dispatch, indexing views and
+  launch, from a loop of three). ``ops`` is what the session counted
+  (``run.extra["loop_ops"][site]``), else the out-of-place ops the run found inside the loop body
+  (alloc findings in its lines, per iteration), at least the probe's three. Those inner allocations
+  keep their own price and the loop's is reduced by it, so a loop and its body are not counted twice.
 * **stream** — a race, not a cost: left unpriced.
 
 What if: the step time after fixing a set of findings is ``max(step_ms - sum(est), floor)`` with
@@ -37,7 +40,9 @@ never below ``MIN_STEP_FRACTION`` of the measured step — and SPS scales as ``s
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable
 
 from perfkit.costs_profile import ProfileError, load_profile, reference_profile, save_profile  # noqa: F401
@@ -46,6 +51,7 @@ from perfkit.record import Finding, Run
 MODEL = "perfkit.cost/1"
 TOP_N = 5
 MIN_STEP_FRACTION = 0.02  # no prediction from pricing alone claims more than a 50x speed-up
+PYLOOP_OPS = 3  # torch ops per iteration of the pyloop probe's loop body
 
 _D2H_OPS = (".cpu", ".numpy", ".tolist", "to(cpu", "to('cpu", 'to("cpu', "device->host", "d2h")
 _H2D_OPS = ("torch.tensor", "torch.as_tensor", "list index", "index with a list", "indexing with a list",
@@ -124,6 +130,30 @@ def _copy_ms(prices: _Prices, direction: str, nbytes: float) -> float | None:
     return lat + (nbytes / (bw * 1e9) * 1e3 if bw else 0.0)
 
 
+@lru_cache(maxsize=256)
+def _loop_span(path: str, line: int) -> tuple[int, int] | None:
+    """First and last line of the loop (or comprehension) whose header is ``path:line``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    spans = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
+             if isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp,
+                               ast.GeneratorExp)) and n.lineno == line]
+    return max(spans, key=lambda s: s[1]) if spans else None
+
+
+def _inner_allocs(loop: Finding, run: Run) -> list[Finding]:
+    """Allocation findings inside ``loop``'s body that run about once per iteration."""
+    span = _loop_span(loop.path, loop.line)
+    if span is None:
+        return []
+    first, last = span
+    return [a for a in run.findings if a.kind == "alloc" and a.path == loop.path and first <= a.line <= last
+            and a.per_step >= 0.5 * loop.per_step]
+
+
 def _sync_site_info(run: Run, f: Finding) -> dict[str, Any]:
     info = (run.extra.get("sync_queue") or {}).get(f.site)
     return info if isinstance(info, dict) else {}
@@ -173,14 +203,21 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
             return None, "no allocation cost in the profile"
         return f.per_step * cost, "caching-allocator round trip per new tensor"
     if f.kind == "loop":
-        ops = (run.extra.get("loop_ops") or {}).get(f.site)
-        launch = prices.get("launch_torch_ms")
-        if isinstance(ops, (int, float)) and ops > 0 and launch is not None:
-            return f.per_step * ops * launch, f"{ops:g} torch ops per iteration x launch cost"
-        it = prices.get("pyloop_iteration_ms")
-        if it is None:
+        op_ms = prices.first("pyloop_op_ms", "launch_torch_ms")
+        if op_ms is None:
             return None, "no per-env loop cost in the profile"
-        return f.per_step * it, "probed per-env loop iteration (3 small ops)"
+        inner = _inner_allocs(f, run)
+        inner_rate = sum(a.per_step for a in inner) / f.per_step if f.per_step else 0.0
+        counted = (run.extra.get("loop_ops") or {}).get(f.site)
+        if isinstance(counted, (int, float)) and counted > 0:
+            ops, how = float(counted), f"{counted:g} torch ops per iteration (counted)"
+        else:
+            ops = max(float(PYLOOP_OPS), inner_rate)
+            how = f"{ops:.3g} torch ops per iteration (inferred)"
+        alloc_ms = (prices.first("alloc_cached_ms", "alloc_cpu_ms") or 0.0) if inner else 0.0
+        inner_ms = sum(a.per_step for a in inner) * alloc_ms
+        est = max(0.0, f.per_step * ops * op_ms - inner_ms)
+        return est, how + " x per-env loop op cost" + (f", less {len(inner)} inner allocation site(s)" if inner else "")
     return None, f"unknown finding kind {f.kind!r}"
 
 
@@ -204,12 +241,14 @@ def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
     profile, reference = _profile_for(profile)
     prices = _Prices(profile, reference)
     ctx = _RunContext.of(run)
-    unpriced = {}
+    unpriced, hows = {}, {}
     for f in run.findings:
         est, how = price_finding(f, run, prices, ctx)
         f.est_ms_per_step = est
         if est is None:
             unpriced[f"{f.site} {f.op}"] = how
+        else:
+            hows[f"{f.site} {f.op}"] = how
     run.extra["pricing"] = {
         "model": MODEL,
         "profile": profile.get("source"),
@@ -218,6 +257,7 @@ def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
         "reference": reference.get("source") if reference else None,
         "costs": prices.used,
         "unpriced": unpriced,
+        "how": hows,
         "step_ms": ctx.step_ms,
         "gpu_ms_per_step": ctx.gpu_ms,
         "gpu_backlog_ms_per_step": ctx.backlog_ms,

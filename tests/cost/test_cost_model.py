@@ -15,7 +15,7 @@ GPU_PROFILE = {
     "costs": {
         "sync_idle_ms": 0.030, "sync_queued_extra_ms": 0.010, "tensor_repr_ms": 0.200,
         "d2h_latency_ms": 0.015, "d2h_gbps": 10.0, "h2d_latency_ms": 0.020, "h2d_gbps": 5.0,
-        "alloc_cached_ms": 0.004, "launch_torch_ms": 0.005, "pyloop_iteration_ms": 0.020,
+        "alloc_cached_ms": 0.004, "launch_torch_ms": 0.005, "pyloop_iteration_ms": 0.018, "pyloop_op_ms": 0.006,
     },
 }
 
@@ -100,17 +100,44 @@ def test_alloc_loop_and_stream():
     run = price_run(run_of(*findings, extra={"loop_ops": {"train.py:9": 4}}), GPU_PROFILE)
     est = [f.est_ms_per_step for f in run.findings]
     assert est[0] == pytest.approx(10 * 0.004)
-    assert est[1] == pytest.approx(1000 * 0.020)  # probed per-env iteration
-    assert est[2] == pytest.approx(500 * 4 * 0.005)  # counted ops x launch
+    assert est[1] == pytest.approx(1000 * 3 * 0.006)  # the probe's 3 ops per iteration
+    assert est[2] == pytest.approx(500 * 4 * 0.006)  # counted ops
     assert est[3] is None
     assert "race" in run.extra["pricing"]["unpriced"]["train.py:7 wp.launch on another stream"]
+
+
+def test_a_loop_and_the_allocations_in_its_body_are_not_counted_twice(tmp_path):
+    src = tmp_path / "env.py"
+    src.write_text("def step(self):\n"
+                   "    for i in range(self.num_envs):\n"
+                   "        a = self.x[i] * 2.0\n"
+                   "        self.y[i] = a + self.z[i] - 1.0\n"
+                   "    return torch.zeros(3)\n")
+    path = str(src)
+    findings = [
+        Finding("loop", "for-loop over envs", path, 2, per_step=100.0),
+        Finding("alloc", "Tensor.mul", path, 3, per_step=100.0),
+        Finding("alloc", "Tensor.add", path, 4, per_step=100.0),
+        Finding("alloc", "Tensor.sub", path, 4, per_step=100.0),
+        Finding("alloc", "Tensor.div", path, 4, per_step=100.0),
+        Finding("alloc", "Tensor.rare", path, 4, per_step=2.0),  # not once per iteration
+        Finding("alloc", "torch.zeros", path, 5, per_step=100.0),  # after the loop
+    ]
+    run = price_run(run_of(*findings), GPU_PROFILE)
+    loop, *allocs = run.findings
+    # 4 inner allocations per iteration -> 4 ops; the loop's price excludes what they already cost
+    assert loop.est_ms_per_step == pytest.approx(100 * 4 * 0.006 - 400 * 0.004)
+    assert [a.est_ms_per_step for a in allocs] == pytest.approx([0.4, 0.4, 0.4, 0.4, 0.008, 0.4])
+    block = loop.est_ms_per_step + sum(a.est_ms_per_step for a in allocs[:4])
+    assert block == pytest.approx(100 * 4 * 0.006)  # the whole loop block: 4 ops per iteration
+    assert "inner allocation" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
 
 
 def test_what_if_is_floored_at_the_gpu_time_and_ranks_findings():
     findings = [sync(per_step=1.0, line=1), Finding("loop", "for", "train.py", 2, per_step=300.0)]
     run = price_run(run_of(*findings, step_ms=10.0, gpu=2.0, num_envs=1000), GPU_PROFILE)
     wi = run.extra["what_if"]
-    loop_ms = 300 * 0.020
+    loop_ms = 300 * 3 * 0.006
     sync_ms = run.findings[0].est_ms_per_step
     assert wi["per_finding"][0]["site"] == "train.py:2" and wi["per_finding"][0]["est_ms_per_step"] == pytest.approx(loop_ms)
     assert wi["per_finding"][0]["sps_if_fixed"] == pytest.approx(1000 * 1000 / (10 - loop_ms))
