@@ -52,9 +52,16 @@ class ObsNormalizer(nn.Module):
         self.register_buffer("mean", torch.zeros(dim))
         self.register_buffer("var", torch.ones(dim))
         self.register_buffer("count", torch.tensor(eps))
+        self.register_buffer("scale", torch.ones(dim))  # rsqrt(var + 1e-8), refreshed by update()
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return ((obs - self.mean) * torch.rsqrt(self.var + 1e-8)).clamp_(-self.clip, self.clip)
+        return ((obs - self.mean) * self.scale).clamp_(-self.clip, self.clip)
+
+    def normalize_into(self, obs: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """``forward`` written into a preallocated ``out`` (the rollout's per-step path)."""
+        torch.sub(obs, self.mean, out=out)
+        out.mul_(self.scale).clamp_(-self.clip, self.clip)
+        return out
 
     @torch.no_grad()
     def update(self, batch: torch.Tensor) -> None:
@@ -67,3 +74,4 @@ class ObsNormalizer(nn.Module):
         m2 = self.var * self.count + b_var * b_count + delta * delta * (self.count * b_count / total)
         self.var.copy_(m2 / total)
         self.count.copy_(total)
+        torch.rsqrt(self.var + 1e-8, out=self.scale)

@@ -77,6 +77,9 @@ class PPO:
         # preallocated per-step scratch
         self._noise = torch.zeros((num_envs, act_dim), device=self.device)
         self._noise_sq = torch.zeros((num_envs, act_dim), device=self.device)
+        self._norm_obs = torch.zeros((num_envs, obs_dim), device=self.device)
+        self._std = torch.zeros(act_dim, device=self.device)
+        self._log_norm = torch.zeros((), device=self.device)  # sum(log_std) + act_dim * log(sqrt(2 pi))
         self._perm = torch.zeros(batch, dtype=torch.int64, device=self.device)
         # on-device accumulators, read once per iteration by log_iteration()
         self._reward_sum = torch.zeros(num_envs, device=self.device)
@@ -86,6 +89,7 @@ class PPO:
         self._loss_sums = torch.zeros(3, device=self.device)  # policy, value, entropy
         self._metrics = torch.zeros(len(METRICS), device=self.device)
         self._last_episode = (0.0, 0.0)
+        self._refresh_policy_constants()
         self._iter_start = time.perf_counter()  # last known mean return/length, for iterations with no episode end
         self._flat = {
             "obs": self.storage.obs.view(batch, obs_dim),
@@ -103,18 +107,24 @@ class PPO:
         storage row (valid until the next iteration)."""
         s, t = self.storage, self._t
         s.obs[t].copy_(obs)
-        mean, value = self.policy(self.normalizer(obs))
+        mean, value = self.policy(self.normalizer.normalize_into(obs, self._norm_obs))
         s.values[t].copy_(value)
         self._noise.normal_(generator=self._gen)
-        std = torch.exp(self.policy.log_std)
         actions = s.actions[t]
-        torch.addcmul(mean, self._noise, std, out=actions)
+        torch.addcmul(mean, self._noise, self._std, out=actions)
         # log N(a; mean, std) with (a - mean) / std = noise
         torch.mul(self._noise, self._noise, out=self._noise_sq)
         log_prob = s.log_probs[t]
         torch.sum(self._noise_sq, dim=1, out=log_prob)
-        log_prob.mul_(-0.5).sub_(self.policy.log_std.sum() + 0.9189385332046727 * self._noise.shape[1])
+        log_prob.mul_(-0.5).sub_(self._log_norm)
         return actions
+
+    def _refresh_policy_constants(self) -> None:
+        """std and the Gaussian's log-normaliser change only in update(): compute them there."""
+        with torch.no_grad():
+            torch.exp(self.policy.log_std, out=self._std)
+            torch.sum(self.policy.log_std, dim=0, out=self._log_norm)
+            self._log_norm.add_(0.9189385332046727 * self._std.numel())
 
     def process_env_step(self, reward: torch.Tensor, done: torch.Tensor, info: dict) -> None:
         """Record the transition's reward/done in row ``t`` and accumulate episode statistics."""
@@ -150,6 +160,7 @@ class PPO:
                 self._minibatch_step(norm_obs[idx], f["actions"][idx], f["log_probs"][idx], f["advantages"][idx], f["returns"][idx])
         with torch.no_grad():
             self.normalizer.update(f["obs"])
+        self._refresh_policy_constants()
         self._t = 0
 
     def _minibatch_step(self, obs, actions, old_log_probs, advantages, returns) -> None:
