@@ -144,14 +144,18 @@ def _loop_span(path: str, line: int) -> tuple[int, int] | None:
     return max(spans, key=lambda s: s[1]) if spans else None
 
 
-def _inner_allocs(loop: Finding, run: Run) -> list[Finding]:
-    """Allocation findings inside ``loop``'s body that run about once per iteration."""
+def loop_body_findings(loop: Finding, run: Run) -> list[Finding]:
+    """The other findings inside ``loop``'s body (its source lines) that run about once per iteration."""
     span = _loop_span(loop.path, loop.line)
     if span is None:
         return []
     first, last = span
-    return [a for a in run.findings if a.kind == "alloc" and a.path == loop.path and first <= a.line <= last
-            and a.per_step >= 0.5 * loop.per_step]
+    return [a for a in run.findings if a is not loop and a.kind != "loop" and a.path == loop.path
+            and first <= a.line <= last and a.per_step >= 0.5 * loop.per_step]
+
+
+def _inner_allocs(loop: Finding, run: Run) -> list[Finding]:
+    return [a for a in loop_body_findings(loop, run) if a.kind == "alloc"]
 
 
 def _sync_site_info(run: Run, f: Finding) -> dict[str, Any]:

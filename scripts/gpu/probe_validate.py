@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfkit.analysis.cost import predict, price_run  # noqa: E402
+from perfkit.analysis.cost import loop_body_findings, predict, price_run  # noqa: E402
 from perfkit.costs_profile import build_profile, save_profile  # noqa: E402
 from perfkit.record import Finding, Run  # noqa: E402
 
@@ -160,12 +160,16 @@ def planted_lines(source: str) -> dict[int, set[str]]:
 
 
 def attribute_by_markers(run: Run, script: Path) -> dict[str, list[tuple[Finding, float]]]:
+    """Findings on marked lines; a marked per-env loop brings the findings of its body with it."""
     marks = planted_lines(script.read_text())
     out: dict[str, list[tuple[Finding, float]]] = {}
     for f in run.findings:
         if Path(f.path).name == script.name:
             for name in marks.get(f.line, ()):
-                out.setdefault(name, []).append((f, 1.0))
+                owned = out.setdefault(name, [])
+                for g in [f, *(loop_body_findings(f, run) if f.kind == "loop" else [])]:
+                    if all(g is not h for h, _ in owned):
+                        owned.append((g, 1.0))
     return out
 
 
