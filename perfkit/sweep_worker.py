@@ -288,8 +288,8 @@ def describe_env(env) -> dict[str, Any]:
     for name in ("name", "backend", "num_envs", "sim_dt", "decimation", "policy_dt", "obs_dim", "act_dim",
                  "episode_length", "max_episode_steps"):
         v = getattr(env, name, None)
-        if v is not None and not callable(v):
-            info[name] = v if isinstance(v, (int, float, str, bool)) else str(v)
+        if isinstance(v, (int, float, str, bool)):  # scalars only: a per-env counter tensor is not a setting
+            info[name] = v
     if "policy_dt" not in info and "sim_dt" in info and "decimation" in info:
         info["policy_dt"] = info["sim_dt"] * info["decimation"]
     info["device"] = str(getattr(env, "device", "cpu"))

@@ -167,9 +167,14 @@ def step_time_distribution(series: Sequence[tuple[str, Sequence[float]]], path: 
     data = [xs for _, xs in series]
     import matplotlib
 
+    # whiskers at the interpolated p1/p99 (the same p99 the tables show), not at the nearest sample
+    stats = []
+    for label, xs in series:
+        srt = sorted(xs)
+        stats.append({"label": "", "med": _quantile(srt, 0.5), "q1": _quantile(srt, 0.25), "q3": _quantile(srt, 0.75),
+                      "whislo": _quantile(srt, 0.01), "whishi": _quantile(srt, 0.99), "fliers": []})
     horizontal = {"orientation": "horizontal"} if _mpl_version(matplotlib) >= (3, 10) else {"vert": False}
-    bp = ax.boxplot(data, whis=(1, 99), showfliers=False, patch_artist=True, widths=0.55,
-                    medianprops={"color": "black"}, **horizontal)
+    bp = ax.bxp(stats, showfliers=False, patch_artist=True, widths=0.55, medianprops={"color": "black"}, **horizontal)
     for i, patch in enumerate(bp["boxes"]):
         patch.set_facecolor(SERIES_COLORS[i % len(SERIES_COLORS)])
         patch.set_alpha(0.6)

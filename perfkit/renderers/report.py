@@ -152,6 +152,14 @@ def memory_of(run: Run) -> tuple[float | None, str]:
     return None, "memory"
 
 
+def physics_sps(run: Run) -> float | None:
+    """Physics steps/s: recorded by sweeps; otherwise env SPS x the env's decimation when it is known."""
+    v = run.extra.get("physics_sps")
+    if v is None and run.sps and isinstance(run.env.get("decimation"), (int, float)):
+        v = run.sps * run.env["decimation"]
+    return v
+
+
 def _syncs(run: Run) -> float:
     return max(sum(s.syncs_per_step for s in run.segments.values()), run.syncs_per_step)
 
@@ -244,7 +252,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         mem, kind = memory_of(r)
         rep.run_rows.append([
             label, r.status, fmt_num(r.num_envs), fmt_num(r.steps), fmt_num(float(r.sps)),
-            fmt_num(r.extra.get("physics_sps")), fmt_num(r.step_ms.get("p50")), fmt_num(r.step_ms.get("p99")),
+            fmt_num(physics_sps(r)), fmt_num(r.step_ms.get("p50")), fmt_num(r.step_ms.get("p99")),
             fmt_num(float(r.warmup_s)), f"{fmt_bytes(mem)} ({kind})" if mem else "-",
             fmt_num(float(_syncs(r))), fmt_num(float(_allocs(r))), fmt_num(len(r.findings)),
         ])
@@ -273,14 +281,14 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
             if not ok:
                 note = (p.error or "")[:160]
             rows.append([fmt_num(p.num_envs), p.status, fmt_num(float(r.sps)) if ok else "-",
-                         fmt_num(r.extra.get("physics_sps")) if ok else "-",
+                         fmt_num(physics_sps(r)) if ok else "-",
                          fmt_num(r.step_ms.get("p50")) if ok else "-", fmt_num(r.step_ms.get("p99")) if ok else "-",
                          fmt_num(float(r.warmup_s)) if r is not None and r.warmup_s else "-",
                          fmt_bytes(m) if m else "-", note])
             if ok:
                 ns.append(p.num_envs)
                 sps.append(float(r.sps))
-                phys.append(float(r.extra.get("physics_sps", r.sps)))
+                phys.append(float(physics_sps(r) or r.sps))
                 mem.append(m or 0.0)
                 mem_kind = mem_kind or kind
             elif p.status != "pending":
@@ -301,11 +309,13 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
     found.sort(key=lambda e: (e[1].est_ms_per_step if e[1].est_ms_per_step is not None else -1.0, e[1].per_step),
                reverse=True)
     rep.findings_total = len(found)
+    if any(f.would_sync_on_gpu for _, f in found):
+        rep.notes.append("'(CPU tensor)': caught on a CPU tensor; the same call syncs when the tensor is on the GPU")
     rep.findings_columns = (["run"] if len(items) > 1 else []) + ["kind", "op", "site", "function", "segment",
                                                                   "per step", "est. ms/step", "fix", "code"]
     for label, f in found[:TOP_FINDINGS]:
         row = [label] if len(items) > 1 else []
-        row += [f.kind + (" (would sync on GPU)" if f.would_sync_on_gpu else ""), f.op, f.site, f.function, f.segment,
+        row += [f.kind + (" (CPU tensor)" if f.would_sync_on_gpu else ""), f.op, f.site, f.function, f.segment,
                 fmt_num(float(f.per_step)), fmt_num(f.est_ms_per_step), f.message, f.code]
         rep.findings_rows.append(row)
 
