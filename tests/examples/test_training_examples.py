@@ -1,0 +1,112 @@
+"""examples/train.py and examples/train_naive.py: flags, output contract, and that perfkit's linter
+and profiler find every planted anti-pattern in the naive loop (and nothing in the clean one)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLES = os.path.join(ROOT, "examples")
+NAIVE = os.path.join(EXAMPLES, "train_naive.py")
+
+# anti-pattern -> finding kind (profile) and lint category
+EXPECTED = {
+    "item_log": ("sync", "sync"),
+    "nonzero_reset": ("sync", "sync"),
+    "env_loop": ("loop", "loop"),
+    "fresh_tensors": ("alloc", "alloc"),
+    "print_tensor": ("sync", "sync"),
+    "cpu_numpy": ("sync", "sync"),
+    "list_gather": ("sync", "sync"),
+}
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", os.path.join(EXAMPLES, f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _planted_lines() -> dict[str, int]:
+    lines = {}
+    with open(NAIVE) as f:
+        for no, text in enumerate(f, 1):
+            m = re.search(r"# ANTI-PATTERN (\w+)", text)
+            if m:
+                assert m.group(1) not in lines, f"{m.group(1)} planted twice"
+                lines[m.group(1)] = no
+    return lines
+
+
+def test_every_named_anti_pattern_is_planted_once_on_its_own_line():
+    naive = _load("train_naive")
+    assert set(_planted_lines()) == set(naive.ANTI_PATTERNS) == set(EXPECTED)
+    assert naive.WATCHED_ENVS == [0, 1, 2, 3]  # the literal list the list_gather line indexes with
+
+
+def test_fix_names_parse_and_unknown_ones_are_a_usage_error(capsys):
+    naive = _load("train_naive")
+    assert naive.parse_args(["--fix", "item_log,env_loop"]).fix == {"item_log", "env_loop"}
+    assert naive.parse_args(["--fix", "all"]).fix == set(naive.ANTI_PATTERNS)
+    assert naive.parse_args([]).fix == set()
+    with pytest.raises(SystemExit) as exc:
+        naive.parse_args(["--fix", "item_log,bogus"])
+    assert exc.value.code == 2 and "bogus" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        naive.parse_args(["--num-envs", "2"])  # fewer envs than the watched ones
+
+
+def test_train_prints_a_metrics_line_per_iteration_and_a_final_sps(capsys):
+    train = _load("train")
+    history = train.main(["--num-envs", "8", "--iterations", "2", "--num-steps", "8", "--backend", "mujoco"])
+    out = capsys.readouterr().out.splitlines()
+    assert len(history) == 2 and {"reward_per_step", "episode_return", "sps"} <= set(history[0])
+    assert sum(line.startswith("iter ") and "mean episode reward" in line for line in out) == 2
+    assert re.fullmatch(r"SPS: \d+\.\d", out[-1]) and float(out[-1].split()[1]) > 0
+
+
+@pytest.mark.parametrize("fix", ["", "all"])
+def test_train_naive_runs_and_prints_sps(capsys, fix):
+    naive = _load("train_naive")
+    args = ["--num-envs", "4", "--iterations", "2", "--num-steps", "4", "--backend", "mujoco"] + (["--fix", fix] if fix else [])
+    sps = naive.main(args)
+    out = capsys.readouterr().out
+    assert sps > 0 and out.rstrip().splitlines()[-1] == f"SPS: {sps:.1f}"
+    assert ("watched envs' torso height: tensor(" in out) == (fix == "")
+
+
+def test_lint_is_quiet_on_the_clean_code_and_finds_each_planted_line():
+    def lint(*paths):
+        r = subprocess.run([sys.executable, "-m", "perfkit", "lint", "--format", "json", *paths], cwd=ROOT, capture_output=True, text=True)
+        return r.returncode, json.loads(r.stdout or "[]")
+
+    rc, findings = lint("perfkit/envs", "perfkit/rl", "examples/train.py")
+    assert rc == 0 and findings == []
+    rc, findings = lint("examples/train_naive.py")
+    assert rc == 1
+    found = {(f["line"], f["category"]) for f in findings}
+    for name, line in _planted_lines().items():
+        assert (line, EXPECTED[name][1]) in found, f"lint missed {name} at line {line}"
+    assert len(findings) == len(EXPECTED), "no findings beyond the planted ones"
+
+
+def test_profile_finds_each_planted_anti_pattern_with_its_line(tmp_path):
+    record = tmp_path / "naive.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "perfkit", "profile", "-o", str(record), "examples/train_naive.py",
+         "--num-envs", "8", "--iterations", "2", "--num-steps", "4", "--backend", "mujoco"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    findings = json.loads(record.read_text())["findings"]
+    found = {(f["line"], f["kind"]) for f in findings if f["path"].endswith("examples/train_naive.py")}
+    for name, line in _planted_lines().items():
+        assert (line, EXPECTED[name][0]) in found, f"profile missed {name} at line {line}: {sorted(found)}"
