@@ -34,6 +34,7 @@ from perfkit.config import Config
 from perfkit.record import Finding, Run, SegmentStats
 
 _active: "Session | None" = None
+POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
 ENV_FIELDS = ("name", "backend", "sim_dt", "decimation", "policy_dt", "obs_dim", "act_dim")
 
 
@@ -154,7 +155,10 @@ class Session:
         self.step_times: list[float] = []
         self.seg_totals: dict[str, float] = {}
         self.seg_calls: dict[str, int] = {}
-        self.timed_steps = 0
+        self._next_special = 1
+        self._timed_open = False
+        self._base_acc: dict[str, float] = {}
+        self._base_calls: dict[str, int] = {}
         self.sampled_done: list[int] = []
         self.t_steady0: float | None = None
         self.t_last_end: float | None = None
@@ -260,56 +264,107 @@ class Session:
         self.begin_step(None)
 
     def begin_step(self, obj: Any) -> None:
-        """A step boundary (entering the outermost env ``step``, or ``perfkit.step()``)."""
+        """A step boundary (entering the outermost env ``step``, or ``perfkit.step()``).
+
+        Steady-state steps with nothing scheduled take the fast path: one list append. Everything else
+        (warm-up, sampled steps, CUDA-timed steps, timeline steps, verify, the periodic check for newly
+        imported libraries) goes through :meth:`_slow_boundary`."""
         now = perf_counter()
+        idx = self.step_index + 1
+        if idx < self._next_special:
+            self.step_times.append(now - self.t_step_begin)
+            self.step_index = idx
+            self.t_step_begin = now
+            return
         tls.depth += 1
         try:
-            self._close_step(now)
-            self.step_index = idx = self.step_index + 1
-            self.t_step_begin = now
-            if obj is not None and self.num_envs is None:
-                self._describe_env(obj)
-            if idx == self.warmup_steps + 1:
-                self.t_steady0 = now
-            if self._discovery_open and idx > max(self.warmup_steps, 1):
-                self._close_discovery()
-            hub.install_available()
-            self.rules.poll()
-            if not self._streams_installed:
-                self._streams_installed = self.streams.install(self.patcher)
-            if idx in self.sample_steps:
-                self._start_sampling(sys._getframe(1))
-            steady_i = idx - self.warmup_steps
-            if steady_i >= 1:
-                if self._gpu is not None:
-                    self._gpu.poll()
-                    if (steady_i - 1) % self.timing_every == 0 and idx not in self.sample_steps:
-                        self._gpu.begin_step(idx, self.clock.cur, now)
-                        if self._nvtx_mode == "sampled" and self._nvtx is not None:
-                            self.clock.nvtx_on(self._nvtx)
-                if steady_i <= self._timeline_steps:
-                    self.clock.trace = [(self.clock.cur, now)]
-                if self.verify and self._verify is None and self._gpu is not None:
-                    self._start_verify(idx)
-                if self._verify is not None:
-                    self._verify.boundary(idx)
+            self._slow_boundary(now, idx, obj)
         finally:
             tls.depth -= 1
+
+    def _timed(self, idx: int) -> bool:
+        return idx > self.warmup_steps and idx not in self.sample_steps
+
+    def _slow_boundary(self, now: float, idx: int, obj: Any) -> None:
+        self._close_step(now)
+        self.step_index = idx
+        self.t_step_begin = now
+        if obj is not None and self.num_envs is None:
+            self._describe_env(obj)
+        if idx == self.warmup_steps + 1:
+            self.t_steady0 = now
+        if self._discovery_open and idx > max(self.warmup_steps, 1):
+            self._close_discovery()
+        hub.install_available()
+        self.rules.poll()
+        if not self._streams_installed:
+            self._streams_installed = self.streams.install(self.patcher)
+        if idx in self.sample_steps:
+            self._start_sampling(sys._getframe(2))
+        steady_i = idx - self.warmup_steps
+        special = idx + POLL_EVERY - (idx % POLL_EVERY)  # the next periodic check
+        if steady_i < 1:
+            special = idx + 1
+        else:
+            if self._gpu is not None:
+                self._gpu.poll()
+                if (steady_i - 1) % self.timing_every == 0 and idx not in self.sample_steps:
+                    self._gpu.begin_step(idx, self.clock.cur, now)
+                    self.clock.refresh()
+                    if self._nvtx_mode == "sampled" and self._nvtx is not None:
+                        self.clock.nvtx_on(self._nvtx)
+                special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
+                if self._gpu.active:
+                    special = idx + 1  # close the timed step at the next boundary
+            if steady_i <= self._timeline_steps:
+                self.clock.trace = [(self.clock.cur, now)]
+                special = idx + 1
+            if self.verify and self._verify is None and self._gpu is not None:
+                self._start_verify(idx)
+            if self._verify is not None:
+                self._verify.boundary(idx)
+                if self._verify.prof is not None:
+                    special = idx + 1
+        later_samples = [i for i in self.sample_steps if i >= idx]
+        if later_samples:
+            special = min(special, later_samples[0])
+        if idx in self.sample_steps or not self._timed(idx):
+            special = idx + 1
+        self._next_special = max(special, idx + 1)
+        # segment time is cumulative in the clock: open / close the timed span on changes of timed-ness
+        timed = self._timed(idx)
+        if timed and not self._timed_open:
+            self._base_acc, self._base_calls = dict(self.clock.acc), dict(self.clock.calls)
+            self._timed_open = True
+        elif not timed and self._timed_open:
+            self._fold_timed_span()
+
+    def _fold_timed_span(self) -> None:
+        acc, calls = self.clock.acc, self.clock.calls
+        for k, v in acc.items():
+            d = v - self._base_acc.get(k, 0.0)
+            if d:
+                self.seg_totals[k] = self.seg_totals.get(k, 0.0) + d
+        for k, v in calls.items():
+            d = v - self._base_calls.get(k, 0)
+            if d:
+                self.seg_calls[k] = self.seg_calls.get(k, 0) + d
+        self._timed_open = False
 
     def end_step(self) -> None:
         self.t_last_end = perf_counter()
 
     def _close_step(self, now: float, final: bool = False) -> None:
-        """Account the step that runs from the last boundary to ``now``."""
+        """Account the step that runs from the last boundary to ``now`` (slow path and the end)."""
         idx = self.step_index
         if idx == 0:
-            self.clock.flush(now)
+            self.clock.tick(now)
             return
         if final and not self.manual_steps and self.t_last_end is not None and self.t_last_end >= self.t_step_begin:
             now_step = self.t_last_end  # auto steps: the last step ends when its call returns
         else:
             now_step = now
-        acc, calls = self.clock.flush(now_step)
+        self.clock.tick(now_step)
         if self.clock.trace is not None:
             trace = self.clock.trace + [(None, now_step)]
             for (seg, t0), (_, t1) in zip(trace, trace[1:]):
@@ -319,18 +374,15 @@ class Session:
             self.clock.trace = None
         if self._gpu is not None and self._gpu.active:
             self._gpu.end_step()
+            self.clock.refresh()
             if self._nvtx_mode == "sampled":
                 self.clock.nvtx_off()
         if idx in self.sample_steps:
             self._stop_sampling()
-            return  # sampled steps run under tracers: their times are not steady-state times
-        if idx > self.warmup_steps:
+        if self._timed(idx):
             self.step_times.append(now_step - self.t_step_begin)
-            for k, v in acc.items():
-                self.seg_totals[k] = self.seg_totals.get(k, 0.0) + v
-            for k, v in calls.items():
-                self.seg_calls[k] = self.seg_calls.get(k, 0) + v
-            self.timed_steps += 1
+        if final and self._timed_open:
+            self._fold_timed_span()
 
     def _describe_env(self, obj: Any) -> None:
         from perfkit.collectors.steps import num_envs_of
@@ -510,7 +562,7 @@ class Session:
                 stats[name] = SegmentStats()
             return stats[name]
 
-        n = self.timed_steps
+        n = len(self.step_times)
         for seg, secs in self.seg_totals.items():
             get(seg).cpu_ms_per_step = round(secs * 1e3 / n, 6) if n else 0.0
         for seg, c in self.seg_calls.items():

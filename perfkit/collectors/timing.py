@@ -100,26 +100,46 @@ class CudaEventTimer:
 
 
 class SegmentClock:
-    """Exclusive CPU time per segment; also drives the CUDA-event timer and NVTX ranges."""
+    """Cumulative exclusive CPU time per segment; also drives the CUDA-event timer, NVTX and the
+    timeline trace on the steps that use them (``refresh()`` after switching any of those)."""
 
     def __init__(self) -> None:
         self.cur = "other"
         self.t = perf_counter()
-        self.acc: dict[str, float] = {}
-        self.calls: dict[str, int] = {}
+        self.acc: dict[str, float] = {}  # cumulative seconds per segment
+        self.calls: dict[str, int] = {}  # cumulative entries per segment
         self.gpu: CudaEventTimer | None = None
         self.nvtx: Any = None  # the nvtx module while ranges are emitted
         self._nvtx_open = False
-        self.trace: list | None = None  # [(segment, t)] while recording a timeline step
+        self._trace: list | None = None  # [(segment, t)] while recording a timeline step
+        self._slow = False
+
+    def refresh(self) -> None:
+        self._slow = bool((self.gpu is not None and self.gpu._cur is not None) or self.nvtx is not None or self._trace is not None)
+
+    @property
+    def trace(self) -> list | None:
+        return self._trace
+
+    @trace.setter
+    def trace(self, value: list | None) -> None:
+        self._trace = value
+        self.refresh()
 
     def transition(self, name: str) -> None:
         now = perf_counter()
         cur = self.cur
-        self.acc[cur] = self.acc.get(cur, 0.0) + (now - self.t)
+        acc = self.acc
+        acc[cur] = acc.get(cur, 0.0) + (now - self.t)
         self.t = now
         if name != cur:
-            self.calls[name] = self.calls.get(name, 0) + 1
-        self.cur = name
+            calls = self.calls
+            calls[name] = calls.get(name, 0) + 1
+            self.cur = name
+        if self._slow:
+            self._extras(name, now)
+
+    def _extras(self, name: str, now: float) -> None:
         gpu = self.gpu
         if gpu is not None and gpu._cur is not None:
             gpu.mark(name)
@@ -128,26 +148,25 @@ class SegmentClock:
                 self.nvtx.pop_range(domain=NVTX_DOMAIN)
             self.nvtx.push_range(name, color=_COLORS.get(name, "grey"), domain=NVTX_DOMAIN)
             self._nvtx_open = True
-        if self.trace is not None:
-            self.trace.append((name, now))
+        if self._trace is not None:
+            self._trace.append((name, now))
 
-    def flush(self, now: float) -> tuple[dict[str, float], dict[str, int]]:
-        """Close the current step at ``now``: its per-segment seconds and segment entries."""
+    def tick(self, now: float) -> None:
+        """Bring the cumulative per-segment time up to ``now``."""
         cur = self.cur
         self.acc[cur] = self.acc.get(cur, 0.0) + (now - self.t)
         self.t = now
-        acc, calls = self.acc, self.calls
-        self.acc, self.calls = {}, {}
-        return acc, calls
 
     def nvtx_on(self, module: Any) -> None:
         if self.nvtx is None and module is not None:
             self.nvtx = module
             module.push_range(self.cur, color=_COLORS.get(self.cur, "grey"), domain=NVTX_DOMAIN)
             self._nvtx_open = True
+        self.refresh()
 
     def nvtx_off(self) -> None:
         if self.nvtx is not None and self._nvtx_open:
             self.nvtx.pop_range(domain=NVTX_DOMAIN)
         self.nvtx = None
         self._nvtx_open = False
+        self.refresh()

@@ -230,9 +230,10 @@ def test_sync_in_worker_thread_inside_a_session():
             x.sum().item()  # <- worker sync
 
     with Session(warmup_steps=0) as s:
+        env.step(a)  # syncs before the first step are setup, kept apart: start the worker after it
         t = threading.Thread(target=worker, name="stats-thread")
         t.start()
-        for _ in range(4):
+        for _ in range(3):
             env.step(a)
         t.join()
     f = [f for f in s.run.findings if f.thread == "stats-thread"]

@@ -1,0 +1,223 @@
+"""What perfkit's default instrumentation costs: interleaved A/B of one training-style loop with and
+without a profiling session (what ``perfkit profile`` wraps a script in).
+
+    python -m probes.overhead                         # CPU here: self-contained torch env, 256 envs
+    python -m probes.overhead --env factory --num-envs 256 4096 --device cuda   # the H200 runs
+    python -m probes.overhead --json out.json
+
+The loop: a batched env (``perfkit.envs:make_env`` — ``--env factory`` — or a self-contained torch
+env with decimation, reward, terminations and masked resets — ``--env torch``) driven by a 2x256 MLP
+policy under ``no_grad``, the shape of a PPO rollout. Each *round* runs the same number of steps once
+plain (A) and once inside a :class:`perfkit.session.Session` (B), after the session's warm-up
+(discovery window, sampled steps) so both time steady state; rounds alternate AB / BA so drift hits
+both arms equally. The figure is the median over rounds of the ratio SPS_B / SPS_A; overhead =
+1 - median ratio. On a GPU both arms end their timed span with ``torch.cuda.synchronize()``.
+
+This is a benchmark, not a test: it prints a table and (``--json``) the numbers; it never asserts
+(``--max-overhead`` makes it exit 1 above a threshold, for CI that wants a gate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+
+# ---- the self-contained torch env ------------------------------------------------------------------
+class TorchEnv:
+    """A batched point-mass locomotion toy: sync-free, allocation-free step (preallocated buffers)."""
+
+    def __init__(self, num_envs: int, device: str = "cpu", obs_dim: int = 32, act_dim: int = 8, decimation: int = 4, seed: int = 0):
+        import torch
+
+        g = torch.Generator(device="cpu").manual_seed(seed)
+        self.num_envs = num_envs
+        self.obs_dim, self.act_dim, self.decimation = obs_dim, act_dim, decimation
+        self.sim_dt = 0.005
+        self.device = torch.device(device)
+        n, d = num_envs, obs_dim // 2
+        self.pos = torch.randn(n, d, generator=g).to(self.device)
+        self.vel = torch.zeros(n, d, device=self.device)
+        self.target = torch.randn(n, d, generator=g).to(self.device)
+        self.act_map = (torch.randn(act_dim, d, generator=g) * 0.1).to(self.device)
+        self.force = torch.zeros(n, d, device=self.device)
+        self.obs = torch.zeros(n, obs_dim, device=self.device)
+        self.reward = torch.zeros(n, device=self.device)
+        self.done = torch.zeros(n, dtype=torch.bool, device=self.device)
+        self.steps = torch.zeros(n, dtype=torch.int32, device=self.device)
+        self._tmp = torch.zeros(n, d, device=self.device)
+        self._dist = torch.zeros(n, device=self.device)
+        self.info: dict[str, Any] = {}
+
+    def reset(self):
+        return self.obs
+
+    def _physics_substep(self) -> None:
+        import torch
+
+        torch.mul(self.pos, -0.5, out=self._tmp)
+        self._tmp.add_(self.force)
+        self.vel.add_(self._tmp, alpha=self.sim_dt)
+        self.vel.mul_(0.99)
+        self.pos.add_(self.vel, alpha=self.sim_dt)
+        self.pos.clamp_(-5.0, 5.0)
+
+    def compute_reward(self) -> None:
+        import torch
+
+        torch.sub(self.pos, self.target, out=self._tmp)
+        torch.linalg.vector_norm(self._tmp, dim=1, out=self._dist)
+        torch.neg(self._dist, out=self.reward)
+        self.reward.add_(1.0)
+
+    def step(self, actions):
+        import torch
+
+        with torch.no_grad():
+            torch.matmul(actions.clamp(-1, 1), self.act_map, out=self.force)
+            for _ in range(self.decimation):
+                self._physics_substep()
+            self.compute_reward()
+            self.steps.add_(1)
+            torch.logical_or(self._dist < 0.1, self.steps >= 500, out=self.done)
+            m = self.done.unsqueeze(1)
+            self.pos.masked_fill_(m, 0.0)
+            self.vel.masked_fill_(m, 0.0)
+            self.steps.masked_fill_(self.done, 0)
+            self.obs[:, : self.pos.shape[1]].copy_(self.pos)
+            self.obs[:, self.pos.shape[1]:].copy_(self.vel)
+        return self.obs, self.reward, self.done, self.info
+
+
+def make_loop(env_kind: str, num_envs: int, device: str, name: str) -> tuple[Callable[[int], None], Any, str]:
+    import torch
+
+    if env_kind == "factory":
+        from perfkit.envs import make_env
+
+        env = make_env(name, num_envs, device=device)
+        label = f"perfkit.envs:make_env({name!r}, backend={getattr(env, 'backend', '?')})"
+    else:
+        env = TorchEnv(num_envs, device=device)
+        label = "probes.overhead:TorchEnv"
+    obs = env.reset()
+    policy = torch.nn.Sequential(
+        torch.nn.Linear(env.obs_dim, 256), torch.nn.ELU(), torch.nn.Linear(256, 256), torch.nn.ELU(),
+        torch.nn.Linear(256, env.act_dim),
+    ).to(obs.device)
+    state = {"obs": obs}
+
+    def loop(n: int) -> None:
+        o = state["obs"]
+        for _ in range(n):
+            with torch.no_grad():
+                a = torch.tanh(policy(o))
+            o, r, done, info = env.step(a)
+        state["obs"] = o
+
+    return loop, env, label
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", rounds: int = 9, steps: int = 200,
+            name: str = "ant", warmup: int = 20) -> dict[str, Any]:
+    from perfkit.session import Session
+
+    loop, env, label = make_loop(env_kind, num_envs, device, name)
+    loop(warmup)  # compile / lazy init, outside both arms
+    _sync(device)
+    session_warm = 5 + 2 + 3  # the default warm-up, the sampled steps and a margin, untimed in B
+
+    def arm(instrumented: bool) -> float:
+        if instrumented:
+            with Session(command=["probes/overhead.py"]) as s:
+                loop(session_warm)
+                _sync(device)
+                t0 = time.perf_counter()
+                loop(steps)
+                _sync(device)
+                dt = time.perf_counter() - t0
+            arm.last_run = s.run  # type: ignore[attr-defined]
+        else:
+            loop(session_warm)
+            _sync(device)
+            t0 = time.perf_counter()
+            loop(steps)
+            _sync(device)
+            dt = time.perf_counter() - t0
+        return steps * num_envs / dt
+
+    ratios, sps_a, sps_b = [], [], []
+    for r in range(rounds):
+        order = (False, True) if r % 2 == 0 else (True, False)
+        res = {}
+        for inst in order:
+            res[inst] = arm(inst)
+        sps_a.append(res[False])
+        sps_b.append(res[True])
+        ratios.append(res[True] / res[False])
+    med = statistics.median(ratios)
+    run = getattr(arm, "last_run", None)
+    return {
+        "env": label,
+        "num_envs": num_envs,
+        "device": device,
+        "rounds": rounds,
+        "steps_per_arm": steps,
+        "sps_plain_median": statistics.median(sps_a),
+        "sps_profiled_median": statistics.median(sps_b),
+        "ratio_median": med,
+        "ratios": ratios,
+        "overhead_pct": round((1 - med) * 100, 2),
+        "session_found_steps": bool(run and run.extra.get("total_steps")),
+        "session_findings": len(run.findings) if run else None,
+        "session_segments": list(run.segments) if run else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m probes.overhead", description=__doc__.split("\n\n")[0])
+    p.add_argument("--env", choices=("torch", "factory"), default="torch",
+                   help="self-contained torch env, or perfkit.envs:make_env (the reference env)")
+    p.add_argument("--name", default="ant", help="reference env name for --env factory (ant, humanoid)")
+    p.add_argument("--num-envs", type=int, nargs="+", default=[256])
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: steadier numbers on a shared machine; 0 = torch's default)")
+    p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--max-overhead", type=float, default=None, help="exit 1 when the overhead (%%) is above this")
+    a = p.parse_args(argv)
+    import torch
+
+    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    results = []
+    for n in a.num_envs:
+        res = measure(a.env, n, device, a.rounds, a.steps, a.name)
+        results.append(res)
+        print(f"{res['env']} {n} envs on {device}: plain {res['sps_plain_median']:,.0f} env-steps/s, "
+              f"profiled {res['sps_profiled_median']:,.0f}; median ratio {res['ratio_median']:.4f} "
+              f"-> overhead {res['overhead_pct']:.2f}% ({a.rounds} interleaved rounds x {a.steps} steps)", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"probe": "overhead", "results": results}, f, indent=1)
+    if a.max_overhead is not None and any(r["overhead_pct"] > a.max_overhead for r in results):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
