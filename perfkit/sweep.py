@@ -207,12 +207,21 @@ class Sweep:
 
 # ---- tables ------------------------------------------------------------------------------------
 
+def physics_sps(run: Run) -> float | None:
+    """Physics steps/s: recorded by the sweep worker; otherwise env SPS x the env's decimation when
+    the record knows it (a script point recorded by ``perfkit profile``)."""
+    v = run.extra.get("physics_sps")
+    if v is None and run.sps and isinstance(run.env.get("decimation"), (int, float)):
+        v = run.sps * run.env["decimation"]
+    return v
+
+
 def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
     row: dict[str, Any] = {"num_envs": p.num_envs, "status": p.status}
     r = run
     row.update(
         sps=r.sps if r and p.status == "complete" else math.nan,
-        physics_sps=r.extra.get("physics_sps", math.nan) if r and p.status == "complete" else math.nan,
+        physics_sps=(physics_sps(r) or math.nan) if r and p.status == "complete" else math.nan,
         step_ms_p50=r.step_ms.get("p50", math.nan) if r else math.nan,
         step_ms_p99=r.step_ms.get("p99", math.nan) if r else math.nan,
         step_ms_mean=r.step_ms.get("mean", math.nan) if r else math.nan,

@@ -91,6 +91,8 @@ def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmu
 def _print_summary(result) -> None:
     from rich.console import Console
     from rich.markup import escape
+
+    from perfkit.sweep import physics_sps
     from rich.table import Table
 
     table = Table(title=f"sweep {escape(result.label)}", title_justify="left")
@@ -105,7 +107,7 @@ def _print_summary(result) -> None:
         table.add_row(
             str(p.num_envs), p.status if ok else f"[red]{escape(p.status)}[/red]",
             f"{r.sps:,.0f}" if ok else "-",
-            f"{r.extra.get('physics_sps', 0):,.0f}" if ok else "-",
+            f"{physics_sps(r):,.0f}" if ok and physics_sps(r) else "-",
             f"{r.step_ms.get('p50', 0):.3f}" if ok else "-",
             f"{r.step_ms.get('p99', 0):.3f}" if ok else "-",
             f"{r.warmup_s:.2f}" if r is not None and r.warmup_s else "-",

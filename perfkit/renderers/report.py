@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from perfkit.record import Finding, RecordError, Run
+from perfkit.sweep import physics_sps
 
 TOP_FINDINGS = 15
 
@@ -150,14 +151,6 @@ def memory_of(run: Run) -> tuple[float | None, str]:
         if v:
             return float(v), kind
     return None, "memory"
-
-
-def physics_sps(run: Run) -> float | None:
-    """Physics steps/s: recorded by sweeps; otherwise env SPS x the env's decimation when it is known."""
-    v = run.extra.get("physics_sps")
-    if v is None and run.sps and isinstance(run.env.get("decimation"), (int, float)):
-        v = run.sps * run.env["decimation"]
-    return v
 
 
 def _syncs(run: Run) -> float:

@@ -134,3 +134,17 @@ def test_sweep_with_no_completed_point_exits_1_and_records_the_error(tmp_path):
     assert [p["status"] for p in points] == ["error"]
     assert "No module named 'no_such_module_for_perfkit'" in points[0]["error"]
     assert Run.load(out / "points" / "8.json").status == "error"
+
+
+def test_script_target_runs_each_point_under_perfkit_profile(tmp_path, toy_on_path):
+    pytest.importorskip("perfkit.cli.profile")
+    out = tmp_path / "out"
+    script = HERE / "toy_script.py"
+    res = CliRunner().invoke(main, ["sweep", str(script), "--num-envs-arg", "--n", "--num-envs", "24", "-o", str(out),
+                                    "--no-progress", "--", "--iters", "15"])
+    assert res.exit_code == 0, res.output
+    run = Run.load(out / "points" / "24.json")
+    assert run.status == "complete"
+    assert run.command[-4:] == ["--n", "24", "--iters", "15"]  # the env count and the script's own arguments
+    assert run.num_envs == 24 and 0 < run.steps <= 15 and run.sps > 0
+    assert json.loads((out / "sweep.json").read_text())["kind"] == "script"
