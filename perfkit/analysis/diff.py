@@ -237,3 +237,85 @@ def _pct(p) -> str:
     if math.isinf(p):
         return "new" if p > 0 else "-inf%"
     return f"{p:+.1%}"
+
+
+# ---- sweeps -----------------------------------------------------------------------------------
+
+@dataclass
+class SweepPointDelta:
+    num_envs: int
+    base_status: str
+    new_status: str
+    sps: MetricDelta
+
+
+@dataclass
+class SweepDiff:
+    base_label: str
+    new_label: str
+    threshold: float
+    points: list[SweepPointDelta] = field(default_factory=list)
+    base_knee: int | None = None
+    new_knee: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[str]:
+        out = []
+        for p in self.points:
+            if p.base_status == "complete" and p.new_status != "complete" and p.new_status != "missing":
+                out.append(f"num_envs={p.num_envs}: completed in base, {p.new_status} in new")
+            elif p.sps.regression:
+                out.append(f"num_envs={p.num_envs}: sps {_fmt(p.sps.base)} -> {_fmt(p.sps.new)} ({_pct(p.sps.delta_pct)})")
+        return out
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.regressions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": self.base_label, "new": self.new_label, "threshold": self.threshold,
+            "regressed": self.regressed, "regressions": self.regressions,
+            "base_knee": self.base_knee, "new_knee": self.new_knee, "notes": self.notes,
+            "points": [{"num_envs": p.num_envs, "base_status": p.base_status, "new_status": p.new_status,
+                        **{k: v for k, v in p.sps.to_dict().items() if k in ("base", "new", "delta", "delta_pct", "verdict")}}
+                       for p in self.points],
+        }
+
+
+def diff_sweeps(
+    base: dict[int, tuple[str, Run | None]],
+    new: dict[int, tuple[str, Run | None]],
+    threshold: float = DEFAULT_THRESHOLD,
+    base_label: str = "base",
+    new_label: str = "new",
+    knee_threshold: float = 0.10,
+) -> SweepDiff:
+    """Compare two throughput curves point by point: ``{num_envs: (status, run)}`` each.
+
+    A point regresses when its SPS drops by more than ``threshold``, or when it completed in BASE and
+    ran out of memory or failed in NEW. Env counts measured on one side only are noted, not judged.
+    """
+    from perfkit.analysis.knee import find_knee
+
+    d = SweepDiff(base_label=base_label, new_label=new_label, threshold=threshold)
+    for n in sorted(set(base) | set(new)):
+        bs, br = base.get(n, ("missing", None))
+        ns, nr = new.get(n, ("missing", None))
+        m = MetricDelta(f"sps@{n}", br.sps if br is not None and bs == "complete" else None,
+                        nr.sps if nr is not None and ns == "complete" else None, HIGHER, "env steps/s")
+        if m.base is not None and m.new is not None:
+            worse = m.base - m.new
+            m.regression = worse > threshold * abs(m.base)
+            m.improvement = -worse > threshold * abs(m.base)
+        d.points.append(SweepPointDelta(n, bs, ns, m))
+        if "missing" in (bs, ns):
+            d.notes.append(f"num_envs={n} measured only in {'new' if bs == 'missing' else 'base'}")
+
+    def knee(side):
+        done = [(n, r.sps) for n, (s, r) in side.items() if s == "complete" and r is not None]
+        return find_knee([n for n, _ in done], [s for _, s in done], knee_threshold).num_envs
+
+    d.base_knee, d.new_knee = knee(base), knee(new)
+    return d

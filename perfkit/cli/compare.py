@@ -32,19 +32,27 @@ def _threshold(ctx, param, value):
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def compare(base_path, new_path, fail_threshold, show_threshold, min_abs_ms, fmt):
     """Compare two run records (BASE, NEW): SPS, step times, per-segment time, syncs/step,
-    allocs/step, memory, and findings that are new in NEW.
+    allocs/step, memory, and findings that are new in NEW. Two sweeps (directories or sweep.json)
+    are compared point by point: SPS at each num_envs, and points that newly run out of memory.
 
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression, 2 bad input.
     """
     from perfkit.analysis.diff import diff_runs
     from perfkit.record import RecordError, Run
+    from perfkit.sweep import is_sweep_path
 
+    threshold = fail_threshold if fail_threshold is not None else show_threshold
+    sweeps = [is_sweep_path(p) for p in (base_path, new_path)]
+    if any(sweeps):
+        if not all(sweeps):
+            raise BadInput(f"cannot compare a sweep with a single run: {base_path} is a "
+                           f"{'sweep' if sweeps[0] else 'run'}, {new_path} is a {'sweep' if sweeps[1] else 'run'}")
+        return _compare_sweeps(base_path, new_path, threshold, fail_threshold is not None, fmt)
     try:
         base = Run.load(base_path)
         new = Run.load(new_path)
     except RecordError as e:
         raise BadInput(str(e)) from None
-    threshold = fail_threshold if fail_threshold is not None else show_threshold
     d = diff_runs(base, new, threshold=threshold, min_abs_ms=min_abs_ms, base_label=base_path, new_label=new_path)
     if fmt == "json":
         click.echo(json.dumps(d.to_dict(), indent=1, default=str))
@@ -53,6 +61,56 @@ def compare(base_path, new_path, fail_threshold, show_threshold, min_abs_ms, fmt
     else:
         render_text(d)
     if fail_threshold is not None and d.regressed:
+        raise click.exceptions.Exit(1)
+
+
+def _compare_sweeps(base_path, new_path, threshold, gate, fmt):
+    from perfkit.analysis.diff import _fmt, _pct, diff_sweeps
+    from perfkit.record import RecordError
+    from perfkit.sweep import load_sweep
+
+    try:
+        base, new = load_sweep(base_path), load_sweep(new_path)
+    except RecordError as e:
+        raise BadInput(str(e)) from None
+
+    def side(sw):
+        return {p.num_envs: (p.status, sw.runs.get(p.num_envs)) for p in sw.points}
+
+    d = diff_sweeps(side(base), side(new), threshold=threshold, base_label=base_path, new_label=new_path)
+    if fmt == "json":
+        click.echo(json.dumps(d.to_dict(), indent=1, default=str))
+    else:
+        rows = [[str(p.num_envs), p.base_status, p.new_status, _fmt(p.sps.base), _fmt(p.sps.new), _pct(p.sps.delta_pct),
+                 "REGRESSION" if (p.sps.regression or (p.base_status == "complete" and p.new_status not in ("complete", "missing")))
+                 else p.sps.verdict] for p in d.points]
+        header = ["num_envs", "base status", "new status", "base SPS", "new SPS", "delta %", "verdict"]
+        if fmt == "markdown":
+            from perfkit.renderers.markdown import esc
+
+            click.echo(f"### perfkit compare (sweeps): {esc(base_path)} -> {esc(new_path)} (threshold {threshold:.1%})\n")
+            click.echo("| " + " | ".join(header) + " |")
+            click.echo("|" + "|".join(["---:"] + ["---"] * 2 + ["---:"] * 3 + ["---"]) + "|")
+            for r in rows:
+                click.echo("| " + " | ".join(esc(c) for c in r) + " |")
+        else:
+            from rich.console import Console
+            from rich.markup import escape
+            from rich.table import Table
+
+            t = Table(title=f"{escape(base_path)} -> {escape(new_path)} (threshold {threshold:.1%})", title_justify="left")
+            for c in header:
+                t.add_column(c, justify="right" if c not in ("base status", "new status", "verdict") else "left")
+            for r in rows:
+                t.add_row(*[escape(c) for c in r], style="red" if r[-1] == "REGRESSION" else None)
+            Console(width=None if Console().is_terminal else 140).print(t)
+        click.echo(f"knee: base {d.base_knee or 'none'}, new {d.new_knee or 'none'}")
+        for n in d.notes:
+            click.echo(f"note: {n}")
+        click.echo(f"{len(d.regressions)} regression(s)" if d.regressed else "no regression")
+        for r in d.regressions:
+            click.echo(f"  - {r}")
+    if gate and d.regressed:
         raise click.exceptions.Exit(1)
 
 
