@@ -8,13 +8,14 @@ Checks of hot-only rules are called only on hot paths; the others (PK4xx, PK5xx)
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 
 from perfkit.lint import directives as _directives
 from perfkit.lint.hotpaths import find_hot
 from perfkit.lint.infer import typer_for
 from perfkit.lint.model import FileError, Violation
-from perfkit.lint.modinfo import FUNC_DEFS, ModuleInfo, Unit
+from perfkit.lint.modinfo import ModuleInfo, Unit, unit_nodes
 from perfkit.lint.registry import RULES, matches
 
 _NODE_CHECKS: dict = {}  # ast type -> [(fn, everywhere)]
@@ -68,7 +69,6 @@ class Context:
     out: list
     hot: bool = False
     setup: bool = False  # __init__ and friends: allocation is the point
-    withs: list = field(default_factory=list)  # canonical names of the enclosing `with` items
     _typer: object = None
     _seen: set = field(default_factory=set)
 
@@ -109,61 +109,29 @@ class Context:
         )
 
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_WITHS = (ast.With, ast.AsyncWith)
+def _line(node) -> int:
+    line = getattr(node, "lineno", None)
+    if line is None:  # comprehension, withitem, arguments...
+        inner = getattr(node, "iter", None) or getattr(node, "context_expr", None)
+        line = getattr(inner, "lineno", 0)
+    return line
 
 
-class _Walker:
-    def __init__(self, ctx: Context, hot_loops: set, everywhere_only: bool):
-        self.ctx = ctx
-        self.hot_loops = hot_loops
-        self.everywhere_only = everywhere_only
-
-    def visit(self, node, hot: bool):
-        t = type(node)
-        if t in FUNC_DEFS:
-            for d in node.decorator_list:
-                self.visit(d, hot)
-            return
-        if t is ast.ClassDef:
-            for d in node.decorator_list + node.bases:
-                self.visit(d, hot)
-            for st in node.body:
-                if not isinstance(st, FUNC_DEFS):
-                    self.visit(st, hot)
-            return
-        checks = _NODE_CHECKS.get(t)
-        if checks:
-            ctx = self.ctx
-            ctx.hot = hot
-            for fn, everywhere in checks:
-                if hot or everywhere:
-                    fn(ctx, node)
-        if t in _LOOPS and id(node) in self.hot_loops:
-            if t is ast.While:
-                self.visit(node.test, hot)
-            else:
-                self.visit(node.target, hot)
-                self.visit(node.iter, hot)
-            for st in node.body:
-                self.visit(st, True)
-            for st in node.orelse:
-                self.visit(st, hot)
-            return
-        if t in _WITHS:
-            pushed = 0
-            for item in node.items:
-                self.visit(item, hot)
-                c = item.context_expr
-                q = self.ctx.mod.qual(c.func if isinstance(c, ast.Call) else c)
-                self.ctx.withs.append(q or "")
-                pushed += 1
-            for st in node.body:
-                self.visit(st, hot)
-            del self.ctx.withs[len(self.ctx.withs) - pushed:]
-            return
-        for child in ast.iter_child_nodes(node):
-            self.visit(child, hot)
+def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list):
+    """Dispatch every node of ``unit`` to the checks registered for its type."""
+    table = _NODE_CHECKS
+    for node in unit_nodes(unit):
+        checks = table.get(type(node))
+        if not checks:
+            continue
+        hot = unit_hot
+        if not hot and loop_spans:
+            line = _line(node)
+            hot = any(s <= line <= e for s, e in loop_spans)
+        ctx.hot = hot
+        for fn, everywhere in checks:
+            if hot or everywhere:
+                fn(ctx, node)
 
 
 def lint_module(tree: ast.Module, text: str, path: str, options: Options | None = None) -> list:
@@ -189,10 +157,7 @@ def lint_module(tree: ast.Module, text: str, path: str, options: Options | None 
             if wanted is None or unit in wanted:
                 fn(ctx)
         if hot or cold_node_checks or unit in hp.loop_units:
-            walker = _Walker(ctx, hp.loops, everywhere_only=not hot)
-            body = unit.node.body
-            for st in body:
-                walker.visit(st, hot)
+            _walk_unit(ctx, unit, hot, hp.loop_spans.get(unit, ()))
     out.sort(key=Violation.sort_key)
     return out
 
@@ -206,7 +171,9 @@ def lint_source(text: str, path: str = "<string>", options: Options | None = Non
 def lint_text_safely(text: str, path: str, options: Options | None = None):
     """(findings, FileError | None): never raises for bad input."""
     try:
-        tree = ast.parse(text, filename=path)
+        with warnings.catch_warnings():  # the user's invalid escapes etc. are not our diagnostics
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=path)
     except SyntaxError as e:
         return [], FileError(path, f"syntax error: {e.msg}", e.lineno or 0, e.offset or 0)
     except (ValueError, MemoryError) as e:  # null bytes; absurd sizes

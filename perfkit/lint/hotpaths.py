@@ -37,6 +37,7 @@ class HotPaths:
     loops: set = field(default_factory=set)  # id() of loop nodes whose body is hot
     setup_units: set = field(default_factory=set)  # allocation is the point here (__init__, --all setup fns)
     loop_units: set = field(default_factory=set)  # units holding a hot loop
+    loop_spans: dict = field(default_factory=dict)  # unit -> [(first, last line of a hot loop's body)]
 
 
 _STEP_TEXT = re.compile(r"\.step\s*\(")
@@ -116,6 +117,7 @@ def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) 
                 if _loop_calls_step(node, mod):
                     hp.loops.add(id(node))
                     hp.loop_units.add(unit)
+                    hp.loop_spans.setdefault(unit, []).append((node.body[0].lineno, node.end_lineno))
                     for sub in ast.walk(node):
                         if isinstance(sub, ast.Call):
                             seeds.extend(resolve_call(mod, unit, sub))

@@ -427,11 +427,17 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
                 attrs[st.target.id] = k
     methods = [u for u in cls.methods.values()]
     methods.sort(key=lambda u: (u.name != "__init__", u.lineno))
+    typers = mod.__dict__.setdefault("_typers", {})
+    built = []
     for unit in methods:
         if unit.self_name and not unit.kernel:
-            Typer(mod, unit, building_attrs=attrs)
+            built.append((unit, Typer(mod, unit, building_attrs=attrs)))
     cls.attrs = attrs
     cls.building = False
+    for unit, t in built:  # reuse them: from now on they read the finished attribute table
+        t._attrs = None
+        t._memo.clear()
+        typers.setdefault(unit, t)
     return attrs
 
 

@@ -188,23 +188,39 @@ def _decorator_target(d):
     return d.func if isinstance(d, ast.Call) else d
 
 
-def unit_nodes(unit: Unit):
-    """Every node of ``unit`` in source order (depth first), not entering nested defs/classes' methods."""
-    if unit.is_module:
-        stack = list(reversed(unit.node.body))
-    else:
-        n = unit.node
-        stack = list(reversed(n.body))
-        # Defaults and annotations belong to the enclosing unit; decorators too.
+def unit_nodes(unit: Unit) -> list:
+    """Every node of ``unit`` in depth-first source order, not entering nested defs or classes' methods.
+
+    Decorators of nested defs belong to this unit (they run in its scope). Computed once per unit.
+    """
+    nodes = unit.__dict__.get("_nodes")
+    if nodes is not None:
+        return nodes
+    nodes = []
+    append = nodes.append
+    stack = list(reversed(unit.node.body))
+    pop, extend = stack.pop, stack.extend
+    AST = ast.AST
     while stack:
-        node = stack.pop()
-        if isinstance(node, FUNC_DEFS):
-            # decorators and defaults run in the enclosing scope
-            stack.extend(reversed(node.decorator_list))
+        node = pop()
+        t = type(node)
+        if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            extend(reversed(node.decorator_list))
             continue
-        if isinstance(node, ast.ClassDef):
-            stack.extend(reversed([s for s in node.body if not isinstance(s, FUNC_DEFS)]))
-            stack.extend(reversed(node.decorator_list))
+        if t is ast.ClassDef:
+            extend(reversed([s for s in node.body if not isinstance(s, FUNC_DEFS)]))
+            extend(reversed(node.decorator_list))
             continue
-        yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        append(node)
+        children = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                children.extend(v for v in value if isinstance(v, AST))
+            elif isinstance(value, AST):
+                children.append(value)
+        if children:
+            children.reverse()
+            extend(children)
+    unit._nodes = nodes
+    return nodes

@@ -57,6 +57,17 @@ def _scoped_units(mod) -> set:
     return scoped
 
 
+def _scoped_spans(ctx) -> list:
+    cache = ctx.mod.__dict__.setdefault("_pk5_spans", {})
+    spans = cache.get(ctx.unit)
+    if spans is None:
+        spans = cache[ctx.unit] = [
+            (n.body[0].lineno, n.end_lineno) for n in unit_nodes(ctx.unit)
+            if isinstance(n, (ast.With, ast.AsyncWith)) and any(_is_scope(ctx.mod, i.context_expr) for i in n.items)
+        ]
+    return spans
+
+
 def _is_scope(mod, expr) -> bool:
     target = expr.func if isinstance(expr, ast.Call) else expr
     return (mod.qual(target) or "") in _SCOPES
@@ -78,7 +89,8 @@ def warp_launch_stream(ctx, node: ast.Call):
         what = f"`{q.replace('mujoco_warp.', 'mjw.')}`"
     else:
         return
-    if any(w in _SCOPES for w in ctx.withs):
+    line = node.lineno
+    if any(a <= line <= b for a, b in _scoped_spans(ctx)):
         return
     if "set_stream(" in mod.text:
         return

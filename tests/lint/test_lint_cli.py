@@ -1,0 +1,231 @@
+"""``perfkit lint`` on the command line: formats, exit status, suppressions, config, baseline, --explain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from perfkit.cli.lint import lint
+
+BAD = textwrap.dedent('''\
+    import torch
+
+    class Env:
+        def __init__(self, n):
+            self.x = torch.zeros(n, device="cuda")
+
+        def step(self, a: torch.Tensor):
+            v = self.x.sum().item()
+            if (self.x > 0).any():
+                self.x.zero_()
+            return v
+''')
+CLEAN = textwrap.dedent('''\
+    import torch
+
+    def step(x: torch.Tensor):
+        x.add_(1.0)
+        return x
+''')
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "bad.py").write_text(BAD)
+    (tmp_path / "pkg" / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+def run(*args):
+    return CliRunner().invoke(lint, list(args), catch_exceptions=False)
+
+
+def test_text_output_and_exit_1(tree):
+    r = run("pkg")
+    assert r.exit_code == 1
+    assert "pkg/bad.py:8:13: PK101 " in r.output
+    assert "pkg/bad.py:9:12: PK103 " in r.output
+    assert "Found 2 findings" in r.output
+
+
+def test_clean_exit_0(tree):
+    r = run("pkg/clean.py")
+    assert r.exit_code == 0, r.output
+    assert "PK" not in r.stdout
+
+
+def test_json_schema(tree):
+    r = run("pkg", "--format", "json")
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    assert [d["rule"] for d in data] == ["PK101", "PK103"]
+    for d in data:
+        assert set(d) == {"path", "line", "col", "rule", "category", "message", "severity"}
+        assert d["category"] in {"sync", "alloc", "loop", "timing", "stream"}
+        assert d["path"] == "pkg/bad.py" and d["severity"] in ("warning", "error")
+
+
+def test_sarif_is_2_1_0_with_rules_and_relative_locations(tree):
+    r = run("pkg", "--format", "sarif")
+    doc = json.loads(r.stdout)
+    assert doc["version"] == "2.1.0" and "sarif-2.1.0" in doc["$schema"]
+    run0 = doc["runs"][0]
+    rules = run0["tool"]["driver"]["rules"]
+    ids = [x["id"] for x in rules]
+    assert "PK101" in ids and "PK501" in ids
+    for rule in rules:
+        assert rule["shortDescription"]["text"] and rule["help"]["text"] and rule["fullDescription"]["text"]
+    res = run0["results"]
+    assert [x["ruleId"] for x in res] == ["PK101", "PK103"]
+    loc = res[0]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == "pkg/bad.py"
+    assert loc["region"]["startLine"] == 8 and loc["region"]["startColumn"] == 13
+    assert ids[res[0]["ruleIndex"]] == "PK101"
+    assert res[0]["level"] in ("warning", "error", "note")
+
+
+def test_sarif_validates_against_the_schema_shape(tree):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {  # the parts of SARIF 2.1.0 GitHub code scanning requires
+        "type": "object", "required": ["version", "runs"],
+        "properties": {"runs": {"type": "array", "items": {"type": "object", "required": ["tool", "results"],
+            "properties": {"results": {"type": "array", "items": {"type": "object",
+                "required": ["message", "locations", "ruleId"]}}}}}}}
+    jsonschema.validate(json.loads(run("pkg", "--format", "sarif").stdout), schema)
+
+
+def test_github_annotations(tree):
+    r = run("pkg", "--format", "github")
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("::warning file=pkg/bad.py,line=8,col=13,title=PK101::")
+    assert "sync" in lines[0] or "`.item()`" in lines[0]
+    assert len(lines) == 2
+
+
+def test_select_and_ignore(tree):
+    assert "PK103" not in run("pkg", "--select", "PK101").output
+    assert "PK101" not in run("pkg", "--ignore", "PK101").output
+    r = run("pkg", "--select", "PK2")
+    assert r.exit_code == 0
+    r = run("pkg", "--select", "PK1", "--ignore", "PK101,PK103")
+    assert r.exit_code == 0
+
+
+def test_bad_codes_are_usage_errors(tree):
+    r = CliRunner().invoke(lint, ["pkg", "--select", "E501"])
+    assert r.exit_code == 2 and "not a rule ID" in r.output
+
+
+def test_usage_errors_exit_2(tree):
+    assert CliRunner().invoke(lint, []).exit_code == 2
+    assert CliRunner().invoke(lint, ["pkg", "--format", "xml"]).exit_code == 2
+    r = CliRunner().invoke(lint, ["--explain", "PK999"])
+    assert r.exit_code == 2 and "PK101" in r.output
+    r = CliRunner().invoke(lint, ["pkg", "--baseline", "missing.json"])
+    assert r.exit_code == 2 and "missing.json" in r.output
+    r = CliRunner().invoke(lint, ["pkg", "--config", "nope.toml"])
+    assert r.exit_code == 2
+
+
+def test_missing_path_is_reported_and_the_run_continues(tree):
+    r = run("nope.py", "pkg")
+    assert r.exit_code == 1
+    assert "nope.py" in r.stderr and "no such file" in r.stderr
+    assert "PK101" in r.stdout
+
+
+def test_explain(tree):
+    r = run("--explain", "pk106")
+    assert r.exit_code == 0
+    assert r.output.startswith("PK106 data-dependent-shape")
+    assert "Why:" in r.output and "Fix:" in r.output and "nonzero" in r.output
+
+
+def test_suppression_comments(tree):
+    src = BAD.replace(".item()", ".item()  # perfkit: ignore[PK101]").replace(
+        ".any():", ".any():  # perfkit: ignore")
+    (tree / "pkg" / "bad.py").write_text(src)
+    assert run("pkg").exit_code == 0
+    src = BAD.replace(".item()", ".item()  # perfkit: ignore[PK2, PK103]")
+    (tree / "pkg" / "bad.py").write_text(src)
+    assert "PK101" in run("pkg").output
+    (tree / "pkg" / "bad.py").write_text("# perfkit: ignore-file\n" + BAD)
+    assert run("pkg").exit_code == 0
+
+
+def test_pyproject_config(tree):
+    (tree / "pyproject.toml").write_text(textwrap.dedent('''\
+        [tool.perfkit.lint]
+        ignore = ["PK103"]
+        hot = ["helper"]
+        exclude = ["skipme"]
+    '''))
+    (tree / "pkg" / "helper.py").write_text("import torch\ndef helper(t: torch.Tensor):\n    return t.item()\n")
+    (tree / "skipme").mkdir()
+    (tree / "skipme" / "x.py").write_text(BAD)
+    r = run("pkg", "skipme")
+    assert "PK103" not in r.output
+    assert "pkg/helper.py:3:12: PK101" in r.output
+    assert "skipme" not in r.output
+
+
+def test_bad_pyproject_is_a_usage_error(tree):
+    (tree / "pyproject.toml").write_text("[tool.perfkit.lint]\nselect = 3\n")
+    r = CliRunner().invoke(lint, ["pkg"])
+    assert r.exit_code == 2 and "select" in r.output
+    (tree / "pyproject.toml").write_text("[tool.perfkit.lint]\nbogus = 1\n")
+    r = CliRunner().invoke(lint, ["pkg"])
+    assert r.exit_code == 2 and "bogus" in r.output
+    (tree / "pyproject.toml").write_text("[tool.perfkit.lint\n")
+    assert CliRunner().invoke(lint, ["pkg"]).exit_code == 2
+
+
+def test_baseline_roundtrip(tree):
+    r = run("pkg", "--write-baseline", "base.json")
+    assert r.exit_code == 0
+    assert json.loads((tree / "base.json").read_text())["schema"] == "perfkit.lint-baseline/1"
+    assert run("pkg", "--baseline", "base.json").exit_code == 0
+    # moving code around does not resurface baselined findings; a new finding does
+    src = "\n\n" + BAD.replace("        return v", "        w = self.x.cpu()\n        return v")
+    (tree / "pkg" / "bad.py").write_text(src)
+    r = run("pkg", "--baseline", "base.json", "--format", "json")
+    assert r.exit_code == 1
+    assert [d["rule"] for d in json.loads(r.stdout)] == ["PK102"]
+
+
+def test_corrupt_baseline_is_a_usage_error(tree):
+    (tree / "base.json").write_text("{not json")
+    assert CliRunner().invoke(lint, ["pkg", "--baseline", "base.json"]).exit_code == 2
+    (tree / "base.json").write_text('{"schema": "other"}')
+    assert CliRunner().invoke(lint, ["pkg", "--baseline", "base.json"]).exit_code == 2
+
+
+def test_real_console_script_exit_status(tree):
+    p = subprocess.run([sys.executable, "-m", "perfkit", "lint", "pkg/bad.py", "--format", "json"],
+                       capture_output=True, text=True, cwd=tree)
+    assert p.returncode == 1, p.stderr
+    assert json.loads(p.stdout)[0]["rule"] == "PK101"
+    p = subprocess.run([sys.executable, "-m", "perfkit", "lint", "pkg/clean.py"], capture_output=True, text=True,
+                       cwd=tree)
+    assert p.returncode == 0, p.stderr
+
+
+def test_import_perfkit_lint_does_not_import_torch():
+    code = ("import sys, perfkit.lint, perfkit.cli.lint; from perfkit.lint import lint_source; "
+            "lint_source('import torch\\ndef step(t: torch.Tensor):\\n    return t.item()\\n'); "
+            "assert 'torch' not in sys.modules and 'warp' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_pre_commit_hook_entry():
+    import pathlib
+
+    text = (pathlib.Path(__file__).parents[2] / ".pre-commit-hooks.yaml").read_text()
+    assert "id: perfkit-lint" in text and "entry: perfkit lint" in text and "types_or: [python, pyi]" in text
