@@ -27,8 +27,9 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
 * **loop** — ``per_step`` counts loop-body iterations per step; each iteration issues ``ops`` small
   torch ops at the probed per-env-loop price of one (``pyloop_op_ms``: dispatch, indexing views and
   launch, from a loop of three). ``ops`` is what the session counted
-  (``run.extra["loop_ops"][site]``), else the out-of-place ops the run found inside the loop body
-  (alloc findings in its lines, per iteration), at least the probe's three. Those inner allocations
+  (``run.extra["loop_ops"][site]``), else what the loop body's source issues (calls, arithmetic on
+  tensors, item assignments) or, if more, the out-of-place ops the run found in the body (alloc
+  findings in its lines, per iteration); with no source, the probe's three. Those inner allocations
   keep their own price and the loop's is reduced by it, so a loop and its body are not counted twice.
 * **stream** — a race, not a cost: left unpriced.
 
@@ -41,6 +42,7 @@ never below ``MIN_STEP_FRACTION`` of the measured step — and SPS scales as ``s
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable
@@ -130,18 +132,60 @@ def _copy_ms(prices: _Prices, direction: str, nbytes: float) -> float | None:
     return lat + (nbytes / (bw * 1e9) * 1e3 if bw else 0.0)
 
 
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _body_ops(nodes: list[ast.AST]) -> int:
+    """Torch ops one iteration of a loop body issues, read from its source: calls (not of builtins like
+    ``range``/``len``), arithmetic on non-constants outside index expressions, and item assignments
+    (``x[i] = ...``, ``x[i] += ...``: a copy kernel each). ``out[i] = a[i] * 2.0 + b[i]`` is 3, the
+    pyloop probe's body; ``actions[i].clamp_(-1.0, 1.0)`` is 1."""
+    ops = 0
+    index_nodes: set[int] = set()
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Subscript):
+                index_nodes.update(id(m) for m in ast.walk(n.slice))
+    for root in nodes:
+        for n in ast.walk(root):
+            if id(n) in index_nodes or isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(n, ast.Call):
+                ops += not (isinstance(n.func, ast.Name) and n.func.id in _BUILTINS)
+            elif isinstance(n, ast.BinOp):
+                ops += not (isinstance(n.left, ast.Constant) and isinstance(n.right, ast.Constant))
+            elif isinstance(n, ast.UnaryOp):
+                ops += not isinstance(n.operand, ast.Constant)
+            elif isinstance(n, ast.Assign):
+                ops += sum(isinstance(t, ast.Subscript) for t in n.targets)
+            elif isinstance(n, ast.AugAssign):
+                ops += 1
+    return ops
+
+
 @lru_cache(maxsize=256)
-def _loop_span(path: str, line: int) -> tuple[int, int] | None:
-    """First and last line of the loop (or comprehension) whose header is ``path:line``."""
+def _loop_span(path: str, line: int) -> tuple[int, int, int] | None:
+    """First and last line of the loop (or comprehension) whose header is ``path:line``, and the torch
+    ops one iteration of its body issues (:func:`_body_ops`)."""
     try:
         with open(path, encoding="utf-8") as fh:
             tree = ast.parse(fh.read(), path)
     except (OSError, SyntaxError, ValueError):
         return None
-    spans = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree)
-             if isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp,
-                               ast.GeneratorExp)) and n.lineno == line]
-    return max(spans, key=lambda s: s[1]) if spans else None
+    found = []
+    for n in ast.walk(tree):
+        if getattr(n, "lineno", None) != line:
+            continue
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+            body = list(n.body)
+        elif isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            body = [n.elt]
+        elif isinstance(n, ast.DictComp):
+            body = [n.key, n.value]
+        else:
+            continue
+        found.append((n.lineno, n.end_lineno or n.lineno, _body_ops(body)))
+    return max(found, key=lambda s: s[1]) if found else None
 
 
 def loop_body_findings(loop: Finding, run: Run) -> list[Finding]:
@@ -149,7 +193,7 @@ def loop_body_findings(loop: Finding, run: Run) -> list[Finding]:
     span = _loop_span(loop.path, loop.line)
     if span is None:
         return []
-    first, last = span
+    first, last, _ = span
     return [a for a in run.findings if a is not loop and a.kind != "loop" and a.path == loop.path
             and first <= a.line <= last and a.per_step >= 0.5 * loop.per_step]
 
@@ -213,11 +257,15 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
         inner = _inner_allocs(f, run)
         inner_rate = sum(a.per_step for a in inner) / f.per_step if f.per_step else 0.0
         counted = (run.extra.get("loop_ops") or {}).get(f.site)
+        span = _loop_span(f.path, f.line)
         if isinstance(counted, (int, float)) and counted > 0:
             ops, how = float(counted), f"{counted:g} torch ops per iteration (counted)"
+        elif span is not None and span[2] > 0:
+            ops = max(float(span[2]), inner_rate)
+            how = f"{ops:.3g} torch ops per iteration (read from the loop body)"
         else:
             ops = max(float(PYLOOP_OPS), inner_rate)
-            how = f"{ops:.3g} torch ops per iteration (inferred)"
+            how = f"{ops:.3g} torch ops per iteration (assumed: the probe's loop body)"
         alloc_ms = (prices.first("alloc_cached_ms", "alloc_cpu_ms") or 0.0) if inner else 0.0
         inner_ms = sum(a.per_step for a in inner) * alloc_ms
         est = max(0.0, f.per_step * ops * op_ms - inner_ms)

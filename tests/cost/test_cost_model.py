@@ -133,6 +133,28 @@ def test_a_loop_and_the_allocations_in_its_body_are_not_counted_twice(tmp_path):
     assert "inner allocation" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
 
 
+@pytest.mark.parametrize("body, ops", [
+    ("out[i] = a[i] * 2.0 + b[i]", 3),  # the pyloop probe's body: its price is per 3
+    ("actions[i].clamp_(-1.0, 1.0)", 1),  # constants are not ops
+    ("x[i + 1] += y[i]\nn = len(z)", 1),  # index arithmetic and builtins are not ops
+    ("print(i)", 0),
+])
+def test_ops_per_iteration_are_read_from_the_loop_body(body, ops):
+    import ast
+
+    from perfkit.analysis.cost import _body_ops
+
+    assert _body_ops(ast.parse(body).body) == ops
+
+
+def test_a_loop_of_one_op_per_env_costs_one_op_per_env(tmp_path):
+    src = tmp_path / "naive.py"
+    src.write_text("for i in range(n):\n    actions[i].clamp_(-1.0, 1.0)\n")
+    run = price_run(run_of(Finding("loop", "for-loop over envs", str(src), 1, per_step=257.0)), GPU_PROFILE)
+    assert run.findings[0].est_ms_per_step == pytest.approx(257 * 1 * 0.006)
+    assert "read from the loop body" in run.extra["pricing"]["how"][f"{src}:1 for-loop over envs"]
+
+
 def test_what_if_is_floored_at_the_gpu_time_and_ranks_findings():
     findings = [sync(per_step=1.0, line=1), Finding("loop", "for", "train.py", 2, per_step=300.0)]
     run = price_run(run_of(*findings, step_ms=10.0, gpu=2.0, num_envs=1000), GPU_PROFILE)

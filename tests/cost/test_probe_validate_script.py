@@ -23,7 +23,7 @@ def pv():
 
 def test_planted_markers_on_lines_and_blocks(pv):
     src = "\n".join([
-        "x = 1",
+        "x = t.nonzero()  # ANTI-PATTERN nonzero_reset: data-dependent shape",
         "loss.item()  # planted: item_log",
         "# planted-begin: env_loop",
         "for i in range(n):",
@@ -35,7 +35,7 @@ def test_planted_markers_on_lines_and_blocks(pv):
     assert marks[2] == {"item_log"}
     assert marks[4] == {"env_loop"}
     assert marks[5] == {"env_loop", "fresh_tensors", "list_gather"}
-    assert 1 not in marks and 7 not in marks
+    assert marks[1] == {"nonzero_reset"} and 7 not in marks
 
 
 def test_attribute_by_markers_only_takes_the_scripts_own_findings(pv, tmp_path):
@@ -92,7 +92,8 @@ def test_markdown_reports(pv, tmp_path, monkeypatch):
                   {"fix": "env_loop", "predicted_gain": None, "measured_gain": 0.5, "verdict": "no findings attributed",
                    "predicted_saved_ms": None, "measured_saved_ms": 0.8, "verdict_ms": "no findings attributed",
                    "median_sps": 150.0, "findings": []}]}
-    md = pv.validation_markdown(v)
+    v["base_fix"], v["measured"], v["gpu_backlog_ms_per_step"] = [], "in-process", 0.1
+    md = pv.validation_markdown([v])
     assert "| `item_log` | +10.0% | +12.0% | within ±30% | 0.2 | 0.25 | within ±30% | 113 |" in md
     assert "| `env_loop` | — | +50.0% | no findings attributed | — | 0.8 | no findings attributed | 150 | — |" in md
     json.dumps(v)
@@ -103,7 +104,7 @@ def test_missing_training_script_fails_loudly_after_the_profile(pv, tmp_path, mo
     monkeypatch.setattr(pv, "run_probes", lambda out, quick: {"probes": {}})
     rc = pv.main(["--out", str(tmp_path / "out"), "--script", str(tmp_path / "nope.py")])
     assert rc == 1
-    assert "nope.py is not in this tree" in (tmp_path / "out" / "validation.md").read_text()
+    assert "nope.py is not in this tree" in (tmp_path / "out" / "validation-error.txt").read_text()
 
 
 def test_end_to_end_on_cpu_with_a_planted_toy_loop(pv, tmp_path, monkeypatch):
@@ -115,8 +116,9 @@ def test_end_to_end_on_cpu_with_a_planted_toy_loop(pv, tmp_path, monkeypatch):
     profile = build_profile(probes.run_all(quick=True, only=["pyloop", "allocator"]))
     script = Path(__file__).with_name("planted_train.py")
     args = pv.argparse.Namespace(script=script, num_envs=64, iterations=40, seed=0, backend=None, env=None,
-                                 fixes="item_log,env_loop", repeats=1, budget_s=60.0, run_timeout_s=120.0)
-    v = pv.validate(args, profile, tmp_path)
+                                 repeats=2, budget_s=60.0, run_timeout_s=120.0, subprocess=False)
+    v = pv.validate(args, profile, tmp_path, ["item_log", "env_loop"])
+    assert v["measured"] == "in-process"
     assert v["attribution"] == "markers"
     rows = {r["fix"]: r for r in v["rows"]}
     loop = rows["env_loop"]
@@ -128,8 +130,23 @@ def test_end_to_end_on_cpu_with_a_planted_toy_loop(pv, tmp_path, monkeypatch):
     assert 0.1 < loop["predicted_saved_ms"] / loop["measured_saved_ms"] < 10.0
     assert loop["verdict"] in ("within ±30%", "over-predicted", "under-predicted")
     assert rows["item_log"]["findings"] and rows["item_log"]["findings"][0].startswith("sync .item()")
-    assert len(v["baseline_sps_runs"]) == 2 and v["baseline_noise"] >= 0  # one round + one more baseline
-    assert "| `env_loop` |" in pv.validation_markdown(v)
+    assert len(v["baseline_sps_runs"]) == 2 and v["baseline_noise"] >= 0
+    assert "| `env_loop` |" in pv.validation_markdown([v])
+    # a pass on top of a base fix: the baseline already has env_loop fixed, its findings are gone
+    v2 = pv.validate(args, profile, tmp_path, ["item_log"], ("env_loop",), budget_s=0.0)
+    assert v2["base_fix"] == ["env_loop"] and v2["rows"][0]["findings"][0].startswith("sync .item()")
+    assert not any(f.kind == "loop" for f in pv.Run.load(tmp_path / "naive-fix-env_loop.json").findings)
+
+
+def test_measure_in_a_subprocess_parses_the_sps_line(pv, tmp_path):
+    script = tmp_path / "t.py"
+    script.write_text("import sys\nprint('noise')\nprint('SPS: 123.5')\n")
+    args = pv.argparse.Namespace(script=script, num_envs=8, iterations=1, seed=0, backend=None, env=None,
+                                 run_timeout_s=60.0, subprocess=True)
+    assert pv.Measure(args)(()) == 123.5
+    script.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(RuntimeError, match="exit 3"):
+        pv.Measure(args)(("item_log",))
 
 
 def test_verdicts(pv):
