@@ -5,6 +5,9 @@ from __future__ import annotations
 import click
 
 
+DEFAULT_TITLE = "perfkit throughput report"
+
+
 class BadInput(click.ClickException):
     """An input file that is missing, not JSON, or of another schema: exit 2, the file named."""
 
@@ -15,7 +18,7 @@ class BadInput(click.ClickException):
 @click.argument("inputs", nargs=-1, required=True, metavar="RUN_OR_SWEEP...")
 @click.option("-o", "--out", "out_dir", default="reports/latest", show_default=True, type=click.Path(file_okay=False),
               help="Directory for index.html, report.md and the PNG plots.")
-@click.option("--title", default="perfkit throughput report", show_default=True)
+@click.option("--title", default=DEFAULT_TITLE, show_default=True)
 def report(inputs, out_dir, title):
     """Render a report from run records (perfkit.run/1) and sweeps (a sweep directory or its sweep.json).
 
@@ -28,7 +31,10 @@ def report(inputs, out_dir, title):
         items = load_inputs(inputs)
     except RecordError as e:
         raise BadInput(str(e)) from None
-    rep = build_report(items, title=title, command=["perfkit", "report", *inputs, "-o", out_dir])
+    command = ["perfkit", "report", *inputs, "-o", out_dir]
+    if title != DEFAULT_TITLE:
+        command += ["--title", title]
+    rep = build_report(items, title=title, command=command)
     paths = write_report(rep, out_dir)
     click.echo(f"wrote {paths['html']}")
     click.echo(f"wrote {paths['md']}")

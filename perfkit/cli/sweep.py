@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 
@@ -71,8 +69,9 @@ def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmu
             target=target, num_envs=num_envs, out_dir=out_dir, steps=steps, warmup_steps=warmup_steps,
             actions=actions, seed=seed, env_kwargs=kwargs, num_envs_arg=num_envs_arg,
             script_args=list(script_args), gpus=gpu_list, timeout_s=timeout_s, max_seconds=max_seconds,
-            session_steps=session_steps, knee_threshold=knee_threshold, command=["perfkit", "sweep", *sys.argv[2:]],
+            session_steps=session_steps, knee_threshold=knee_threshold,
         )
+        cfg.command = canonical_command(cfg, num_envs_spec)
         cfg.validate()
     except SweepError as e:
         raise click.UsageError(str(e)) from None
@@ -86,6 +85,34 @@ def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmu
         click.echo(f"report: {paths['html']}")
     if not result.completed():
         raise click.exceptions.Exit(1)
+
+
+def canonical_command(cfg, num_envs_spec: str) -> list[str]:
+    """The command that reproduces this sweep, every option spelled out (recorded in sweep.json)."""
+    import json
+
+    cmd = ["perfkit", "sweep", cfg.target, "--num-envs", num_envs_spec]
+    for k, v in cfg.env_kwargs.items():
+        cmd += ["--env-kwarg", f"{k}={v if isinstance(v, str) else json.dumps(v)}"]
+    if cfg.num_envs_arg:
+        cmd += ["--num-envs-arg", cfg.num_envs_arg]
+    cmd += ["--steps", str(cfg.steps), "--warmup-steps", str(cfg.warmup_steps), "--actions", cfg.actions]
+    if cfg.seed:
+        cmd += ["--seed", str(cfg.seed)]
+    if cfg.max_seconds:
+        cmd += ["--max-seconds", f"{cfg.max_seconds:g}"]
+    if cfg.session_steps:
+        cmd += ["--session-steps", str(cfg.session_steps)]
+    if cfg.gpus:
+        cmd += ["--gpus", ",".join(cfg.gpus)]
+    if cfg.timeout_s:
+        cmd += ["--timeout", f"{cfg.timeout_s:g}"]
+    if abs(cfg.knee_threshold - 0.10) > 1e-12:
+        cmd += ["--knee-threshold", f"{cfg.knee_threshold:.4g}"]
+    cmd += ["-o", str(cfg.out_dir)]
+    if cfg.script_args:
+        cmd += ["--", *cfg.script_args]
+    return cmd
 
 
 def _print_summary(result) -> None:

@@ -88,6 +88,9 @@ def test_sweep_writes_csv_records_and_manifest(sweep_dir):
     assert manifest["options"]["env_kwargs"] == {"oom_at": [64], "decimation": 2}
     assert [p["status"] for p in manifest["points"]] == ["complete", "oom", "complete"]
     assert manifest["knee"]["threshold"] == pytest.approx(0.10)
+    assert manifest["command"] == ["perfkit", "sweep", "toy_env:make_toy_env", "--num-envs", "16,64,256",
+                                   "--env-kwarg", "oom_at=[64]", "--env-kwarg", "decimation=2", "--steps", "30",
+                                   "--warmup-steps", "2", "--actions", "random", "--gpus", "0,1", "-o", str(out)]
     assert "knee" in output.lower() and "oom" in output
 
 
