@@ -20,8 +20,9 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
   ``extra``: ``print`` formats the tensor (``tensor_repr_ms``); ``.cpu()``/``.numpy()``/``.tolist()``
   copy device->host (``d2h_latency_ms`` + bytes / ``d2h_gbps``); a blocking host->device copy
   (``torch.tensor(list, device=...)``, indexing with a Python list) copies the other way.
-  Removing one of several syncs moves its drain to the next one; the drain is saved only when they
-  all go, so single-sync predictions in a GPU-backlogged loop are upper bounds.
+  Removing one of several syncs saves its drain only as far as the host has work to overlap with
+  the GPU before the next sync drains the rest: the even split is a middle estimate of that, between
+  nothing (the next sync waits instead) and the whole backlog (all host work overlaps).
 * **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``, or
   ``alloc_cpu_ms`` on a CPU-only profile).
 * **loop** — ``per_step`` counts loop-body iterations per step; each iteration issues ``ops`` small
