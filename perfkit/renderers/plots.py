@@ -119,8 +119,10 @@ def sps_memory_vs_envs(series: Sequence[dict], path: str | Path):
         if knee is not None and knee.num_envs is not None:
             ax_sps.axvline(knee.num_envs, color=c, ls=":", lw=1.2)
             ax_sps.plot([knee.num_envs], [knee.sps], marker="*", ms=14, color=c, mec="black", mew=0.6, zorder=5)
-            ax_sps.annotate(f"knee {knee.num_envs}", (knee.num_envs, knee.sps), textcoords="offset points",
-                            xytext=(-10, 9), ha="right", fontsize=8, color=c)
+            at_left = knee.num_envs == min(n) if n else False  # keep the label inside the axes
+            ax_sps.annotate(f"knee {_short(knee.num_envs)}", (knee.num_envs, knee.sps), textcoords="offset points",
+                            xytext=(10, 6) if at_left else (-10, 9), ha="left" if at_left else "right",
+                            fontsize=8, color=c, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
         mem = s.get("memory_bytes") or []
         if mem and any(m for m in mem):
             pts = [(a, b / 2**30) for a, b in zip(n, mem) if b]
