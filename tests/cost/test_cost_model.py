@@ -235,3 +235,19 @@ def test_load_profile_errors_name_the_file(tmp_path):
     bad.write_text(json.dumps({"schema": SCHEMA, "costs": {"sync_idle_ms": "fast"}}))
     with pytest.raises(ProfileError, match="costs"):
         load_profile(bad)
+
+
+def test_a_committed_reference_profile_replaces_the_one_number_reference(tmp_path, monkeypatch):
+    import perfkit.costs_profile as cp
+
+    ref = dict(GPU_PROFILE, key="NVIDIA_H200|580.1|2.11.0", machine={"device": "NVIDIA H200"},
+               created="2026-11-29T23:00:00+00:00", source="measured on this machine (...) by perfkit probe")
+    path = tmp_path / "h200-profile.json"
+    save_profile(ref, path)
+    monkeypatch.setattr(cp, "REFERENCE_PATH", path)
+    got = cp.reference_profile()
+    assert got["source"] == ("reference: NVIDIA H200 profile committed at perfkit/data/h200-profile.json "
+                             "(measured 2026-11-29T23:00:00+00:00)")
+    run = price_run(run_of(Finding("alloc", "torch.zeros", "t.py", 1, per_step=5.0)))  # no machine cache
+    assert run.findings[0].est_ms_per_step == pytest.approx(5 * 0.004)
+    assert run.extra["pricing"]["profile"] == got["source"]
