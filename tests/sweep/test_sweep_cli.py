@@ -151,3 +151,14 @@ def test_script_target_runs_each_point_under_perfkit_profile(tmp_path, toy_on_pa
     assert run.command[-4:] == ["--n", "24", "--iters", "15"]  # the env count and the script's own arguments
     assert run.num_envs == 24 and 0 < run.steps <= 15 and run.sps > 0
     assert json.loads((out / "sweep.json").read_text())["kind"] == "script"
+
+
+def test_hung_point_times_out_and_is_recorded(tmp_path, toy_on_path):
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["sweep", "hanging_target:make", "--num-envs", "4", "-o", str(out),
+                                    "--timeout", "1", "--no-progress"])
+    assert res.exit_code == 1, res.output
+    point = json.loads((out / "sweep.json").read_text())["points"][0]
+    assert point["status"] == "timeout" and "longer than 1 s" in point["error"]
+    assert point["elapsed_s"] < 30
+    assert Run.load(out / "points" / "4.json").status == "timeout"
