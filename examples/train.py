@@ -27,6 +27,7 @@ def parse_args(argv=None):
     p.add_argument("--backend", default="auto", choices=BACKENDS)
     p.add_argument("--device", default=None, help="default: cuda when available (mjwarp), else cpu")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-seconds", type=float, default=None, help="stop after the iteration that crosses this much training time")
     args = p.parse_args(argv)
     if args.num_envs < 1 or args.iterations < 1 or args.num_steps < 1:
         p.error("--num-envs, --iterations and --num-steps must be >= 1")
@@ -51,6 +52,7 @@ def main(argv=None) -> list[dict]:
         flush=True,
     )
     history = []
+    trained_s = 0.0
     obs = env.reset()
     for it in range(args.iterations):
         with torch.inference_mode():
@@ -68,6 +70,9 @@ def main(argv=None) -> list[dict]:
             f"value_loss {metrics['value_loss']:8.4f}  std {metrics['action_std']:.3f}  SPS {metrics['sps']:,.0f}",
             flush=True,
         )
+        trained_s += ppo.cfg.num_steps * env.num_envs / metrics["sps"]
+        if args.max_seconds is not None and trained_s >= args.max_seconds:
+            break
     steady = history[1:] or history
     steps = sum(ppo.cfg.num_steps * env.num_envs for _ in steady)
     print(f"SPS: {steps / sum(ppo.cfg.num_steps * env.num_envs / m['sps'] for m in steady):.1f}", flush=True)
