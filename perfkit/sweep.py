@@ -302,6 +302,8 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
             res.status = run.status
             if res.status == "partial" and res.rc == 0:
                 res.status = "complete"
+            elif res.status == "complete" and res.rc not in (0, None):
+                res.status = "error"  # e.g. a script that wrote its record, then exited non-zero
             res.error = run.extra.get("error") or (None if res.rc == 0 else f"exit code {res.rc}")
         if run is not None and res.rc not in (0, None) and _looks_oom(log_tail):
             res.status = "oom"

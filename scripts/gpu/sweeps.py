@@ -55,6 +55,8 @@ def main() -> int:
     ap.add_argument("--gpus", default=None, help="e.g. 0,1 to spread points over GPUs")
     ap.add_argument("--backend", default="mjwarp", choices=["mjwarp", "mujoco"],
                     help="mujoco: a CPU dry run of this script (tiny --num-envs), not the measurement")
+    ap.add_argument("--skip-existing", action="store_true",
+                    help="reuse DIR/sweep-ENV when it already holds a finished sweep (resume after a time-out)")
     ap.add_argument("--train", action="store_true", help="also profile examples/train.py vs train_naive.py")
     ap.add_argument("--train-num-envs", type=int, default=4096)
     ap.add_argument("--train-iterations", type=int, default=8)
@@ -66,7 +68,7 @@ def main() -> int:
         fail("no CUDA device: this script measures the mjwarp backend on a GPU")
     os.chdir(REPO)  # the sweep's subprocesses import perfkit from this checkout
     from perfkit.renderers.report import build_report, load_inputs, write_report
-    from perfkit.sweep import SweepConfig, parse_num_envs, run_sweep
+    from perfkit.sweep import SweepConfig, load_sweep, parse_num_envs, run_sweep
 
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -88,8 +90,16 @@ def main() -> int:
                           gpus=[g for g in a.gpus.split(",")] if a.gpus else None,
                           command=sweep_cmd)
         t0 = time.perf_counter()
-        print(f"== sweep {env}: {' '.join(sweep_cmd)}", flush=True)
-        sw = run_sweep(cfg, progress=True)
+        sw = None
+        if a.skip_existing and (d / "sweep.json").exists():
+            sw = load_sweep(d)
+            if any(p.status == "pending" for p in sw.points) or [p.num_envs for p in sw.points] != cfg.num_envs:
+                sw = None
+            else:
+                print(f"== sweep {env}: reusing {d}", flush=True)
+        if sw is None:
+            print(f"== sweep {env}: {' '.join(sweep_cmd)}", flush=True)
+            sw = run_sweep(cfg, progress=True)
         elapsed = time.perf_counter() - t0
         knee = sw.knee()
         rows = []
