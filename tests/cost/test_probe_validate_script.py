@@ -155,3 +155,10 @@ def test_verdicts(pv):
     assert pv.verdict(0.01, 0.10, 0.02) == "under-predicted"
     assert pv.verdict(0.01, -0.01, 0.02) == "below noise (both)"
     assert pv.verdict(None, 0.5, 0.02) == "no findings attributed"
+
+
+def test_noise_pools_the_spread_of_every_repeated_variant(pv):
+    sps = {"baseline": [100.0, 101.0], "a": [90.0, 110.0], "b": [100.0, 120.0], "c": [50.0]}
+    med = {k: pv.statistics.median(v) for k, v in sps.items()}
+    assert pv.spread(sps, med) == pytest.approx(20 / 110)  # median of 1/100.5, 20/100, 20/110
+    assert pv.spread({"baseline": [100.0, 110.0]}, {"baseline": 105.0}) == pytest.approx(10 / 105)
