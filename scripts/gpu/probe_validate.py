@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """On the GPU: measure this machine's cost profile with the full probes, then check the cost model.
 
-    python3 scripts/gpu/probe_validate.py --out DIR [--num-envs 256] [--iterations 10] [--repeats 3] [--budget-s 150]
+    python3 scripts/gpu/probe_validate.py --out DIR [--num-envs 256] [--iterations 10] [--repeats 5] [--budget-s 100]
 
 1. **Probes** -> ``DIR/machine-profile.json`` (``perfkit.machine-profile/1``; commit it as
    ``perfkit/data/h200-profile.json``) and ``DIR/machine-profile.md`` (the table). The profile is also
@@ -31,8 +31,9 @@
    Writes ``DIR/validation.json`` and ``DIR/validation.md`` (and the profiled runs ``DIR/naive-*.json``).
 
 Exit status: 0 when everything ran (whatever the agreement), 1 when a step could not run (a probe
-errored, train_naive.py missing or without ``--fix``, a run failed). Finishes in about ``--budget-s``
-plus the probes (~20 s).
+errored, train_naive.py missing or without ``--fix``, a run failed). Takes about ``--budget-s`` (measuring)
+plus the probes (~30 s) plus two profiled runs and two warm-up runs (~15 s each once Warp's kernel
+cache is warm; the first MuJoCo Warp compile on a fresh machine adds ~60 s): ~3.5 min by default.
 """
 
 from __future__ import annotations
@@ -373,8 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fixes", default=None, help=f"comma list (default: all of {', '.join(FIXES)})")
     ap.add_argument("--base-fix", default="", help="comma list applied to the baseline and every variant "
                     "(one pass; default: two passes, none and then env_loop)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--budget-s", type=float, default=150.0, help="measuring time, all passes (rounds stop past it)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--budget-s", type=float, default=100.0, help="measuring time, all passes (rounds stop past it)")
     ap.add_argument("--run-timeout-s", type=float, default=120.0)
     ap.add_argument("--subprocess", action="store_true", help="measure each run in a fresh process")
     a = ap.parse_args(argv)
