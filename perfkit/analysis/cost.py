@@ -56,9 +56,9 @@ TOP_N = 5
 MIN_STEP_FRACTION = 0.02  # no prediction from pricing alone claims more than a 50x speed-up
 PYLOOP_OPS = 3  # torch ops per iteration of the pyloop probe's loop body
 
-_D2H_OPS = (".cpu", ".numpy", ".tolist", "to(cpu", "to('cpu", 'to("cpu', "device->host", "d2h")
-_H2D_OPS = ("torch.tensor", "torch.as_tensor", "list index", "index with a list", "indexing with a list",
-            "[list]", "host->device", "h2d", "list-indexed", "list_gather")
+# the sync collectors' op names that copy data (perfkit.collectors.torch_sync / warp_sync)
+_D2H_OPS = (".cpu", ".numpy", ".tolist", ".to(cpu")  # .cpu(), .numpy() (also Warp's array.numpy()), ...
+_H2D_OPS = ("torch.tensor(", "torch.as_tensor(", "t[list]")  # a Python list copied to the device
 
 
 class _Prices:
