@@ -98,28 +98,33 @@ def bench_env(name: str, worlds: int, seconds: float, device: str = "cuda") -> d
     n, dt = _timed(lambda: env.step(actions), seconds, sync)
     env_sps = worlds * n / dt
 
-    # zero syncs, zero allocations: perfkit's budget, torch's sync debug mode, the allocator counter
+    # zero syncs, zero allocations: perfkit's budget; then, separately (so the two hook mechanisms
+    # cannot interfere), torch's sync debug mode and the CUDA allocator's allocation counter
     budget_ok, budget_msg, counts = True, "", ""
-    allocated = (lambda: torch.cuda.memory_stats(env.device).get("allocation.all.allocated", 0)) if cuda else (lambda: 0)
-    sync()
-    allocs_before = allocated()
     try:
-        if cuda:
-            torch.cuda.set_sync_debug_mode("error")
         with perfkit.budget(syncs=0, allocs=0) as b:
             for _ in range(10):
                 env.step(actions)
-        counts = f"syncs={b.syncs} allocs={b.allocs}"
-    except Exception as exc:  # BudgetExceeded, or torch's RuntimeError for a synchronizing op
-        budget_ok, budget_msg = False, f"{type(exc).__name__}: {exc}"
-    finally:
-        if cuda:
+        counts = f"perfkit budget: syncs={b.syncs} allocs={b.allocs}"
+    except perfkit.BudgetExceeded as exc:
+        budget_ok, budget_msg = False, f"BudgetExceeded: {exc}"
+    if cuda:
+        sync()
+        allocs_before = torch.cuda.memory_stats(env.device).get("allocation.all.allocated", 0)
+        try:
+            torch.cuda.set_sync_debug_mode("error")
+            for _ in range(10):
+                env.step(actions)
+        except RuntimeError as exc:  # torch raises on a synchronizing op in "error" mode
+            budget_ok, budget_msg = False, budget_msg + f" torch sync debug mode: {exc}"
+        finally:
             torch.cuda.set_sync_debug_mode("default")
-    sync()
-    allocs_after = allocated()
-    if allocs_after != allocs_before:
-        budget_ok = False
-        budget_msg += f" torch CUDA allocations during 10 steps: {allocs_after - allocs_before}"
+        sync()
+        allocs_after = torch.cuda.memory_stats(env.device).get("allocation.all.allocated", 0)
+        if allocs_after != allocs_before:
+            budget_ok = False
+            budget_msg += f" torch CUDA allocations during 10 steps: {allocs_after - allocs_before}"
+        counts += f"; sync debug mode clean; CUDA allocations {allocs_after - allocs_before}"
     finite = bool(torch.isfinite(env.obs).all())
     out = {
         "env_sps": env_sps,

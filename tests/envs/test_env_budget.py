@@ -63,3 +63,16 @@ def test_mjwarp_step_on_cuda_is_captured_sync_free_and_allocation_free():
     torch.cuda.synchronize()
     assert torch.cuda.memory_stats(e.device).get("allocation.all.allocated", 0) == before
     assert torch.isfinite(e.obs).all()
+
+
+@pytest.mark.gpu
+def test_mjwarp_humanoid_on_cuda_resets_fallen_worlds_without_syncing():
+    e = make_env("humanoid", 512, backend="mjwarp", device="cuda")
+    actions = torch.ones(e.num_envs, e.act_dim, device=e.device)  # full torque: most worlds fall
+    ended = torch.zeros(e.num_envs, dtype=torch.bool, device=e.device)
+    with perfkit.budget(syncs=0, allocs=0):
+        for _ in range(100):
+            _, _, done, _ = e.step(actions)
+            ended.logical_or_(done)
+    assert ended.any()
+    assert torch.isfinite(e.qpos).all() and (e.qpos[:, 2] > 0.5).all()  # fallen worlds were reset

@@ -110,3 +110,18 @@ def test_profile_finds_each_planted_anti_pattern_with_its_line(tmp_path):
     found = {(f["line"], f["kind"]) for f in findings if f["path"].endswith("examples/train_naive.py")}
     for name, line in _planted_lines().items():
         assert (line, EXPECTED[name][0]) in found, f"profile missed {name} at line {line}: {sorted(found)}"
+
+
+@pytest.mark.gpu
+def test_train_on_the_gpu_syncs_once_per_iteration_only(tmp_path):
+    record = tmp_path / "train.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "perfkit", "profile", "-o", str(record), "examples/train.py",
+         "--num-envs", "1024", "--iterations", "3", "--backend", "mjwarp"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = json.loads(record.read_text())
+    syncs = [f for f in run["findings"] if f["kind"] == "sync"]
+    assert all(f["path"].endswith("perfkit/rl/ppo.py") for f in syncs), syncs  # log_iteration's one read
+    assert sum(f["per_step"] for f in syncs) <= 1.0 / 32 + 1e-6
