@@ -407,13 +407,16 @@ def main(argv: list[str] | None = None) -> int:
         measure = Measure(a)
         for base, todo, share in plan:
             passes.append(validate(a, profile, a.out, todo, base, measure, budget_s=a.budget_s * share))
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
-        log(f"VALIDATION FAILED: {e}")
+            # written after every pass: a later failure or a kill keeps what is done
+            (a.out / "validation.json").write_text(json.dumps(passes, indent=1) + "\n")
+            (a.out / "validation.md").write_text(validation_markdown(passes) + "\n")
+    except Exception as e:  # report, keep the passes done, exit non-zero
+        import traceback
+
+        detail = e if isinstance(e, (RuntimeError, subprocess.TimeoutExpired)) else traceback.format_exc()
+        log(f"VALIDATION FAILED: {detail}")
         status = 1
-        (a.out / "validation-error.txt").write_text(f"{e}\n")
-    if passes:
-        (a.out / "validation.json").write_text(json.dumps(passes, indent=1) + "\n")
-        (a.out / "validation.md").write_text(validation_markdown(passes) + "\n")
+        (a.out / "validation-error.txt").write_text(f"{detail}\n")
     for v in passes:
         log(f"baseline {'+'.join(v['base_fix']) or 'none fixed'}: median SPS {v['baseline_median_sps']:.4g}, "
             f"spread {v['baseline_noise'] * 100:.1f}%")
