@@ -7,7 +7,8 @@
 * ``backend="mjwarp"``: MuJoCo Warp (GPU; also Warp's CPU device), physics captured in a CUDA
   graph launched on torch's current stream, state shared zero-copy with torch;
 * ``backend="mujoco"``: MuJoCo C through ``mujoco.rollout`` threads (CPU only);
-* ``backend="auto"``: ``mjwarp`` when CUDA is available, else ``mujoco``.
+* ``backend="auto"``: ``mjwarp`` when CUDA is available (and ``device`` is not ``"cpu"``), else
+  ``mujoco``.
 
 ``step`` makes no host-device sync and no allocation on either backend.
 """
@@ -21,7 +22,7 @@ ENV_NAMES = ("ant", "humanoid")
 def make_env(name: str = "ant", num_envs: int = 64, backend: str = "auto", device=None, seed: int = 0):
     """Build the batched reference env. See the module docstring; raises ``ValueError``/``TypeError``
     with what was expected on a bad argument."""
-    from perfkit.envs.locomotion import check_num_envs
+    from perfkit.envs.locomotion import check_num_envs, resolve_device
     from perfkit.envs.models import get_spec
 
     get_spec(name)
@@ -31,7 +32,8 @@ def make_env(name: str = "ant", num_envs: int = 64, backend: str = "auto", devic
     if backend == "auto":
         import torch
 
-        backend = "mjwarp" if torch.cuda.is_available() else "mujoco"
+        wants_cpu = device is not None and resolve_device(device).type == "cpu"
+        backend = "mjwarp" if torch.cuda.is_available() and not wants_cpu else "mujoco"
     if backend == "mujoco":
         from perfkit.envs.mujoco_cpu import MujocoEnv
 

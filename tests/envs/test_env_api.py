@@ -199,12 +199,19 @@ def test_bad_actions_are_rejected_with_what_was_expected(env, bad, exc, words):
         (dict(backend="jax"), ValueError, "backend must be one of"),
         (dict(device="cuda:0"), ValueError, "CUDA|cpu"),
         (dict(device="tpu"), ValueError, "device must be"),
+        (dict(device="tpu", backend="auto"), ValueError, "device must be"),
     ],
 )
 def test_bad_factory_arguments_are_rejected(kwargs, exc, words):
     args = dict(name="ant", num_envs=4, backend="mujoco") | kwargs
     with pytest.raises(exc, match=words):
         make_env(**args)
+
+
+def test_auto_backend_without_cuda_or_on_cpu_is_mujoco():
+    assert make_env("ant", 2, device="cpu").backend == "mujoco"
+    if not torch.cuda.is_available():
+        assert make_env("ant", 2).backend == "mujoco"
 
 
 def test_reset_where_rejects_a_non_boolean_mask(env):
