@@ -43,6 +43,8 @@ FIXES = {
     "x in t": "compare on the device ((t == x).any()) and keep the result as a tensor",
     "np.asarray(t)": "keep data on the GPU; read back only for logging",
     "t[bool_mask]": "use torch.where / masked_fill_ with the mask instead of a boolean-mask read (data-dependent shape)",
+    "t[bool_mask] = v": "use torch.where(mask, v, t, out=t) or masked_scatter_ / masked_fill_ instead of a boolean-mask write",
+    "t[list] = v": "write through a preallocated index tensor on the device (index_copy_), not a Python list",
     "t[list]": "index with a preallocated index tensor on the device, not a Python list (a blocking host-to-device copy)",
     "torch.where(cond)": "use the three-argument torch.where(cond, a, b) or masked ops; one-argument where is nonzero()",
     ".nonzero()": "use masked_fill_ / torch.where with the boolean mask instead of indexing by nonzero()",
@@ -170,6 +172,32 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
     return __getitem__
 
 
+def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
+    """``t[bool_mask] = values`` / ``t[list] = values``: index_put_ reads the mask back (nonzero) or copies
+    the list to the device. A Python-scalar value with a boolean mask is torch's masked_fill_ fast path
+    and is not counted."""
+    sinks, state = hub.sinks, tls
+
+    @wraps(orig)
+    def __setitem__(self, idx, value):
+        if sinks and not state.depth:
+            op = _index_op(idx, Tensor, bool_dtypes)
+            if op is not None and not (op == "t[bool_mask]" and isinstance(value, (int, float, bool))):
+                caller = direct_caller(sys._getframe(1))
+                cuda = self.is_cuda
+                if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
+                    op = op + " = v"
+                    state.depth += 1
+                    try:
+                        emit("sync", op, caller, would=not cuda)
+                        return call_original(orig, op, (self, idx, value), {})
+                    finally:
+                        state.depth -= 1
+        return orig(self, idx, value)
+
+    return __setitem__
+
+
 def _is_cuda_device(device: Any) -> bool:
     if device is None:
         return False
@@ -253,6 +281,7 @@ def install(patcher: Patcher) -> None:
         if orig is not None:
             patcher.set(T, name, sync_hook(orig, op, when, chain))
     patcher.set(T, "__getitem__", _getitem_hook(T.__getitem__, T, bool_dtypes))
+    patcher.set(T, "__setitem__", _setitem_hook(T.__setitem__, T, bool_dtypes))
 
     functions: dict[str, tuple[str, Any]] = {
         "nonzero": (".nonzero()", None),
@@ -283,7 +312,7 @@ def originals() -> dict[str, Any]:
     import torch
 
     names = ["item", "cpu", "numpy", "tolist", "__bool__", "__float__", "__int__", "__index__", "__format__",
-             "__repr__", "__getitem__", "nonzero", "masked_select", "unique", "repeat_interleave"]
+             "__repr__", "__getitem__", "__setitem__", "nonzero", "masked_select", "unique", "repeat_interleave"]
     out = {f"Tensor.{n}": getattr(torch.Tensor, n) for n in names}
     for n in ("nonzero", "where", "tensor", "unique", "masked_select", "repeat_interleave"):
         out[f"torch.{n}"] = getattr(torch, n)

@@ -1,10 +1,15 @@
-"""One function per sync kind; the line that syncs carries a `# <- op` marker (the tests read it)."""
+"""One function per sync kind; the line that syncs carries a `# <- op` marker (the tests read it).
+
+Tensors live on ``PK_CASES_DEVICE`` (default cpu; the GPU tests load this file with cuda)."""
+import os
+
 import torch
 
-x = torch.arange(6.0)
+DEVICE = os.environ.get("PK_CASES_DEVICE", "cpu")
+x = torch.arange(6.0, device=DEVICE)
 mask = x > 2
-idx = torch.tensor([0, 2])
-reps = torch.tensor([1, 2, 1, 1, 1, 1])
+idx = torch.tensor([0, 2], device=DEVICE)
+reps = torch.tensor([1, 2, 1, 1, 1, 1], device=DEVICE)
 
 
 def item():
@@ -19,7 +24,7 @@ def cpu_numpy():
     return x.cpu().numpy()  # <- .cpu()
 
 
-def numpy():
+def numpy():  # CPU only: a CUDA tensor has no .numpy() (its sync is the .cpu() of cpu_numpy)
     return x.numpy()  # <- .numpy()
 
 
@@ -94,7 +99,17 @@ def repeat_interleave():
 
 
 def tensor_list():
-    return torch.tensor([1.0, 2.0], device="cpu")  # <- torch.tensor(list, device=cuda)
+    return torch.tensor([1.0, 2.0], device=DEVICE)  # <- torch.tensor(list, device=cuda)
+
+
+def mask_write():
+    y = x.clone()
+    y[mask] = x[:3] * 0  # <- t[bool_mask] = v
+
+
+def list_write():
+    y = x.clone()
+    y[[0, 1]] = 0.0  # <- t[list] = v
 
 
 def contains():
@@ -120,6 +135,11 @@ def clean_repeat_sized():
 
 def clean_tensor_no_device():
     return torch.tensor([1.0, 2.0])
+
+
+def clean_mask_fill_scalar():
+    y = x.clone()
+    y[mask] = 0.0  # masked_fill_ fast path
 
 
 def clean_inplace():

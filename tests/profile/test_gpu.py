@@ -1,0 +1,137 @@
+"""GPU checks (marker gpu; skipped without CUDA): syncs on CUDA, warp syncs, --verify, CUDA-event timing,
+stream hazards. `python3 scripts/gpu/profile_check.py --out DIR` runs these plus the overhead benchmark."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from perfkit.analysis.budgets import budget
+from perfkit.session import Session
+
+from _helpers import line_of, load, marked_line, script
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cuda_cases():
+    os.environ["PK_CASES_DEVICE"] = "cuda"
+    try:
+        mod = load("sync_cases")
+    finally:
+        os.environ.pop("PK_CASES_DEVICE", None)
+    assert mod.x.is_cuda
+    return mod
+
+
+SYNC_NAMES = ["item", "cpu", "cpu_numpy", "tolist", "bool_if", "bool_call", "float_call", "int_call", "index_call",
+              "fstring", "print_tensor", "mask_read", "list_index", "where_one", "nonzero", "torch_nonzero",
+              "masked_select", "unique", "torch_unique", "repeat_interleave", "tensor_list", "contains",
+              "mask_write", "list_write"]
+
+
+@pytest.mark.parametrize("name", SYNC_NAMES)
+def test_each_sync_kind_is_caught_on_cuda(cuda_cases, name):
+    fn = getattr(cuda_cases, name)
+    line, op = marked_line(fn)
+    with budget(count_cpu_tensors=False) as b:
+        fn()
+    syncs = [s for s in b.sites if s.kind == "sync"]
+    assert [(s.op, s.line, s.count) for s in syncs] == [(op, line, 1)], syncs
+    assert not syncs[0].would_sync_on_gpu
+
+
+@pytest.mark.parametrize("name", ["clean_where3", "clean_index_tensor", "clean_slice", "clean_repeat_sized",
+                                  "clean_tensor_no_device", "clean_inplace", "clean_mask_fill_scalar"])
+def test_sync_free_calls_on_cuda_count_zero(cuda_cases, name):
+    with budget(syncs=0, count_cpu_tensors=False):
+        getattr(cuda_cases, name)()
+
+
+def test_explicit_cuda_syncs():
+    import torch
+
+    ev = torch.cuda.Event()
+    st = torch.cuda.current_stream()
+    with budget(count_cpu_tensors=False) as b:
+        torch.cuda.synchronize()  # <- a
+        ev.record()
+        ev.synchronize()  # <- b
+        st.synchronize()  # <- c
+    here = __file__
+    got = sorted((s.op, s.line) for s in b.sites)
+    assert got == sorted([("torch.cuda.synchronize()", line_of(here, "torch.cuda.synchronize()  # <- a")),
+                          ("Event.synchronize()", line_of(here, "ev.synchronize()  # <- b")),
+                          ("Stream.synchronize()", line_of(here, "st.synchronize()  # <- c"))])
+
+
+def test_warp_syncs_on_cuda():
+    wp = pytest.importorskip("warp")
+    wp.init()
+    arr = wp.zeros(16, dtype=wp.float32, device="cuda:0")
+    with budget(count_cpu_tensors=False) as b:
+        wp.synchronize()  # <- w1
+        wp.synchronize_device("cuda:0")  # <- w2
+        arr.numpy()  # <- w3
+        arr.list()  # <- w4
+        wp.synchronize_stream(wp.get_stream("cuda:0"))  # <- w5
+    here = __file__
+    got = sorted((s.op, s.line, s.count) for s in b.sites)
+    want = sorted([("wp.synchronize()", line_of(here, "# <- w1"), 1), ("wp.synchronize_device()", line_of(here, "# <- w2"), 1),
+                   ("wp.array.numpy()", line_of(here, "# <- w3"), 1), ("wp.array.list()", line_of(here, "# <- w4"), 1),
+                   ("wp.synchronize_stream()", line_of(here, "# <- w5"), 1)])
+    assert got == want
+
+
+def test_verify_reports_zero_unattributed_syncs_on_a_planted_loop():
+    mod = load("gpu_planted")
+    with Session(verify=True, warmup_steps=3) as s:
+        mod.main(40)
+    v = s.run.extra["verify"]
+    assert v["steps"] >= 10, v
+    assert v["runtime_syncs"] >= 5 * v["steps"], v  # every step syncs several times
+    assert v["unattributed"] == 0, v
+    ops = {f.op for f in s.run.findings_of("sync")}
+    assert {"bool(t)", "t[bool_mask]", ".nonzero()", ".item()", ".cpu()", "torch.cuda.synchronize()"} <= ops
+    for f in s.run.findings_of("sync"):
+        assert f.per_step == pytest.approx(1.0), f
+
+
+def test_cuda_event_segment_times_sum_to_wall_time_per_step():
+    mod = load("gpu_bound")
+    # a long warm-up first fills CUDA's launch queue: from then on the host waits for the GPU every step
+    with Session(warmup_steps=80, timing_every=4) as s:
+        mod.main(240)
+    run = s.run
+    gpu_sum = sum(v.gpu_ms_per_step or 0.0 for v in run.segments.values())
+    wall = run.step_ms["p50"]
+    assert run.extra["gpu_timed_steps"] >= 10
+    assert gpu_sum == pytest.approx(wall, rel=0.10), (gpu_sum, wall, {k: v.gpu_ms_per_step for k, v in run.segments.items()})
+    assert run.segments["physics"].gpu_ms_per_step > run.segments["policy"].gpu_ms_per_step > 0
+    assert not run.findings_of("sync")  # the profiler itself added no sync
+
+
+def test_stream_hazard_found_and_quiet_on_torchs_stream():
+    pytest.importorskip("warp")
+    mod = load("gpu_streams")
+    with Session(warmup_steps=1) as s:
+        mod.main(8, on_torch_stream=False)
+    st = s.run.findings_of("stream")
+    assert st and st[0].line == line_of(mod.__file__, "# <- stream"), s.run.findings
+    with Session(warmup_steps=1) as s2:
+        mod.main(8, on_torch_stream=True)
+    assert not s2.run.findings_of("stream")
+
+
+def test_verify_from_the_cli(tmp_path):
+    from click.testing import CliRunner
+
+    from perfkit.cli import main
+    from perfkit.record import Run
+
+    out = tmp_path / "v.json"
+    r = CliRunner().invoke(main, ["profile", "--verify", "-o", str(out), script("gpu_planted.py"), "40"])
+    assert r.exit_code == 0, r.output
+    assert "verify:" in r.output and "0 unattributed" in r.output
+    assert Run.load(out).extra["verify"]["unattributed"] == 0
