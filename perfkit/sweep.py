@@ -255,8 +255,8 @@ def points_frame(points: list[PointResult], runs: dict[int, Run]):
 
 def point_command(cfg: SweepConfig, n: int, record: Path) -> list[str]:
     if cfg.kind == "script":
-        return [cfg.python, "-m", "perfkit", "profile", "-o", str(record), cfg.target,
-                cfg.num_envs_arg, str(n), *cfg.script_args]
+        return [cfg.python, "-m", "perfkit", "profile", "-q", "-o", str(record), "--warmup-steps", str(cfg.warmup_steps),
+                cfg.target, cfg.num_envs_arg, str(n), *cfg.script_args]
     point = {
         "target": cfg.target, "num_envs": n, "steps": cfg.steps, "warmup_steps": cfg.warmup_steps,
         "actions": cfg.actions, "seed": cfg.seed, "env_kwargs": cfg.env_kwargs,
@@ -305,6 +305,10 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
             elif res.status == "complete" and res.rc not in (0, None):
                 res.status = "error"  # e.g. a script that wrote its record, then exited non-zero
             res.error = run.extra.get("error") or (None if res.rc == 0 else f"exit code {res.rc}")
+            if res.status == "complete" and run.steps == 0:
+                res.status = "error"
+                res.error = (f"no steady-state step measured (every step was warm-up: fewer than "
+                             f"--warmup-steps {cfg.warmup_steps}, or no env.step found)")
         if run is not None and res.rc not in (0, None) and _looks_oom(log_tail):
             res.status = "oom"
         elif run is None:

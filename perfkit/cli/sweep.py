@@ -24,11 +24,11 @@ def _threshold(ctx, param, value):
               help="Extra keyword argument for the factory (repeatable); VALUE is parsed as JSON when it can be.")
 @click.option("--num-envs-arg", default=None, metavar="FLAG",
               help="Script targets: the flag that takes the env count (e.g. --num-envs).")
-@click.option("--steps", default=200, show_default=True, type=click.IntRange(min=1), help="Steady-state steps per point.")
+@click.option("--steps", default=200, show_default=True, type=click.IntRange(min=1), help="Steady-state steps per point (factory targets; a script runs as long as it runs).")
 @click.option("--warmup-steps", default=20, show_default=True, type=click.IntRange(min=0),
-              help="Warm-up steps (compilation, graph capture), timed apart.")
+              help="Warm-up steps (compilation, graph capture), timed apart; scripts: perfkit profile --warmup-steps.")
 @click.option("--max-seconds", default=None, type=click.FloatRange(min=0, min_open=True),
-              help="Stop a point's steady state early after this many seconds (at least 10 steps).")
+              help="Stop a point's steady state early after this many seconds (at least 10 steps; factory targets).")
 @click.option("--actions", type=click.Choice(["random", "zero"]), default="random", show_default=True)
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--gpus", default=None, metavar="IDS",

@@ -328,7 +328,9 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
     rep.figures = [
         Figure("sps_memory.png", "Throughput and memory vs num_envs",
                "Env steps/s (solid) and physics steps/s = env SPS x decimation (dashed) on log axes; the star "
-               "and dotted line mark the knee; red bands are points that ran out of memory or failed."),
+               "and dotted line mark the knee; red bands are points that ran out of memory or failed. Memory: "
+               "device memory the point's process took beyond what was free before the env was built (Warp's "
+               "allocations included) where measured, else torch's peak allocation, else peak host RSS."),
         Figure("segments.png", "Segment breakdown per step",
                "Mean time per steady-state step in each training-loop segment (GPU time where CUDA events were "
                "taken, CPU time otherwise)."),

@@ -144,12 +144,12 @@ def test_script_target_runs_each_point_under_perfkit_profile(tmp_path, toy_on_pa
     out = tmp_path / "out"
     script = HERE / "toy_script.py"
     res = CliRunner().invoke(main, ["sweep", str(script), "--num-envs-arg", "--n", "--num-envs", "24", "-o", str(out),
-                                    "--no-progress", "--", "--iters", "15"])
+                                    "--warmup-steps", "3", "--no-progress", "--", "--iters", "15"])
     assert res.exit_code == 0, res.output
     run = Run.load(out / "points" / "24.json")
     assert run.status == "complete"
     assert run.command[-4:] == ["--n", "24", "--iters", "15"]  # the env count and the script's own arguments
-    assert run.num_envs == 24 and 0 < run.steps <= 15 and run.sps > 0
+    assert run.num_envs == 24 and run.steps == 12 and run.sps > 0  # 15 steps, 3 of them warm-up
     assert json.loads((out / "sweep.json").read_text())["kind"] == "script"
 
 
