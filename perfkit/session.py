@@ -168,6 +168,8 @@ class Session:
         self.timeline: list[dict] = []
         self._timeline_steps = self.config.timeline_steps
         self._alloc_mode = None
+        self.op_counts: dict[tuple[str, int], int] = {}
+        self.loop_ops: dict[str, float] = {}
         _active = self
         self._entered = True
         hub.acquire(self.sink, self._count_cpu)
@@ -420,7 +422,7 @@ class Session:
             from perfkit.collectors.alloc import alloc_mode, cuda_alloc_counter
 
             self._cuda_alloc_start = cuda_alloc_counter()
-            self._alloc_mode = alloc_mode()
+            self._alloc_mode = alloc_mode(self.op_counts)
             self._alloc_mode.__enter__()
         self.lines.start(frame)
         self.streams.start()
@@ -511,6 +513,8 @@ class Session:
         run.findings = self._findings(steady, n_steps)
         if self._setup_syncs:
             run.extra["setup_syncs"] = self._setup_syncs
+        if self.loop_ops:
+            run.extra["loop_ops"] = dict(self.loop_ops)  # torch ops per loop iteration (the cost model reads it)
         run.machine = describe()
         run.memory = self._memory()
         run.extra["total_steps"] = n_steps
@@ -642,7 +646,11 @@ class Session:
                     f.message = streams_mod.FIX
             out.append(f)
         num_envs = self.num_envs
-        for lp in loops_mod.hot_loops(self.lines.counts, self.lines.steps, num_envs):
+        for lp in loops_mod.hot_loops(self.lines.counts, self.lines.steps, num_envs, self.lines.calls):
+            lo, hi = lp["span"]
+            ops = sum(n for (fn_, ln), n in self.op_counts.items() if fn_ == lp["filename"] and lo <= ln <= hi)
+            if ops and n_sampled and lp["per_step"]:
+                self.loop_ops[f"{relpath(lp['filename'])}:{lp['line']}"] = round(ops / n_sampled / lp["per_step"], 3)
             out.append(Finding(kind="loop", op=lp["kind"], path=relpath(lp["filename"]), line=lp["line"],
                                function=lp["function"], segment=lp["segment"], per_step=round(lp["per_step"], 3),
                                count=int(round(lp["per_step"] * max(n_steps, 1))), message=loops_mod.FIX,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from perfkit.analysis.attribution import user_frame
 from perfkit.collectors import hub
 from perfkit.collectors.hub import emit, tls
 
@@ -70,11 +71,18 @@ def _make_mode_class():
     class AllocMode(TorchFunctionMode):
         """Counts new tensors per user line while active (see module doc)."""
 
+        ops: dict | None = None  # (filename, line) -> torch calls, when a session counts ops per line
+
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             if tls.depth or not hub.sinks:
                 return out
+            if self.ops is not None:
+                f = user_frame(sys._getframe(1))
+                if f is not None:
+                    k = (f.f_code.co_filename, f.f_lineno)
+                    self.ops[k] = self.ops.get(k, 0) + 1
             name = getattr(func, "__name__", "")
             if name == "__get__" or "out" in kwargs or (name.endswith("_") and not name.endswith("__")) or name.startswith("__i"):
                 return out
@@ -112,12 +120,15 @@ def _make_mode_class():
 _mode_cls = None
 
 
-def alloc_mode():
-    """A fresh allocation-counting mode (enter it with ``with`` or ``__enter__``/``__exit__``)."""
+def alloc_mode(ops: dict | None = None):
+    """A fresh allocation-counting mode (enter it with ``with`` or ``__enter__``/``__exit__``); with
+    ``ops``, it also counts every torch call per user line into that dict."""
     global _mode_cls
     if _mode_cls is None:
         _mode_cls = _make_mode_class()
-    return _mode_cls()
+    m = _mode_cls()
+    m.ops = ops
+    return m
 
 
 def cuda_alloc_counter() -> int | None:

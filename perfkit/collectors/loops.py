@@ -25,6 +25,7 @@ FIX = "replace the per-env Python loop with one batched tensor op over all envs 
 class LineSampler:
     def __init__(self) -> None:
         self.counts: dict[tuple[CodeType, int], list] = {}  # (code, line) -> [n, {segment: n}]
+        self.calls: dict[CodeType, int] = {}  # user code objects entered while sampling
         self.steps = 0
         self.skipped_reason: str | None = None
         self._frames: list[FrameType] = []
@@ -43,7 +44,9 @@ class LineSampler:
         return self._local
 
     def _global(self, frame, event, arg):
-        if is_user_file(frame.f_code.co_filename):
+        code = frame.f_code
+        if is_user_file(code.co_filename):
+            self.calls[code] = self.calls.get(code, 0) + 1
             return self._local
         return None
 
@@ -74,8 +77,8 @@ class LineSampler:
 
 
 @lru_cache(maxsize=256)
-def _loops_of(filename: str) -> tuple[tuple[int, int, int, str], ...]:
-    """(first line, last line, header line, kind) of every loop / comprehension in a file."""
+def _loops_of(filename: str) -> tuple[tuple[int, int, int, str, int], ...]:
+    """(first line, last line, header line, kind, first body line) of every loop / comprehension in a file."""
     try:
         with open(filename, encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename)
@@ -85,14 +88,22 @@ def _loops_of(filename: str) -> tuple[tuple[int, int, int, str], ...]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             kind = "while-loop over envs" if isinstance(node, ast.While) else "for-loop over envs"
-            out.append((node.lineno, node.end_lineno or node.lineno, node.lineno, kind))
+            out.append((node.lineno, node.end_lineno or node.lineno, node.lineno, kind, node.body[0].lineno))
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            out.append((node.lineno, node.end_lineno or node.lineno, node.lineno, "comprehension over envs"))
+            out.append((node.lineno, node.end_lineno or node.lineno, node.lineno, "comprehension over envs", node.lineno))
     return tuple(out)
 
 
-def hot_loops(counts: dict, steps: int, num_envs: int | None) -> list[dict]:
-    """Loop sites from sampled line counts: ``{filename, line, function, kind, per_step, segment}``."""
+def hot_loops(counts: dict, steps: int, num_envs: int | None, calls: dict | None = None) -> list[dict]:
+    """Loop sites from sampled line counts: ``{filename, line, function, kind, per_step, segment, span}``.
+
+    ``per_step`` is iterations per step: a loop header runs once per iteration plus once per entry, so
+    the entries (calls of the function that holds the loop, when the sampler saw them) are taken off."""
+    calls_by_line: dict[tuple[str, int], float] = {}
+    for (code, line), _ in counts.items():
+        c = (calls or {}).get(code, 0)
+        if c:
+            calls_by_line[(code.co_filename, line)] = calls_by_line.get((code.co_filename, line), 0) + c / steps
     if not steps or not num_envs or num_envs < MIN_ENVS:
         return []
     threshold = num_envs / 2
@@ -115,14 +126,16 @@ def hot_loops(counts: dict, steps: int, num_envs: int | None) -> list[dict]:
         elif loops:
             outer = max(loops, key=lambda lp: lp[0])  # innermost loop around the line
         else:
-            outer = (line, line, line, "line run once per env")
+            outer = (line, line, line, "line run once per env", line)
         key = (fn, outer[2])
-        head_rate = hot.get(key, (rate,))[0]
+        head = hot.get(key, (rate,))[0]
+        entries = calls_by_line.get(key, 0.0) if outer[3] != "comprehension over envs" else 0.0
+        iters = head - entries if head - entries > 0 else head
         cur = found.get(key)
         if cur is None:
             seg = max(segs, key=segs.get) if segs else "other"
             found[key] = {"filename": fn, "line": outer[2], "function": func, "kind": outer[3],
-                          "per_step": head_rate, "segment": seg, "lines": 1}
+                          "per_step": iters, "segment": seg, "lines": 1, "span": (outer[0], outer[1])}
         else:
             cur["lines"] += 1
     return sorted(found.values(), key=lambda d: -d["per_step"])

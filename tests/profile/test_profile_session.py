@@ -65,7 +65,9 @@ def test_toy_env_exact_counts_lines_and_per_step():
     z = by[("alloc", "torch.zeros")]
     assert (z.line, z.per_step, z.bytes) == (line_of(path, "extra = torch.zeros"), 1.0, 64 * 10)
     loops = run.findings_of("loop")
-    assert [(f.line, f.per_step, f.function) for f in loops] == [(line_of(path, "for i in range(self.num_envs)"), 17.0, "step")]
+    # per step: the body's iterations (num_envs), and the torch ops each iteration issues (one __setitem__)
+    assert [(f.line, f.per_step, f.function) for f in loops] == [(line_of(path, "for i in range(self.num_envs)"), 16.0, "step")]
+    assert run.extra["loop_ops"] == {loops[0].site: 1.0}
     # no allocation is reported for in-place writes
     assert not any(f.kind == "alloc" and f.line == line_of(path, "self.obs.add_(0.1)") for f in run.findings)
     assert run.env["sim_dt"] == 0.01 and run.env["decimation"] == 2 and run.env["obs_dim"] == 4
@@ -285,3 +287,27 @@ def test_config_segments_and_step_fn(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.perfkit]\nbogus = 1\n")
     with pytest.raises(C.ConfigError, match="bogus"):
         C.load(tmp_path)
+
+
+def test_per_env_loops_of_every_shape_and_not_loops_over_terms():
+    mod = load("loops_env")
+    path = mod.__file__
+    env = mod.LoopEnv(32)
+    with Session(warmup_steps=1) as s:
+        for _ in range(5):
+            env.step(None)
+    got = {(f.line, f.op): f.per_step for f in s.run.findings_of("loop")}
+    assert got == {
+        (line_of(path, "# <- comprehension"), "comprehension over envs"): pytest.approx(33, abs=1),
+        (line_of(path, "# <- while"), "while-loop over envs"): 32,
+        (line_of(path, "# <- outer"), "for-loop over envs"): 32,
+    }
+
+
+def test_no_loop_findings_below_eight_envs():
+    mod = load("loops_env")
+    env = mod.LoopEnv(6)
+    with Session(warmup_steps=1) as s:
+        for _ in range(5):
+            env.step(None)
+    assert not s.run.findings_of("loop")

@@ -1,0 +1,22 @@
+"""Per-env loops of several shapes, and loops that are not over envs."""
+import torch
+
+TERMS = ("alive", "progress", "energy")
+
+
+class LoopEnv:
+    def __init__(self, num_envs):
+        self.num_envs = num_envs
+        self.x = torch.zeros(num_envs)
+
+    def step(self, a):
+        for term in TERMS:  # <- not a per-env loop (3 reward terms)
+            self.x.add_(0.0)
+        vals = [float(i) for i in range(self.num_envs)]  # <- comprehension
+        i = 0
+        while i < self.num_envs:  # <- while
+            i += 1
+        for k in range(self.num_envs):  # <- outer
+            for j in range(2):  # inner loop of the same per-env loop: one finding, at the outer line
+                pass
+        return self.x, len(vals)
