@@ -33,12 +33,6 @@ _TORCH_NON_TENSOR = {
     "set_float32_matmul_precision", "set_num_threads", "get_num_threads", "is_nonzero", "equal",
     "allclose", "result_type", "promote_types", "can_cast", "Stream", "Event", "typename",
 }
-_TORCH_NON_TENSOR_PREFIX = (
-    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.jit.", "torch.compiler.", "torch.utils.",
-    "torch.autograd.", "torch.optim.", "torch.multiprocessing.", "torch.profiler.", "torch.accelerator.",
-    "torch.mps.", "torch.xpu.", "torch.fx.", "torch.onnx.", "torch.export.", "torch.library.", "torch._dynamo.",
-)
-_TORCH_NN_TENSOR_PREFIX = ("torch.nn.functional.", "torch.nn.init.")
 _BOOL_FUNCS = {
     "isnan", "isinf", "isfinite", "isneginf", "isposinf", "isreal", "logical_and", "logical_or", "logical_not",
     "logical_xor", "eq", "ne", "gt", "ge", "lt", "le", "greater", "less", "greater_equal", "less_equal",
@@ -76,6 +70,11 @@ def is_mask_name(name: str) -> bool:
     return bool(_MASK_NAME.search(name))
 
 
+_CONTAINERS = {"list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence", "Iterable", "Iterator", "Mapping",
+               "set", "Set", "frozenset", "FrozenSet", "deque", "Deque", "MutableSequence", "Generator", "Callable",
+               "type", "Type", "OrderedDict", "DefaultDict", "defaultdict", "Collection", "MutableMapping"}
+
+
 def annotation_kind(mod: ModuleInfo, ann) -> str | None:
     if ann is None:
         return None
@@ -94,6 +93,9 @@ def annotation_kind(mod: ModuleInfo, ann) -> str | None:
         base = annotation_kind(mod, ann.value)
         if base:
             return base
+        outer = (mod.qual(ann.value) or "").rsplit(".", 1)[-1]
+        if outer in _CONTAINERS:
+            return None  # list[Tensor] is a list
         sl = ann.slice
         for e in sl.elts if isinstance(sl, ast.Tuple) else [sl]:
             k = annotation_kind(mod, e)
@@ -286,7 +288,12 @@ class Typer:
         q = self.mod.qual(func)
         if q:
             if q.startswith("torch."):
-                return _torch_call_kind(self.mod, q, e)
+                k = _torch_call_kind(self.mod, q, e)
+                if k in DEVICE and e.args and not any(kw.arg == "device" for kw in e.keywords):
+                    arg_kinds = [self.kind(a) for a in e.args]
+                    if CPU in arg_kinds and not any(a in DEVICE for a in arg_kinds):
+                        return CPU  # torch.prod(host_tensor) stays on the host
+                return k
             if q.startswith("warp."):
                 name = q[5:]
                 if name == "to_torch":
@@ -337,18 +344,25 @@ class Typer:
         return None
 
 
+_TORCH_TENSOR_SUBMODULES = ("torch.nn.functional.", "torch.nn.init.", "torch.linalg.", "torch.fft.", "torch.special.",
+                            "torch.sparse.", "torch.masked.", "torch.nested.")
+_NON_TENSOR_NAME = re.compile(r"^(is_|are_|get_|set_|has_|use_|_)")
+
+
 def _torch_call_kind(mod, q: str, e: ast.Call):
-    if q.startswith(_TORCH_NN_TENSOR_PREFIX):
-        return TENSOR
-    if q.startswith(_TORCH_NON_TENSOR_PREFIX) or q.startswith("torch.nn."):
-        return None
     name = q.rsplit(".", 1)[-1]
-    if name in _TORCH_NON_TENSOR or name[:1].isupper() and name != "Tensor":
+    if q.count(".") > 1 and not q.startswith(_TORCH_TENSOR_SUBMODULES):
+        return None  # torch.jit.is_scripting(), torch.cuda.current_stream(), torch._C._foo(), ...
+    if name in _TORCH_NON_TENSOR or name[:1].isupper() or _NON_TENSOR_NAME.match(name):
         return None
-    if name in _BOOL_FUNCS:
-        return BOOL
     if name == "from_numpy":
         return CPU
+    return _TORCH_DEVICE_RULES(mod, name, e)
+
+
+def _TORCH_DEVICE_RULES(mod, name, e):  # noqa: N802
+    if name in _BOOL_FUNCS:
+        return BOOL
     for kw in e.keywords:
         if kw.arg == "dtype" and mod.qual(kw.value) == "torch.bool":
             return BOOL

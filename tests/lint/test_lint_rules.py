@@ -321,3 +321,21 @@ def test_inplace_and_out_are_not_allocations_and_where3_is_not_a_sync():
             self.x.copy_(y)
     """
     assert rules_of(src) == []
+
+
+def test_lazy_initialisation_is_not_a_per_step_allocation():
+    src = """
+    import torch
+    class Opt:
+        def step(self, p: torch.Tensor):
+            if self.buf is None:
+                self.buf = torch.zeros_like(p)
+            state = self.state[p]
+            if len(state) == 0:
+                state["m"] = torch.zeros(3, device="cuda")
+            if "v" not in state:
+                state["v"] = p.clone()
+            if self.flag:
+                tmp = torch.zeros(3, device="cuda")
+    """
+    assert findings(src) == [(13, "PK201")]

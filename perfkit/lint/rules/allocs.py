@@ -6,6 +6,7 @@ import ast
 
 from perfkit.lint.engine import check
 from perfkit.lint.infer import CPU, DEVICE
+from perfkit.lint.modinfo import unit_nodes
 from perfkit.lint.registry import Rule, register
 from perfkit.lint.rules.common import kwarg
 
@@ -54,8 +55,39 @@ _VIEWS = {"view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "t
           "chunk", "movedim", "swapaxes", "contiguous", "type_as", "to", "cuda"}
 
 
+def _is_lazy_test(test) -> bool:
+    """``x is None``, ``not x``, ``len(state) == 0``, ``"k" not in state``: a first-call initialisation guard."""
+    if isinstance(test, ast.BoolOp):
+        return any(_is_lazy_test(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Is, ast.NotIn)):
+            return isinstance(op, ast.NotIn) or (isinstance(right, ast.Constant) and right.value is None)
+        if isinstance(op, ast.Eq) and isinstance(right, ast.Constant) and right.value == 0:
+            return isinstance(test.left, ast.Call) and getattr(test.left.func, "id", "") == "len"
+    return False
+
+
+def _lazy_spans(ctx) -> list:
+    cache = ctx.mod.__dict__.setdefault("_pk2_lazy", {})
+    spans = cache.get(ctx.unit)
+    if spans is None:
+        spans = cache[ctx.unit] = [(n.body[0].lineno, n.body[-1].end_lineno) for n in unit_nodes(ctx.unit)
+                                   if isinstance(n, ast.If) and _is_lazy_test(n.test)]
+    return spans
+
+
+def _lazy_init(ctx, node) -> bool:
+    spans = _lazy_spans(ctx)
+    return bool(spans) and any(a <= node.lineno <= b for a, b in spans)
+
+
 @check(ast.Call)
 def factories(ctx, node: ast.Call):
+    if _lazy_init(ctx, node):
+        return  # allocated once, on first use
     f = node.func
     q = ctx.qual(f)
     if q and q.startswith("torch."):
@@ -108,5 +140,5 @@ def rebind_buffers(ctx, node: ast.Assign):
         return
     if ctx.kind(t) not in DEVICE:
         return
-    if _allocating_value(ctx, node.value):
+    if _allocating_value(ctx, node.value) and not _lazy_init(ctx, node):
         ctx.report("PK203", node, attr=t.attr)

@@ -80,8 +80,11 @@ def _classify(ctx, call: ast.Call):
     targets = resolve_call(ctx.mod, ctx.unit, call)
     if targets and any(_syncs_inside(ctx, t) for t in targets):
         return "sync"  # a helper like self.sync()
-    if q and q.startswith(("torch.", "warp.", "mujoco_warp.")):
+    if q in ("warp.launch", "warp.launch_tiled", "warp.capture_launch", "warp.copy") or (q or "").startswith(
+            "mujoco_warp."):
         return "work"
+    if q and q.startswith(("torch.", "warp.")):
+        return "work" if ctx.kind(call) in (*DEVICE, WARP) else None
     if isinstance(f, ast.Attribute):
         if f.attr in _WORK_METHODS:
             return "work"
@@ -146,7 +149,7 @@ def host_clock_intervals(ctx):
                       and ctx.kind(n.target if isinstance(n, ast.AugAssign) else n) in DEVICE]
     events.sort(key=_pos)
     compared = {id(x) for n in nodes if isinstance(n, ast.Compare)
-                for x in [n.left, *n.comparators] if isinstance(x, ast.Call)}  # deadline checks
+                for x in ast.walk(n) if isinstance(x, ast.Call)}  # deadline checks, not measurements
     if has_clock:
         started, pending = False, False
         captured = _captured(ctx)
