@@ -273,11 +273,11 @@ class _Point:
         mem: dict[str, Any] = {}
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         mem["host_rss_bytes"] = int(rss) * (1 if sys.platform == "darwin" else 1024)  # peak RSS
-        if self.cuda:
-            t = self.torch
+        if self.cuda or (self.free_baseline is not None and self.run.status == "oom"):
+            t = self.torch  # an OOM while building: how far the allocations got is the useful number
             mem["peak_gpu_bytes"] = int(t.cuda.max_memory_allocated())
             mem["peak_gpu_reserved_bytes"] = int(t.cuda.max_memory_reserved())
-            if self.free_baseline is not None:
+            if self.free_baseline is not None and self.cuda:
                 mem["gpu_used_bytes"] = int(self.gpu_used)
         return mem
 

@@ -9,8 +9,8 @@ HERE = Path(__file__).parent
 
 @pytest.fixture
 def toy_on_path(monkeypatch):
-    """Make ``toy_env`` importable here and in the sweep's point subprocesses."""
+    """Make ``sweep_toy_env`` importable here and in the sweep's point subprocesses."""
     monkeypatch.syspath_prepend(str(HERE))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
     yield
-    sys.modules.pop("toy_env", None)
+    sys.modules.pop("sweep_toy_env", None)

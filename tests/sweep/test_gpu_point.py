@@ -10,7 +10,7 @@ pytestmark = pytest.mark.gpu
 
 def test_cuda_point_uses_events_and_reports_memory(tmp_path, toy_on_path):
     out = tmp_path / "p.json"
-    cfg = PointConfig(target="toy_env:make_toy_env", num_envs=65536, steps=50, warmup_steps=5,
+    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=65536, steps=50, warmup_steps=5,
                       env_kwargs={"device": "cuda"})
     assert run_point(cfg, out) == 0
     run = Run.load(out)
@@ -31,6 +31,6 @@ def test_cuda_oom_is_recorded(tmp_path, toy_on_path):
     out = tmp_path / "p.json"
     # a per-env state buffer the device cannot hold
     n = int(free // (4 * 4)) * 4
-    cfg = PointConfig(target="toy_env:make_toy_env", num_envs=n, steps=2, env_kwargs={"device": "cuda", "act_dim": 4})
+    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=n, steps=2, env_kwargs={"device": "cuda", "act_dim": 4})
     assert run_point(cfg, out) == 3
     assert Run.load(out).status == "oom"

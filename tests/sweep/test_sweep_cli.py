@@ -23,7 +23,7 @@ def sweep_dir(tmp_path_factory):
         mp.syspath_prepend(str(HERE))
         mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
         res = CliRunner().invoke(main, [
-            "sweep", "toy_env:make_toy_env", "--num-envs", "16,64,256", "-o", str(out),
+            "sweep", "sweep_toy_env:make_toy_env", "--num-envs", "16,64,256", "-o", str(out),
             "--steps", "30", "--warmup-steps", "2", "--env-kwarg", "oom_at=[64]", "--env-kwarg", "decimation=2",
             "--gpus", "0,1", "--no-progress", "--report", str(out / "report"),
         ])
@@ -51,13 +51,13 @@ def test_parse_env_kwargs():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["toy_env:make_toy_env", "--num-envs", "8..4"], "start <= end"),
+    (["sweep_toy_env:make_toy_env", "--num-envs", "8..4"], "start <= end"),
     (["not_a_target", "--num-envs", "8"], "module:callable"),
     (["missing_script.py", "--num-envs", "8", "--num-envs-arg", "--n"], "does not exist"),
-    (["toy_env:make_toy_env", "--env-kwarg", "oops"], "NAME=VALUE"),
-    (["toy_env:make_toy_env", "--gpus", ","], "--gpus"),
-    (["toy_env:make_toy_env", "--knee-threshold", "lots"], "threshold"),
-    (["toy_env:make_toy_env", "stray", "args"], "only script targets"),
+    (["sweep_toy_env:make_toy_env", "--env-kwarg", "oops"], "NAME=VALUE"),
+    (["sweep_toy_env:make_toy_env", "--gpus", ","], "--gpus"),
+    (["sweep_toy_env:make_toy_env", "--knee-threshold", "lots"], "threshold"),
+    (["sweep_toy_env:make_toy_env", "stray", "args"], "only script targets"),
 ])
 def test_usage_errors_exit_2_and_write_nothing(tmp_path, args, message):
     out = tmp_path / "out"
@@ -84,11 +84,11 @@ def test_sweep_writes_csv_records_and_manifest(sweep_dir):
     assert oom.status == "oom" and oom.exit_code == 3 and "allocate" in oom.extra["error"]
     manifest = json.loads((out / "sweep.json").read_text())
     assert manifest["schema"] == "perfkit.sweep/1"
-    assert manifest["target"] == "toy_env:make_toy_env" and manifest["kind"] == "factory"
+    assert manifest["target"] == "sweep_toy_env:make_toy_env" and manifest["kind"] == "factory"
     assert manifest["options"]["env_kwargs"] == {"oom_at": [64], "decimation": 2}
     assert [p["status"] for p in manifest["points"]] == ["complete", "oom", "complete"]
     assert manifest["knee"]["threshold"] == pytest.approx(0.10)
-    assert manifest["command"] == ["perfkit", "sweep", "toy_env:make_toy_env", "--num-envs", "16,64,256",
+    assert manifest["command"] == ["perfkit", "sweep", "sweep_toy_env:make_toy_env", "--num-envs", "16,64,256",
                                    "--env-kwarg", "oom_at=[64]", "--env-kwarg", "decimation=2", "--steps", "30",
                                    "--warmup-steps", "2", "--actions", "random", "--gpus", "0,1", "-o", str(out)]
     assert "knee" in output.lower() and "oom" in output

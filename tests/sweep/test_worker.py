@@ -10,7 +10,7 @@ from perfkit.sweep_worker import EXIT_OOM, PointConfig, is_oom, main, percentile
 
 def test_point_measures_steady_state_and_writes_record(tmp_path, toy_on_path):
     out = tmp_path / "p.json"
-    cfg = PointConfig(target="toy_env:make_toy_env", num_envs=128, steps=40, warmup_steps=3,
+    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=128, steps=40, warmup_steps=3,
                       env_kwargs={"decimation": 3, "act_dim": 5})
     assert run_point(cfg, out) == 0
     run = Run.load(out)
@@ -33,7 +33,7 @@ def test_point_measures_steady_state_and_writes_record(tmp_path, toy_on_path):
 
 def test_max_seconds_cuts_the_steady_state_short_but_not_below_min_steps(tmp_path, toy_on_path):
     out = tmp_path / "p.json"
-    cfg = PointConfig(target="toy_env:make_toy_env", num_envs=8, steps=10**7, warmup_steps=0,
+    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=8, steps=10**7, warmup_steps=0,
                       max_seconds=0.05, min_steps=10, actions="zero")
     assert run_point(cfg, out) == 0
     run = Run.load(out)
@@ -44,7 +44,7 @@ def test_max_seconds_cuts_the_steady_state_short_but_not_below_min_steps(tmp_pat
 
 def test_oom_point_writes_oom_record_and_exit_code(tmp_path, toy_on_path):
     out = tmp_path / "p.json"
-    cfg = PointConfig(target="toy_env:make_toy_env", num_envs=64, steps=5, env_kwargs={"oom_at": [64]})
+    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=64, steps=5, env_kwargs={"oom_at": [64]})
     assert run_point(cfg, out) == EXIT_OOM
     run = Run.load(out)
     assert run.status == "oom" and run.exit_code == EXIT_OOM
@@ -54,7 +54,7 @@ def test_oom_point_writes_oom_record_and_exit_code(tmp_path, toy_on_path):
 
 def test_other_errors_are_recorded_as_error(tmp_path, toy_on_path):
     out = tmp_path / "p.json"
-    cfg = PointConfig(target="toy_env:make_toy_env", num_envs=4, steps=5, env_kwargs={"no_such_kwarg": 1})
+    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=4, steps=5, env_kwargs={"no_such_kwarg": 1})
     assert run_point(cfg, out) == 1
     run = Run.load(out)
     assert run.status == "error" and "no_such_kwarg" in run.extra["error"]
@@ -62,7 +62,7 @@ def test_other_errors_are_recorded_as_error(tmp_path, toy_on_path):
 
 def test_worker_main_parses_config(tmp_path, toy_on_path):
     out = tmp_path / "p.json"
-    cfg = {"target": "toy_env:make_toy_env", "num_envs": 4, "steps": 3, "warmup_steps": 1}
+    cfg = {"target": "sweep_toy_env:make_toy_env", "num_envs": 4, "steps": 3, "warmup_steps": 1}
     assert main(["--config", json.dumps(cfg), "--out", str(out)]) == 0
     assert Run.load(out).steps == 3
 

@@ -3,7 +3,7 @@
 import argparse
 
 import torch
-from toy_env import ToyEnv
+from sweep_toy_env import ToyEnv
 
 p = argparse.ArgumentParser()
 p.add_argument("--n", type=int, required=True)
