@@ -116,7 +116,6 @@ class LocomotionEnv:
         #     here are obviously free of allocation and keep step() to arithmetic only)
         self._healthy = torch.zeros(n, dtype=torch.bool, device=dev)
         self._tmp_bool = torch.zeros(n, dtype=torch.bool, device=dev)
-        self._act_sq = torch.zeros(self._act_shape, dtype=torch.float32, device=dev)
         self._ctrl_sq = torch.zeros(n, dtype=torch.float32, device=dev)
         self._vel_norm = torch.zeros(n, dtype=sdt, device=dev)
         self._done_col = self.done.unsqueeze(1)
@@ -128,13 +127,18 @@ class LocomotionEnv:
         self._root_z = self.qpos[:, 2]
         self._root_vx = self.qvel[:, 0]
 
-        # --- reset targets: qpos0 plus uniform joint noise, redrawn every step for all worlds
-        #     (drawing for every world is cheaper than a data-dependent gather of the reset ones)
+        # --- reset targets: qpos0 plus uniform noise on joint angles and on all velocities, redrawn
+        #     every step for all worlds (cheaper than a data-dependent gather of the reset ones).
+        #     One row holds [qpos | qvel]; the noisy part [joint angles | qvel] is one slice, so a
+        #     single uniform_ draws it; the root pose (first 7) keeps qpos0.
         qpos0 = torch.as_tensor(mjm.qpos0, dtype=sdt).to(dev)
         self._qpos0_joints = qpos0[_ROOT_QPOS:].clone()
-        self._qpos_init = qpos0.expand(n, self.nq).clone()
-        self._qpos_init_joints = self._qpos_init[:, _ROOT_QPOS:]
-        self._qvel_init = torch.zeros((n, self.nv), dtype=sdt, device=dev)
+        self._init_state = torch.zeros((n, self.nq + self.nv), dtype=sdt, device=dev)
+        self._init_state[:, : self.nq] = qpos0
+        self._qpos_init = self._init_state[:, : self.nq]
+        self._qvel_init = self._init_state[:, self.nq :]
+        self._init_noisy = self._init_state[:, _ROOT_QPOS:]
+        self._qpos_init_joints = self._init_state[:, _ROOT_QPOS : self.nq]
         self._all = torch.ones(n, dtype=torch.bool, device=dev)
         self._all_col = self._all.unsqueeze(1)
 
@@ -220,8 +224,7 @@ class LocomotionEnv:
 
     def compute_reward(self) -> None:
         spec = self.spec
-        torch.mul(self.actions, self.actions, out=self._act_sq)
-        torch.sum(self._act_sq, dim=1, out=self._ctrl_sq)
+        torch.linalg.vecdot(self.actions, self.actions, dim=1, out=self._ctrl_sq)
         torch.mul(self._root_vx, spec.forward_weight, out=self.reward)
         self.reward.add_(self._ctrl_sq, alpha=-spec.ctrl_cost)
         self.reward.add_(self._healthy, alpha=spec.healthy_reward)
@@ -239,9 +242,8 @@ class LocomotionEnv:
 
     def _draw_reset_targets(self) -> None:
         noise = self.spec.reset_noise
-        self._qpos_init_joints.uniform_(-noise, noise, generator=self._gen)
+        self._init_noisy.uniform_(-noise, noise, generator=self._gen)
         self._qpos_init_joints.add_(self._qpos0_joints)
-        self._qvel_init.uniform_(-noise, noise, generator=self._gen)
 
     def _reset_masked(self, mask_col: torch.Tensor) -> None:
         torch.where(mask_col, self._qpos_init, self.qpos, out=self.qpos)
