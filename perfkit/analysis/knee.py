@@ -2,7 +2,9 @@
 
 A batched simulator's SPS grows almost linearly with the number of worlds while the GPU is
 under-occupied, then flattens once it is saturated. The knee is the last env count worth having:
-the first point where one more doubling gains less than ``threshold`` (default 10 %) of throughput.
+the point from which every further doubling gains less than ``threshold`` (default 10 %) of
+throughput. "Every further", not just "the next": a single noisy dip followed by more growth is not
+saturation (``first_below`` keeps the first such point for whoever wants it).
 Env counts that are not spaced by exactly 2x are normalised to a per-doubling gain, so
 ``256, 1024, 4096`` (4x steps) and ``256..32768`` (2x steps) give comparable answers.
 """
@@ -27,6 +29,7 @@ class Knee:
     gains: list[tuple[int, int, float]] = field(default_factory=list)
     peak_num_envs: int | None = None
     peak_sps: float | None = None
+    first_below: int | None = None  # the first point whose next doubling gains < threshold
 
     @property
     def saturated(self) -> bool:
@@ -65,7 +68,7 @@ def gain_per_doubling(n0: float, sps0: float, n1: float, sps1: float) -> float:
 def find_knee(
     num_envs: Sequence[int], sps: Sequence[float], threshold: float = DEFAULT_THRESHOLD
 ) -> Knee:
-    """The first env count from which doubling gains less than ``threshold``.
+    """The first env count from which every further doubling gains less than ``threshold``.
 
     ``num_envs``/``sps`` are the completed points of a sweep (failed or out-of-memory points left
     out); they are sorted here. Duplicated env counts keep the best SPS.
@@ -88,6 +91,11 @@ def find_knee(
     for (n0, s0), (n1, s1) in zip(pts, pts[1:]):
         g = gain_per_doubling(n0, s0, n1, s1)
         knee.gains.append((n0, n1, g))
-        if knee.num_envs is None and g < threshold:
-            knee.num_envs, knee.sps = n0, s0
+        if knee.first_below is None and g < threshold:
+            knee.first_below = n0
+    # the knee: the earliest point after which no doubling gains the threshold any more
+    for i in range(len(knee.gains)):
+        if all(g < threshold for _, _, g in knee.gains[i:]):
+            knee.num_envs, knee.sps = pts[i]
+            break
     return knee
