@@ -66,11 +66,11 @@ def main() -> int:
 
     if a.backend == "mjwarp" and not torch.cuda.is_available():
         fail("no CUDA device: this script measures the mjwarp backend on a GPU")
+    out = a.out.resolve()  # before chdir: a relative --out means relative to where this was started
     os.chdir(REPO)  # the sweep's subprocesses import perfkit from this checkout
     from perfkit.renderers.report import build_report, load_inputs, write_report
     from perfkit.sweep import SweepConfig, load_sweep, parse_num_envs, run_sweep
 
-    out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     me = ["python3", "scripts/gpu/sweeps.py", *sys.argv[1:]]
     t_all = time.perf_counter()
