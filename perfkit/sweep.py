@@ -304,7 +304,7 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
                 res.status = "complete"
             elif res.status == "complete" and res.rc not in (0, None):
                 res.status = "error"  # e.g. a script that wrote its record, then exited non-zero
-            res.error = run.extra.get("error") or (None if res.rc == 0 else f"exit code {res.rc}")
+            res.error = run.extra.get("error") or (None if res.rc == 0 else f"exit code {res.rc}: {_last_line(log_tail)}")
             if res.status == "complete" and run.steps == 0:
                 res.status = "error"
                 res.error = (f"no steady-state step measured (every step was warm-up: fewer than "
@@ -329,6 +329,11 @@ _OOM_TEXT = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Failed to al
 
 def _looks_oom(text: str) -> bool:
     return bool(_OOM_TEXT.search(text))
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1][-300:] if lines else "(no output)"
 
 
 def _tail(path: Path, n: int = 4000) -> str:

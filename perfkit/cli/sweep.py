@@ -50,7 +50,7 @@ def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmu
 
     TARGET is an env factory MODULE:CALLABLE, called with num_envs=N (e.g. perfkit.envs:make_env
     with --env-kwarg name=humanoid), or a script path run under `perfkit profile` with
-    --num-envs-arg naming its env-count flag (arguments after the options go to the script).
+    --num-envs-arg naming its env-count flag (the script's own arguments go after `--`).
     Writes sweep.json, sweep.csv and points/<N>.json into --out and prints the saturation knee.
     """
     from perfkit.sweep import SweepConfig, SweepError, is_script_target, parse_env_kwargs, parse_num_envs, run_sweep
@@ -64,7 +64,7 @@ def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmu
         if script_args and not is_script_target(target):
             raise SweepError(f"unexpected arguments {' '.join(script_args)!r}: only script targets take extra arguments")
         if env_kwargs and is_script_target(target):
-            raise SweepError("--env-kwarg applies to factory targets; pass script arguments after the options")
+            raise SweepError("--env-kwarg applies to factory targets; pass script arguments after `--`")
         cfg = SweepConfig(
             target=target, num_envs=num_envs, out_dir=out_dir, steps=steps, warmup_steps=warmup_steps,
             actions=actions, seed=seed, env_kwargs=kwargs, num_envs_arg=num_envs_arg,
