@@ -169,3 +169,19 @@ def test_run_without_findings_or_segments_still_reports(tmp_path):
     assert sorted(p.name for p in out.glob("*.png")) == ["step_times.png"]
     md = (out / "report.md").read_text()
     assert "No findings recorded." in md and "| **GPU** | - |" in md
+
+
+def test_a_site_found_at_every_sweep_point_is_listed_once(tmp_path):
+    sweep = synthetic_sweep(tmp_path)
+    for i, rec in enumerate(sorted((sweep / "points").glob("*.json"))):
+        run = Run.load(rec)
+        if run.status == "complete":
+            run.findings = [Finding(kind="alloc", op="torch.zeros", path="env.py", line=7, function="step",
+                                    segment="reward", per_step=1.0, est_ms_per_step=0.01 * (i + 1))]
+            run.save(rec)
+    out = tmp_path / "rep"
+    assert report(sweep, "-o", out).exit_code == 0
+    md = (out / "report.md").read_text()
+    rows = [line for line in md.splitlines() if "| torch.zeros |" in line]
+    assert len(rows) == 1, rows
+    assert "1 costliest of 1." in md
