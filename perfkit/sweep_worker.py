@@ -40,6 +40,7 @@ from typing import Any
 from perfkit.record import Run, SegmentStats
 
 EXIT_OOM = 3
+MAX_STEPS = 100_000
 ENV_STEP_SEGMENT = "env.step"  # the whole env.step, when no session is there to break it down
 
 _OOM_PATTERNS = re.compile(
@@ -68,8 +69,9 @@ class PointConfig:
             raise ValueError(f"target {self.target!r} is not 'module:callable'")
         if self.num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {self.num_envs}")
-        if self.steps < 1 or self.warmup_steps < 0:
-            raise ValueError("steps must be >= 1 and warmup_steps >= 0")
+        if not 1 <= self.steps <= MAX_STEPS or self.warmup_steps < 0:
+            # one CUDA event per step is created up front: bound them
+            raise ValueError(f"steps must be in 1..{MAX_STEPS} and warmup_steps >= 0")
         if self.actions not in ("random", "zero"):
             raise ValueError(f"actions must be 'random' or 'zero', got {self.actions!r}")
 

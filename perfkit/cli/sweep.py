@@ -24,7 +24,7 @@ def _threshold(ctx, param, value):
               help="Extra keyword argument for the factory (repeatable); VALUE is parsed as JSON when it can be.")
 @click.option("--num-envs-arg", default=None, metavar="FLAG",
               help="Script targets: the flag that takes the env count (e.g. --num-envs).")
-@click.option("--steps", default=200, show_default=True, type=click.IntRange(min=1), help="Steady-state steps per point (factory targets; a script runs as long as it runs).")
+@click.option("--steps", default=200, show_default=True, type=click.IntRange(min=1, max=100_000), help="Steady-state steps per point (factory targets; a script runs as long as it runs).")
 @click.option("--warmup-steps", default=20, show_default=True, type=click.IntRange(min=0),
               help="Warm-up steps (compilation, graph capture), timed apart; scripts: perfkit profile --warmup-steps.")
 @click.option("--max-seconds", default=None, type=click.FloatRange(min=0, min_open=True),

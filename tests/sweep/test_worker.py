@@ -33,11 +33,11 @@ def test_point_measures_steady_state_and_writes_record(tmp_path, toy_on_path):
 
 def test_max_seconds_cuts_the_steady_state_short_but_not_below_min_steps(tmp_path, toy_on_path):
     out = tmp_path / "p.json"
-    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=8, steps=10**7, warmup_steps=0,
+    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=8, steps=100_000, warmup_steps=0,
                       max_seconds=0.05, min_steps=10, actions="zero")
     assert run_point(cfg, out) == 0
     run = Run.load(out)
-    assert 10 <= run.steps < 10**7
+    assert 10 <= run.steps < 100_000
     assert run.wall_s >= 0.05
     assert len(run.step_times_ms) == run.steps
 
