@@ -37,7 +37,7 @@ class PPOConfig:
     num_steps: int = 32  # rollout length per env per iteration
     epochs: int = 4
     minibatches: int = 4
-    lr: float = 1e-3
+    lr: float = 3e-3
     gamma: float = 0.99
     lam: float = 0.95
     clip: float = 0.2
