@@ -105,6 +105,8 @@ def wrap(fn: Callable, name: str) -> Callable:
 
     def in_segment(*args, **kwargs):
         st = tls.stack
+        if st and st[-1] == name:  # already inside this segment: nothing changes, nothing to time
+            return fn(*args, **kwargs)
         tok = len(st)
         st.append(name)
         cb = on_transition

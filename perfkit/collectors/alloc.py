@@ -33,8 +33,11 @@ def op_name(func: Any) -> str:
         mod = getattr(func, "__module__", None) or ""
         if qual.startswith(("TensorBase.", "Tensor.")):
             n = f"Tensor.{name}"
-        elif mod.startswith("torch.nn.functional"):
+        elif mod.startswith(("torch.nn.functional", "torch._C._nn")):
             n = f"F.{name}"
+        elif mod.startswith("torch._C._"):  # torch._C._linalg -> torch.linalg, _VariableFunctions -> torch
+            sub = mod[len("torch._C._"):]
+            n = f"torch.{sub}.{name}" if sub in ("linalg", "fft", "special", "nested", "sparse") else f"torch.{name}"
         elif mod.startswith("torch.") and mod not in ("torch.functional", "torch._C._VariableFunctions"):
             n = f"{mod}.{name}"
         else:

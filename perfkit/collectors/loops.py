@@ -101,9 +101,10 @@ def hot_loops(counts: dict, steps: int, num_envs: int | None, calls: dict | None
     the entries (calls of the function that holds the loop, when the sampler saw them) are taken off."""
     calls_by_line: dict[tuple[str, int], float] = {}
     for (code, line), _ in counts.items():
-        c = (calls or {}).get(code, 0)
-        if c:
-            calls_by_line[(code.co_filename, line)] = calls_by_line.get((code.co_filename, line), 0) + c / steps
+        # a frame already running when sampling began (the training loop itself) was not seen entering:
+        # its loops are taken to be entered once per step
+        c = (calls or {}).get(code, 0) / steps or 1.0
+        calls_by_line[(code.co_filename, line)] = calls_by_line.get((code.co_filename, line), 0) + c
     if not steps or not num_envs or num_envs < MIN_ENVS:
         return []
     threshold = num_envs / 2

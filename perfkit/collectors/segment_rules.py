@@ -223,7 +223,8 @@ class SegmentRules:
 
 def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Callable:
     def forward(self, *args, **kwargs):
-        if is_grad_enabled():
+        st = tls.stack
+        if is_grad_enabled() or (st and st[-1] == "policy"):
             return orig(self, *args, **kwargs)
         tok = segments.push("policy")
         try:

@@ -234,6 +234,21 @@ def _one_arg(args: tuple, kwargs: dict) -> bool:
     return len(args) + len(kwargs) == 1
 
 
+def _where_hook(orig: Callable) -> Callable:
+    """``torch.where``: only the one-argument form syncs; the three-argument form (hot in envs) passes
+    straight through after one length check."""
+    counted = sync_hook(orig, "torch.where(cond)")
+
+    @wraps(orig)
+    def where(*args, **kwargs):
+        if len(args) + len(kwargs) != 1:
+            return orig(*args, **kwargs)
+        return counted(*args, **kwargs)
+
+    hub.transparent.add(where.__code__)  # the counted hook looks through this frame for the caller
+    return where
+
+
 def _repeats_unsized(method: bool) -> Callable[[tuple, dict], bool]:
     def when(args: tuple, kwargs: dict) -> bool:
         if kwargs.get("output_size") is not None:
@@ -290,7 +305,6 @@ def install(patcher: Patcher) -> None:
         "unique": (".unique()", None),
         "unique_consecutive": (".unique_consecutive()", None),
         "repeat_interleave": (".repeat_interleave()", _repeats_unsized(False)),
-        "where": ("torch.where(cond)", _one_arg),
         "equal": ("torch.equal", None),
         "allclose": ("torch.allclose", None),
     }
@@ -298,6 +312,7 @@ def install(patcher: Patcher) -> None:
         orig = getattr(torch, name, None)
         if orig is not None:
             patcher.set(torch, name, sync_hook(orig, op, when))
+    patcher.set(torch, "where", _where_hook(torch.where))
     patcher.set(torch, "tensor", _tensor_hook(torch.tensor, T))
 
     patcher.set(torch.cuda, "synchronize", api_sync_hook(torch.cuda.synchronize, "torch.cuda.synchronize()"))

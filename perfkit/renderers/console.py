@@ -68,4 +68,4 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
         con.print(f"  verify: {ver['runtime_syncs']} runtime syncs in {ver['steps']} steps, "
                   f"[{colour}]{ver['unattributed']} unattributed[/]")
     for note in run.extra.get("notes", []):
-        con.print(f"  [yellow]note:[/] {note}")
+        con.print(f"  [yellow]note:[/] {escape(note)}")
