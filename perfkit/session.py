@@ -285,7 +285,14 @@ class Session:
             tls.depth -= 1
 
     def _timed(self, idx: int) -> bool:
-        return idx > self.warmup_steps and idx not in self.sample_steps
+        """Whether step ``idx`` counts in the steady-state timing (not warm-up, sampled or --verify)."""
+        if idx <= self.warmup_steps or idx in self.sample_steps:
+            return False
+        if self.verify and self._gpu is not None:
+            start = self.warmup_steps + 1
+            if start <= idx < start + self.config.verify_steps + 1:
+                return False
+        return True
 
     def _slow_boundary(self, now: float, idx: int, obj: Any) -> None:
         self._close_step(now)
@@ -330,7 +337,7 @@ class Session:
         later_samples = [i for i in self.sample_steps if i >= idx]
         if later_samples:
             special = min(special, later_samples[0])
-        if idx in self.sample_steps or not self._timed(idx):
+        if idx in self.sample_steps or not self._timed(idx) or not self._timed(idx + 1):
             special = idx + 1
         self._next_special = max(special, idx + 1)
         # segment time is cumulative in the clock: open / close the timed span on changes of timed-ness

@@ -30,6 +30,7 @@ from perfkit.collectors.hub import Patcher, call_original, direct_caller, emit, 
 # op names and the fix, in words (used by the findings' ``message``)
 FIXES = {
     ".item()": "keep the value on the GPU (accumulate into a tensor) and read it back every N steps",
+    '.to("cpu")': "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
     ".cpu()": "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
     ".numpy()": "keep data on the GPU; read back only for logging, every N steps",
     ".tolist()": "keep data on the GPU; read back only for logging, every N steps",
@@ -198,6 +199,39 @@ def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
     return __setitem__
 
 
+def _to_hook(orig: Callable, torch: Any) -> Callable:
+    """``t.to("cpu")`` of a CUDA tensor is a blocking device-to-host copy. On CPU tensors only the literal
+    string ``"cpu"`` counts (would-sync): ``x.to(self.device)`` on a CPU-only run is not the user's sync."""
+    sinks, state = hub.sinks, tls
+    dtype_t = torch.dtype
+
+    @wraps(orig)
+    def to(self, *args, **kwargs):
+        if sinks and not state.depth and (args or kwargs):
+            dev = kwargs.get("device", args[0] if args else None)
+            if isinstance(dev, str) and dev.startswith("cpu"):
+                literal = True
+            elif dev is not None and not isinstance(dev, dtype_t) and getattr(dev, "type", None) == "cpu":
+                literal = False
+            else:
+                return orig(self, *args, **kwargs)
+            caller = direct_caller(sys._getframe(1))
+            cuda = self.is_cuda
+            if cuda or (hub.count_cpu and literal and is_user_file(caller.f_code.co_filename)):
+                state.depth += 1
+                try:
+                    emit("sync", '.to("cpu")', caller, would=not cuda)
+                    out = call_original(orig, '.to("cpu")', (self, *args), kwargs)
+                finally:
+                    state.depth -= 1
+                if not cuda:
+                    state.last_cpu = (id(caller), caller.f_lineno, id(out))
+                return out
+        return orig(self, *args, **kwargs)
+
+    return to
+
+
 def _is_cuda_device(device: Any) -> bool:
     if device is None:
         return False
@@ -297,6 +331,7 @@ def install(patcher: Patcher) -> None:
             patcher.set(T, name, sync_hook(orig, op, when, chain))
     patcher.set(T, "__getitem__", _getitem_hook(T.__getitem__, T, bool_dtypes))
     patcher.set(T, "__setitem__", _setitem_hook(T.__setitem__, T, bool_dtypes))
+    patcher.set(T, "to", _to_hook(T.to, torch))
 
     functions: dict[str, tuple[str, Any]] = {
         "nonzero": (".nonzero()", None),
@@ -327,7 +362,7 @@ def originals() -> dict[str, Any]:
     import torch
 
     names = ["item", "cpu", "numpy", "tolist", "__bool__", "__float__", "__int__", "__index__", "__format__",
-             "__repr__", "__getitem__", "__setitem__", "nonzero", "masked_select", "unique", "repeat_interleave"]
+             "__repr__", "__getitem__", "__setitem__", "to", "nonzero", "masked_select", "unique", "repeat_interleave"]
     out = {f"Tensor.{n}": getattr(torch.Tensor, n) for n in names}
     for n in ("nonzero", "where", "tensor", "unique", "masked_select", "repeat_interleave"):
         out[f"torch.{n}"] = getattr(torch, n)

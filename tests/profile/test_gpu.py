@@ -25,7 +25,7 @@ def cuda_cases():
     return mod
 
 
-SYNC_NAMES = ["item", "cpu", "cpu_numpy", "tolist", "bool_if", "bool_call", "float_call", "int_call", "index_call",
+SYNC_NAMES = ["item", "cpu", "cpu_numpy", "to_cpu", "to_cpu_numpy", "tolist", "bool_if", "bool_call", "float_call", "int_call", "index_call",
               "fstring", "print_tensor", "mask_read", "list_index", "where_one", "nonzero", "torch_nonzero",
               "masked_select", "unique", "torch_unique", "repeat_interleave", "tensor_list", "contains",
               "mask_write", "list_write"]
@@ -43,7 +43,8 @@ def test_each_sync_kind_is_caught_on_cuda(cuda_cases, name):
 
 
 @pytest.mark.parametrize("name", ["clean_where3", "clean_index_tensor", "clean_slice", "clean_repeat_sized",
-                                  "clean_tensor_no_device", "clean_inplace", "clean_mask_fill_scalar"])
+                                  "clean_tensor_no_device", "clean_inplace", "clean_mask_fill_scalar",
+                                  "clean_to_dtype"])
 def test_sync_free_calls_on_cuda_count_zero(cuda_cases, name):
     with budget(syncs=0, count_cpu_tensors=False):
         getattr(cuda_cases, name)()

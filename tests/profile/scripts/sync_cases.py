@@ -24,6 +24,14 @@ def cpu_numpy():
     return x.cpu().numpy()  # <- .cpu()
 
 
+def to_cpu():
+    return x.to("cpu")  # <- .to("cpu")
+
+
+def to_cpu_numpy():
+    return x.to("cpu").numpy()  # <- .to("cpu")
+
+
 def numpy():  # CPU only: a CUDA tensor has no .numpy() (its sync is the .cpu() of cpu_numpy)
     return x.numpy()  # <- .numpy()
 
@@ -140,6 +148,15 @@ def clean_tensor_no_device():
 def clean_mask_fill_scalar():
     y = x.clone()
     y[mask] = 0.0  # masked_fill_ fast path
+
+
+def clean_to_device_variable():
+    dev = x.device  # on a CPU-only run this is cpu: not the user's sync
+    return x.to(dev)
+
+
+def clean_to_dtype():
+    return x.to(torch.float64)
 
 
 def clean_inplace():
