@@ -144,6 +144,7 @@ def lint_module(tree: ast.Module, text: str, path: str, options: Options | None 
         return []
     mod = ModuleInfo(tree, text, path)
     hp = find_hot(mod, dirs, options.hot, options.all_functions)
+    mod._callers = hp.units | hp.loop_units  # whose calls type the callees' parameters (infer.param_hints)
     lines = text.splitlines()
     out: list = []
     cold_node_checks = mod.shares_torch_warp  # the only node checks that apply off hot paths (PK5xx)

@@ -139,8 +139,10 @@ class Typer:
             for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
                 if a is not None:
                     k = annotation_kind(self.mod, a.annotation)
-                    if k is None and a.annotation is None and self.mod.uses_torch and _TENSOR_PARAM.match(a.arg):
-                        k = BOOL if is_mask_name(a.arg) else TENSOR
+                    if k is None and a.annotation is None and a.arg != u.self_name and self._attrs is None:
+                        k = param_hints(self.mod).get(u, {}).get(a.arg)
+                        if k is None and self.mod.uses_torch and _TENSOR_PARAM.match(a.arg):
+                            k = BOOL if is_mask_name(a.arg) else TENSOR
                     if k:
                         self.env[a.arg] = k
         for node in unit_nodes(u):
@@ -448,7 +450,10 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
             built.append((unit, Typer(mod, unit, building_attrs=attrs)))
     cls.attrs = attrs
     cls.building = False
+    hinted = mod.__dict__.get("_param_hints") or {}
     for unit, t in built:  # reuse them: from now on they read the finished attribute table
+        if unit in hinted:
+            continue  # its parameters have call-site kinds this build did not use
         t._attrs = None
         t._memo.clear()
         typers.setdefault(unit, t)
@@ -489,3 +494,46 @@ def typer_for(mod: ModuleInfo, unit: Unit) -> Typer:
             t = Typer(mod, unit)
         cache[unit] = t
     return t
+
+
+def param_hints(mod: ModuleInfo) -> dict:
+    """Kinds of unannotated parameters, from what the hot code of this module passes them:
+    ``self._reward_height(self.base_pos)`` makes ``_reward_height``'s parameter a tensor."""
+    hints = mod.__dict__.get("_param_hints")
+    if hints is not None:
+        return hints
+    from perfkit.lint.hotpaths import resolve_call
+
+    mod._param_hints = hints = {}  # while computing: no hints (first-pass typers)
+    callers = list(mod.__dict__.get("_callers", ()))
+    for unit in callers:
+        if unit.kernel:
+            continue
+        t = Typer(mod, unit)
+        for node in unit_nodes(unit):
+            if not isinstance(node, ast.Call) or not (node.args or node.keywords):
+                continue
+            for callee in resolve_call(mod, unit, node):
+                if callee.kernel or not isinstance(callee.node, FUNC_DEFS):
+                    continue
+                args = callee.node.args
+                params = [a.arg for a in args.posonlyargs + args.args]
+                offset = 1 if callee.self_name and isinstance(node.func, ast.Attribute) else 0
+                got = []
+                for i, a in enumerate(node.args):
+                    if isinstance(a, ast.Starred) or i + offset >= len(params):
+                        break
+                    got.append((params[i + offset], a))
+                named = set(params) | {a.arg for a in args.kwonlyargs}
+                got += [(kw.arg, kw.value) for kw in node.keywords if kw.arg in named]
+                for name, value in got:
+                    k = t.kind(value)
+                    if k in TORCH or k == WARP:
+                        slot = hints.setdefault(callee, {})
+                        if slot.get(name) in (None, CPU, BOOL) and k != slot.get(name):
+                            slot[name] = TENSOR if slot.get(name) == BOOL and k == TENSOR else k
+    typers = mod.__dict__.get("_typers", {})
+    for unit in hints:  # first-pass typers of these units are stale
+        typers.pop(unit, None)
+    mod._return_kinds.clear()
+    return hints

@@ -339,3 +339,21 @@ def test_lazy_initialisation_is_not_a_per_step_allocation():
                 tmp = torch.zeros(3, device="cuda")
     """
     assert findings(src) == [(13, "PK201")]
+
+
+def test_parameters_are_typed_from_what_hot_callers_pass():
+    src = """
+    import torch
+    class Env:
+        def __init__(self, n):
+            self.base_pos = torch.zeros(n, 3, device="cuda")
+        def compute_reward(self):
+            return self._height_term(self.base_pos, 0.5) + height_penalty(z=self.base_pos[:, 2])
+        def _height_term(self, pos, target):
+            if target > 0.3:               # a float: quiet
+                pass
+            return (pos[:, 2] - target).abs().sum().item()
+    def height_penalty(z):
+        return float(z.mean())
+    """
+    assert findings(src) == [(11, "PK101"), (13, "PK104")]
