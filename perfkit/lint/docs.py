@@ -60,9 +60,10 @@ def render_markdown() -> str:
         "and are skipped.",
         "",
         "Rules fire on tensors, not Python numbers: a light local inference tracks names bound from torch/Warp "
-        "calls, `self` attributes assigned tensors (in `__init__` or any method), parameters annotated as tensors, "
-        "results of tensor methods and operators, returns of same-module functions, and the outputs of "
-        "`env.step()` / `env.reset()`.",
+        "calls, `self` attributes assigned tensors (in `__init__` or any method), parameters annotated as tensors "
+        "(or passed tensors by hot callers in the same module, or named like `actions`/`obs`/`dones`), results of "
+        "tensor methods and operators, returns of same-module functions, and the outputs of `env.step()` / "
+        "`env.reset()`. NumPy arrays and tensors known to be on the host (`torch.from_numpy`, `.cpu()`) never sync.",
         "",
         "## Configuration",
         "",

@@ -185,3 +185,5 @@ def lint_text_safely(text: str, path: str, options: Options | None = None):
         return lint_module(tree, text, path, options), None
     except RecursionError:
         return [], FileError(path, "nested too deeply to analyse")
+    except Exception as e:  # a bug in a rule must not stop the run over the other files
+        return [], FileError(path, f"internal error in perfkit lint ({type(e).__name__}: {e}); please report it")

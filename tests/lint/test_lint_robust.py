@@ -79,3 +79,20 @@ def test_cli_prints_a_diagnostic_per_bad_file_and_exits_1(tmp_path, monkeypatch)
     assert "bad.py:1:" in r.stderr and "cannot lint: syntax error" in r.stderr
     r = CliRunner().invoke(lint, ["good.py"])
     assert r.exit_code == 0
+
+
+def test_a_crashing_rule_costs_one_file_not_the_run(tmp_path, monkeypatch):
+    from perfkit.lint import engine
+
+    def boom(ctx, node):
+        if "boom" in ctx.mod.path:
+            raise ValueError("bad rule")
+
+    monkeypatch.setitem(engine._NODE_CHECKS, __import__("ast").Return,
+                        engine._NODE_CHECKS.get(__import__("ast").Return, []) + [(boom, True)])
+    (tmp_path / "boom.py").write_text(HOT_BAD)
+    (tmp_path / "fine.py").write_text(HOT_BAD)
+    result = lint_paths([str(tmp_path)])
+    assert [e.path.rsplit("/", 1)[-1] for e in result.errors] == ["boom.py"]
+    assert "internal error" in result.errors[0].message and "bad rule" in result.errors[0].message
+    assert [v.path.rsplit("/", 1)[-1] for v in result.violations] == ["fine.py"]
