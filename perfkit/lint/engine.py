@@ -102,7 +102,12 @@ class Context:
         if self.directives.suppressed(rule_id, line, min(end_line, line + 2)):
             return
         end_col = (getattr(node, "end_col_offset", None) or 0) + 1
-        source = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        if not text.isascii():  # ast columns count UTF-8 bytes; report characters
+            col = len(text.encode()[:col - 1].decode("utf-8", "ignore")) + 1
+            if end_line == line:
+                end_col = len(text.encode()[:end_col - 1].decode("utf-8", "ignore")) + 1
+        source = text.strip()
         self.out.append(
             Violation(self.mod.path, line, col, rule_id, rule.category, rule.message.format(**fields),
                       rule.severity, end_line, end_col, source)

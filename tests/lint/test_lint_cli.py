@@ -229,3 +229,11 @@ def test_pre_commit_hook_entry():
 
     text = (pathlib.Path(__file__).parents[2] / ".pre-commit-hooks.yaml").read_text()
     assert "id: perfkit-lint" in text and "entry: perfkit lint" in text and "types_or: [python, pyi]" in text
+
+
+def test_columns_count_characters_not_bytes():
+    from perfkit.lint import lint_source
+
+    src = "import torch\ndef step(t: torch.Tensor):\n    é = 'ünïcödé'; v = t.item()\n"
+    (v,) = lint_source(src)
+    assert (v.line, v.col) == (3, src.splitlines()[2].index("t.item()") + 1)
