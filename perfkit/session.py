@@ -257,9 +257,9 @@ class Session:
             raise ValueError(f"--step-fn {spec}: {type(value).__name__} is not callable")
         raw = vars(owner).get(name, value) if isinstance(owner, type) else value
         if isinstance(owner, type):
-            self.patcher.set(owner, name, step_wrapper(raw, active))
+            self.patcher.set(owner, name, step_wrapper(raw))
         else:
-            self.patcher.set_everywhere(owner, name, step_wrapper(raw, active))
+            self.patcher.set_everywhere(owner, name, step_wrapper(raw))
 
     def mark_step(self) -> None:
         self.manual_steps = True

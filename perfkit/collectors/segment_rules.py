@@ -226,11 +226,18 @@ def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Call
         st = tls.stack
         if is_grad_enabled() or (st and st[-1] == "policy"):
             return orig(self, *args, **kwargs)
-        tok = segments.push("policy")
+        tok = len(st)
+        st.append("policy")
+        cb = segments.on_transition
+        if cb is not None and tls.main:
+            cb("policy")
         try:
             return orig(self, *args, **kwargs)
         finally:
-            segments.pop(tok)
+            del st[tok:]
+            cb = segments.on_transition
+            if cb is not None and tls.main:
+                cb(st[-1] if st else "other")
 
     forward.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
     forward.__wrapped__ = orig  # type: ignore[attr-defined]
