@@ -120,6 +120,7 @@ class SweepConfig:
     script_args: list[str] = field(default_factory=list)  # script targets: further arguments
     gpus: list[str] | None = None  # CUDA_VISIBLE_DEVICES value per worker thread
     timeout_s: float | None = None  # per point
+    budget_s: float | None = None  # no new point starts after this long; the rest are recorded "skipped"
     max_seconds: float | None = None  # steady state stops early after this long (factory targets)
     session_steps: int = 0  # instrumented steps per point under perfkit.session (factory targets)
     knee_threshold: float = DEFAULT_THRESHOLD
@@ -146,6 +147,8 @@ class SweepConfig:
             raise SweepError("--steps must be >= 1 and --warmup-steps >= 0")
         if self.actions not in ("random", "zero"):
             raise SweepError(f"--actions must be random or zero, not {self.actions!r}")
+        if self.budget_s is not None and self.budget_s <= 0:
+            raise SweepError("--budget must be > 0 seconds")
         if not 0 < self.knee_threshold < 10:
             raise SweepError(f"knee threshold must be a fraction such as 0.10, got {self.knee_threshold}")
 
@@ -157,7 +160,7 @@ def is_script_target(target: str) -> bool:
 @dataclass
 class PointResult:
     num_envs: int
-    status: str  # complete | oom | error | timeout | partial | pending
+    status: str  # complete | oom | error | timeout | partial | pending | skipped
     record: str | None = None  # path relative to the sweep dir
     log: str | None = None
     rc: int | None = None
@@ -376,12 +379,18 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
     for n in cfg.num_envs:
         todo.put(n)
 
+    t_start = time.perf_counter()
+
     def worker(gpu: str | None) -> None:
         while True:
             try:
                 n = todo.get_nowait()
             except queue.Empty:
                 return
+            if cfg.budget_s is not None and time.perf_counter() - t_start > cfg.budget_s:
+                record(PointResult(num_envs=n, status="skipped", gpu=gpu,
+                                   error=f"not started: the sweep's --budget of {cfg.budget_s:g} s was spent"), None)
+                continue
             try:
                 res, run = run_one(cfg, n, gpu)
             except Exception as e:  # a broken point must not end the sweep

@@ -35,6 +35,8 @@ def _threshold(ctx, param, value):
               help="Run points in parallel, one at a time per GPU: CUDA_VISIBLE_DEVICES values such as 0,1.")
 @click.option("--timeout", "timeout_s", default=None, type=click.FloatRange(min=0, min_open=True),
               help="Seconds before a point is abandoned (recorded as a timeout).")
+@click.option("--budget", "budget_s", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds for the whole sweep: no point starts after that; the rest are recorded as skipped.")
 @click.option("--session-steps", default=0, show_default=True, type=click.IntRange(min=0),
               help="Extra instrumented steps per point under perfkit's session, for segments and findings "
                    "(after the timed steady state, never part of the SPS).")
@@ -45,7 +47,7 @@ def _threshold(ctx, param, value):
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmup_steps, max_seconds, actions, seed,
-          gpus, timeout_s, session_steps, knee_threshold, report_dir, progress, script_args):
+          gpus, timeout_s, budget_s, session_steps, knee_threshold, report_dir, progress, script_args):
     """Measure TARGET's throughput at each env count, each point in a fresh subprocess.
 
     TARGET is an env factory MODULE:CALLABLE, called with num_envs=N (e.g. perfkit.envs:make_env
@@ -69,7 +71,7 @@ def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmu
             target=target, num_envs=num_envs, out_dir=out_dir, steps=steps, warmup_steps=warmup_steps,
             actions=actions, seed=seed, env_kwargs=kwargs, num_envs_arg=num_envs_arg,
             script_args=list(script_args), gpus=gpu_list, timeout_s=timeout_s, max_seconds=max_seconds,
-            session_steps=session_steps, knee_threshold=knee_threshold,
+            session_steps=session_steps, knee_threshold=knee_threshold, budget_s=budget_s,
         )
         cfg.command = canonical_command(cfg, num_envs_spec)
         cfg.validate()
@@ -107,6 +109,8 @@ def canonical_command(cfg, num_envs_spec: str) -> list[str]:
         cmd += ["--gpus", ",".join(cfg.gpus)]
     if cfg.timeout_s:
         cmd += ["--timeout", f"{cfg.timeout_s:g}"]
+    if cfg.budget_s:
+        cmd += ["--budget", f"{cfg.budget_s:g}"]
     if abs(cfg.knee_threshold - 0.10) > 1e-12:
         cmd += ["--knee-threshold", f"{cfg.knee_threshold:.4g}"]
     cmd += ["-o", str(cfg.out_dir)]

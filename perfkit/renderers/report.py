@@ -284,7 +284,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
                 phys.append(float(physics_sps(r) or r.sps))
                 mem.append(m or 0.0)
                 mem_kind = mem_kind or kind
-            elif p.status != "pending":
+            elif p.status not in ("pending", "skipped"):
                 failed.append((p.num_envs, p.status))
         rep.sweeps.append({"label": it.label, "command": sw.manifest.get("command") or [],
                            "knee": knee.describe(), "columns": cols, "rows": rows, "source": it.source})

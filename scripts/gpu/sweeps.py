@@ -18,8 +18,10 @@
 
 Writes ``DIR/summary.json`` and ``DIR/summary.md`` and prints a short summary. Exits 1 when a sweep
 completed no point, a point failed with anything other than out-of-memory, or a training run failed.
-Budget: about 16 points x 10-15 s plus first-time kernel compilation; keep it under ~6 minutes with the
-defaults (``--max-seconds 2``); ``--per-point-timeout`` bounds a stuck point.
+Budget: about 16 points x 10-15 s plus first-time kernel compilation. ``--budget-s`` (default 330) is a
+safety net: once spent, no new point starts (the rest are recorded as skipped, the report still
+written, the exit status 1); ``--per-point-timeout`` bounds a stuck point; ``--skip-existing`` reuses
+finished sweeps when rerun.
 """
 
 from __future__ import annotations
@@ -51,7 +53,11 @@ def main() -> int:
     ap.add_argument("--warmup-steps", type=int, default=10)
     ap.add_argument("--max-seconds", type=float, default=2.0)
     ap.add_argument("--session-steps", type=int, default=10)
-    ap.add_argument("--per-point-timeout", type=float, default=300.0)
+    ap.add_argument("--per-point-timeout", type=float, default=240.0)
+    ap.add_argument("--budget-s", type=float, default=330.0,
+                    help="all sweeps together: no new point starts after this (the rest are recorded as skipped); "
+                         "each env after the first is guaranteed --min-env-s of it")
+    ap.add_argument("--min-env-s", type=float, default=45.0)
     ap.add_argument("--gpus", default=None, help="e.g. 0,1 to spread points over GPUs")
     ap.add_argument("--backend", default="mjwarp", choices=["mjwarp", "mujoco"],
                     help="mujoco: a CPU dry run of this script (tiny --num-envs), not the measurement")
@@ -78,22 +84,26 @@ def main() -> int:
     summary: dict = {"command": " ".join(shlex.quote(x) for x in me), "device": device,
                      "sweeps": {}, "problems": []}
     sweep_dirs = []
-    for env in [e.strip() for e in a.envs.split(",") if e.strip()]:
+    envs = [e.strip() for e in a.envs.split(",") if e.strip()]
+    deadline = time.perf_counter() + a.budget_s
+    for i, env in enumerate(envs):
         d = out / f"sweep-{env}"
+        budget = float(round(max(a.min_env_s, deadline - time.perf_counter() - a.min_env_s * (len(envs) - i - 1))))
         sweep_cmd = ["perfkit", "sweep", "perfkit.envs:make_env", "--env-kwarg", f"name={env}", "--env-kwarg",
                      f"backend={a.backend}", "--num-envs", a.num_envs, "--steps", str(a.steps), "--warmup-steps",
                      str(a.warmup_steps), "--max-seconds", str(a.max_seconds), "--session-steps", str(a.session_steps),
-                     "--timeout", str(a.per_point_timeout), "-o", str(d)]
+                     "--timeout", str(a.per_point_timeout), "--budget", f"{budget:.0f}", "-o", str(d)]
         cfg = SweepConfig(target="perfkit.envs:make_env", num_envs=parse_num_envs(a.num_envs), out_dir=d,
                           steps=a.steps, warmup_steps=a.warmup_steps, env_kwargs={"name": env, "backend": a.backend},
                           max_seconds=a.max_seconds, session_steps=a.session_steps, timeout_s=a.per_point_timeout,
+                          budget_s=budget,
                           gpus=[g for g in a.gpus.split(",")] if a.gpus else None,
                           command=sweep_cmd)
         t0 = time.perf_counter()
         sw = None
         if a.skip_existing and (d / "sweep.json").exists():
             sw = load_sweep(d)
-            if any(p.status == "pending" for p in sw.points) or [p.num_envs for p in sw.points] != cfg.num_envs:
+            if any(p.status in ("pending", "skipped") for p in sw.points) or [p.num_envs for p in sw.points] != cfg.num_envs:
                 sw = None
             else:
                 print(f"== sweep {env}: reusing {d}", flush=True)
@@ -120,7 +130,8 @@ def main() -> int:
                 "point_wall_s": p.elapsed_s, "error": p.error,
             })
             if p.status not in ("complete", "oom"):
-                summary["problems"].append(f"{env} n={p.num_envs}: {p.status}: {p.error}")
+                summary["problems"].append(f"{env} n={p.num_envs}: {p.status}: {p.error}"
+                                           + (" (raise --budget-s, or rerun with --skip-existing)" if p.status == "skipped" else ""))
         if not sw.completed():
             summary["problems"].append(f"{env}: no point completed")
         summary["sweeps"][env] = {"dir": str(d), "wall_s": elapsed, "knee": knee.to_dict(), "points": rows,

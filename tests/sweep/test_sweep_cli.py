@@ -162,3 +162,14 @@ def test_hung_point_times_out_and_is_recorded(tmp_path, toy_on_path):
     assert point["status"] == "timeout" and "longer than 1 s" in point["error"]
     assert point["elapsed_s"] < 30
     assert Run.load(out / "points" / "4.json").status == "timeout"
+
+
+def test_budget_spent_records_the_remaining_points_as_skipped(tmp_path, toy_on_path):
+    out = tmp_path / "out"
+    # the first point hangs until its 1 s timeout, which spends the 0.5 s budget: 8 and 16 never start
+    res = CliRunner().invoke(main, ["sweep", "hanging_target:make", "--num-envs", "4,8,16", "-o", str(out),
+                                    "--timeout", "1", "--budget", "0.5", "--no-progress"])
+    assert res.exit_code == 1, res.output
+    points = json.loads((out / "sweep.json").read_text())["points"]
+    assert [p["status"] for p in points] == ["timeout", "skipped", "skipped"]
+    assert "budget of 0.5 s was spent" in points[1]["error"]
