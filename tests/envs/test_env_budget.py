@@ -26,6 +26,12 @@ def test_budget_catches_an_allocation_so_the_checks_below_can_fail(env):
             env.reward * 2.0
 
 
+def test_budget_catches_a_would_be_sync_on_cpu(env):
+    with pytest.raises(perfkit.BudgetExceeded, match="item"):
+        with perfkit.budget(syncs=0):
+            bool(env.done[0].item())
+
+
 def test_step_makes_no_sync_and_no_allocation(env):
     actions = torch.zeros(env.num_envs, env.act_dim)
     env.step(actions)  # first step outside the budget
