@@ -136,3 +136,27 @@ def test_verify_from_the_cli(tmp_path):
     assert r.exit_code == 0, r.output
     assert "verify:" in r.output and "0 unattributed" in r.output
     assert Run.load(out).extra["verify"]["unattributed"] == 0
+
+
+def test_boolean_mask_write_of_a_scalar_makes_no_runtime_sync():
+    """perfkit counts `t[mask] = scalar` as no sync (torch's masked_fill_ path); --verify checks that claim."""
+    import torch
+
+    class MaskEnv:
+        num_envs = 4096
+
+        def __init__(self):
+            self.x = torch.rand(self.num_envs, device="cuda")
+
+        def step(self):
+            self.x.add_(0.01)
+            self.x[self.x > 0.99] = 0.0
+            return self.x
+
+    env = MaskEnv()
+    with Session(verify=True, warmup_steps=2) as s:
+        for _ in range(30):
+            env.step()
+    v = s.run.extra["verify"]
+    assert v["steps"] >= 10 and v["unattributed"] == 0, v
+    assert not s.run.findings_of("sync")
