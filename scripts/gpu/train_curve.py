@@ -1,7 +1,7 @@
 """Train PPO on the reference env with examples/train.py and record the reward curve.
 
     python3 scripts/gpu/train_curve.py --out DIR [--env ant] [--num-envs 4096] [--iterations 300]
-                                      [--max-seconds 120] [--backend auto] [--seed 0]
+                                      [--max-seconds 90] [--backend auto] [--seed 0]
 
 On the GPU (default: mjwarp at 4096 envs) it trains until ``--iterations`` or ``--max-seconds`` of
 training time, whichever comes first; on a CPU machine pass e.g. ``--num-envs 64 --iterations 40``.
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     p.add_argument("--env", default="ant")
     p.add_argument("--num-envs", type=int, default=4096)
     p.add_argument("--iterations", type=int, default=300)
-    p.add_argument("--max-seconds", type=float, default=120.0)
+    p.add_argument("--max-seconds", type=float, default=90.0)
     p.add_argument("--backend", default="auto")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
