@@ -55,8 +55,8 @@ def main(argv=None) -> int:
         history = train.main(train_args)
     wall = time.perf_counter() - t0
     log = buf.getvalue()
-    header = log.splitlines()[0]
-    sps_line = log.strip().splitlines()[-1]
+    header = next((ln for ln in log.splitlines() if ln.startswith("env=")), "")
+    sps_line = next((ln for ln in reversed(log.splitlines()) if ln.startswith("SPS:")), "SPS: ?")
 
     n = len(history)
     k = max(1, n // 10)
