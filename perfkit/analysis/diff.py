@@ -33,6 +33,7 @@ class MetricDelta:
     gate: bool = True  # False: shown, never a regression (e.g. compile time, which the kernel cache decides)
     regression: bool = False
     improvement: bool = False
+    worse: bool = False  # moved the wrong way past the threshold (a regression when gated)
 
     @property
     def delta(self) -> float | None:
@@ -54,6 +55,8 @@ class MetricDelta:
             return "n/a"
         if self.regression:
             return "REGRESSION"
+        if self.worse and not self.gate:
+            return "worse (not gated)"
         if self.improvement:
             return "better"
         return "ok"
@@ -161,7 +164,8 @@ def diff_runs(
         if m.base is not None and m.new is not None:
             worse = (m.new - m.base) if better == LOWER else (m.base - m.new)
             rel_limit = threshold * abs(m.base)
-            m.regression = gate and worse > rel_limit and worse > abs_floor
+            m.worse = worse > rel_limit and worse > abs_floor
+            m.regression = gate and m.worse
             m.improvement = -worse > rel_limit and -worse > abs_floor
         d.metrics.append(m)
 

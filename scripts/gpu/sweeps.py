@@ -2,7 +2,8 @@
 """On the GPU: env-count sweeps of the reference env (ant and humanoid, MuJoCo Warp), plus the report.
 
     python3 scripts/gpu/sweeps.py --out DIR [--envs ant,humanoid] [--num-envs 256..32768]
-                                  [--max-seconds 2] [--train]
+                                  [--max-seconds 2] [--budget-s 330] [--train]
+    python3 scripts/gpu/sweeps.py --out DIR --envs none --train     # train.py vs train_naive.py only
 
 1. ``perfkit sweep perfkit.envs:make_env --env-kwarg name=ENV --env-kwarg backend=mjwarp
    --num-envs 256..32768`` for each env -> ``DIR/sweep-ENV/`` (``sweep.json``, ``sweep.csv``,
@@ -47,7 +48,7 @@ def fail(msg: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--envs", default="ant,humanoid")
+    ap.add_argument("--envs", default="ant,humanoid", help="comma-separated; 'none' with --train for the training runs only")
     ap.add_argument("--num-envs", default="256..32768")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup-steps", type=int, default=10)
@@ -84,7 +85,7 @@ def main() -> int:
     summary: dict = {"command": " ".join(shlex.quote(x) for x in me), "device": device,
                      "sweeps": {}, "problems": []}
     sweep_dirs = []
-    envs = [e.strip() for e in a.envs.split(",") if e.strip()]
+    envs = [e.strip() for e in a.envs.split(",") if e.strip() and e.strip() != "none"]
     deadline = time.perf_counter() + a.budget_s
     for i, env in enumerate(envs):
         d = out / f"sweep-{env}"
@@ -139,10 +140,11 @@ def main() -> int:
         sweep_dirs.append(d)
         print(f"   {env}: {knee.describe()} ({elapsed:.0f} s)", flush=True)
 
-    rep_dir = out / "report"
-    rep = build_report(load_inputs(sweep_dirs), title=f"perfkit: reference env sweeps ({'MuJoCo Warp' if a.backend == 'mjwarp' else 'MuJoCo C, CPU dry run'})", command=me)
-    paths = write_report(rep, rep_dir)
-    summary["report"] = str(paths["html"])
+    if sweep_dirs:
+        rep_dir = out / "report"
+        title = f"perfkit: reference env sweeps ({'MuJoCo Warp' if a.backend == 'mjwarp' else 'MuJoCo C, CPU dry run'})"
+        paths = write_report(build_report(load_inputs(sweep_dirs), title=title, command=me), rep_dir)
+        summary["report"] = str(paths["html"])
 
     if a.train:
         summary["train"] = train_stage(a, out / "train", summary["problems"])
@@ -180,6 +182,8 @@ def train_stage(a, d: Path, problems: list) -> dict:
                             capture_output=True, text=True)
         if rp.returncode != 0:
             problems.append(f"report of the training runs failed: {rp.stderr[-400:]}")
+        else:
+            res["report"] = str(d / "report" / "index.html")
         cp = subprocess.run([sys.executable, "-m", "perfkit", "compare", *map(str, records), "--format", "markdown"],
                             capture_output=True, text=True)
         (d / "compare.md").write_text(cp.stdout)
@@ -209,7 +213,9 @@ def summary_md(s: dict) -> str:
         lines.append("")
     if s.get("train"):
         lines += ["## examples/train.py vs examples/train_naive.py", "", "```", json.dumps(s["train"], indent=1), "```", ""]
-    lines += [f"Report: {s.get('report')}", f"Total: {s.get('wall_s', 0):.0f} s", ""]
+        if s["train"].get("report"):
+            lines.append(f"Training report: {s['train']['report']}")
+    lines += [f"Report: {s.get('report') or '-'}", f"Total: {s.get('wall_s', 0):.0f} s", ""]
     if s["problems"]:
         lines += ["## Problems", ""] + [f"* {p}" for p in s["problems"]]
     return "\n".join(lines) + "\n"

@@ -69,6 +69,7 @@ def test_warmup_is_shown_but_never_gates():
     b.warmup_s = 100.0
     m = metric(diff_runs(a, b), "warmup_s")
     assert not m.regression and m.gate is False
+    assert m.verdict == "worse (not gated)"
 
 
 def test_notes_for_unlike_runs():
