@@ -169,7 +169,13 @@ def train_stage(a, d: Path, problems: list) -> dict:
                "--iterations", str(a.train_iterations), "--backend", a.backend]
         print(f"== {' '.join(cmd[2:])}", flush=True)
         t0 = time.perf_counter()
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+        except subprocess.TimeoutExpired as e:
+            problems.append(f"{script}: perfkit profile took longer than 240 s")
+            res[script] = {"rc": None, "wall_s": time.perf_counter() - t0, "error": "timeout"}
+            (d / (Path(script).stem + ".log")).write_text(str(e.stdout or "") + "\n--- stderr ---\n" + str(e.stderr or ""))
+            continue
         (d / (Path(script).stem + ".log")).write_text(p.stdout + "\n--- stderr ---\n" + p.stderr)
         res[script] = {"rc": p.returncode, "wall_s": time.perf_counter() - t0, "record": str(rec)}
         if p.returncode != 0 or not rec.exists():
