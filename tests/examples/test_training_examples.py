@@ -124,4 +124,6 @@ def test_train_on_the_gpu_syncs_once_per_iteration_only(tmp_path):
     run = json.loads(record.read_text())
     syncs = [f for f in run["findings"] if f["kind"] == "sync"]
     assert all(f["path"].endswith("perfkit/rl/ppo.py") for f in syncs), syncs  # log_iteration's one read
-    assert sum(f["per_step"] for f in syncs) <= 1.0 / 32 + 1e-6
+    # one read per iteration, whatever the warm-up split: 3 iterations -> at most 3 syncs in all
+    # (per_step divides the steady-state count by the steady steps, which exclude warm-up)
+    assert sum(f["count"] for f in syncs) <= 3, syncs
