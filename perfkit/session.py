@@ -209,9 +209,18 @@ class Session:
         t_end = perf_counter()
         tls.depth += 1  # perfkit's own calls from here on are not the user's
         try:
-            self._close_step(t_end, final=True)
-            self._teardown()
-            self.run = self._build_run(status, t_end)
+            try:
+                self._close_step(t_end, final=True)
+            finally:
+                self._teardown()
+            try:
+                self.run = self._build_run(status, t_end)
+            except Exception as e:  # never lose the program's outcome over a bug in the record
+                import traceback
+
+                self.run = Run(command=self.command, status="partial")
+                self.run.extra["notes"] = [f"perfkit could not build the full record: {type(e).__name__}: {e}"]
+                self.run.extra["traceback"] = traceback.format_exc()
         finally:
             tls.depth -= 1
         return self.run
@@ -315,7 +324,9 @@ class Session:
         if steady_i < 1:
             special = idx + 1
         else:
-            if self._gpu is not None:
+            if self._gpu is not None and not self._torch.cuda.is_initialized():
+                pass  # the program has not touched CUDA (yet): creating events would initialize it
+            elif self._gpu is not None:
                 self._gpu.poll()
                 if (steady_i - 1) % self.timing_every == 0 and idx not in self.sample_steps:
                     self._gpu.begin_step(idx, self.clock.cur, now)
@@ -328,7 +339,7 @@ class Session:
             if steady_i <= self._timeline_steps:
                 self.clock.trace = [(self.clock.cur, now)]
                 special = idx + 1
-            if self.verify and self._verify is None and self._gpu is not None:
+            if self.verify and self._verify is None and self._gpu is not None and self._torch.cuda.is_initialized():
                 self._start_verify(idx)
             if self._verify is not None:
                 self._verify.boundary(idx)

@@ -85,11 +85,14 @@ def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None,
     """Report one event at the first user frame from ``frame`` outwards to every active sink."""
     if not sinks:
         return
-    site = site_of(frame)
-    seg = current_segment()
-    thread = None if tls.main else threading.current_thread().name
-    for s in list(sinks):
-        s.add(kind, op, site, seg, thread, nbytes, would, n)
+    try:
+        site = site_of(frame)
+        seg = current_segment()
+        thread = None if tls.main else threading.current_thread().name
+        for s in list(sinks):
+            s.add(kind, op, site, seg, thread, nbytes, would, n)
+    except Exception:  # pragma: no cover - instrumentation must never break the program it watches
+        pass
 
 
 # ---- patching -------------------------------------------------------------------------------------

@@ -117,6 +117,12 @@ class Discovery:
         self._rejected_step_codes: set = set()
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        try:
+            self._event(frame, event)
+        except Exception:  # pragma: no cover - an error here must not reach the program (or drop the profiler)
+            pass
+
+    def _event(self, frame: FrameType, event: str) -> None:
         if event == "call":
             code = frame.f_code
             name = code.co_name
