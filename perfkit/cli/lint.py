@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -78,7 +79,8 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
         except baseline_mod.BaselineError as e:
             raise click.UsageError(str(e)) from None
 
-    result = lint_paths(paths, options, exclude=cfg.exclude)
+    root = os.path.dirname(os.path.abspath(cfg.source)) if cfg.source else None
+    result = lint_paths(paths, options, exclude=cfg.exclude, root=root)
     for err in result.errors:
         click.echo(f"perfkit lint: {err}", err=True)
     if write_baseline:

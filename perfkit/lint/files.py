@@ -23,41 +23,53 @@ def display_path(path: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def is_excluded(path: str, patterns) -> bool:
-    rel = display_path(path)
-    parts = rel.split("/")
+def is_excluded(path: str, patterns, root: str | None = None) -> bool:
+    """Whether ``path`` matches a configured pattern: as a path relative to ``root`` (the config file's folder;
+    default the working directory) or one of its parent folders, or — for a pattern without ``/`` — by the name
+    of one of its components below ``root`` (``third_party``, ``*_pb2.py``)."""
+    if not patterns:
+        return False
+    rel = display_path(path) if root is None else os.path.relpath(path, root).replace(os.sep, "/")
+    parts = [p for p in rel.split("/") if p not in ("..", ".")]
+    prefixes = ["/".join(rel.split("/")[: i + 1]) for i in range(rel.count("/") + 1)]
     for p in patterns:
         p = p.rstrip("/")
-        if fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(rel, p + "/*") or any(
-            fnmatch.fnmatchcase(part, p) for part in parts
-        ):
+        if p.startswith("./"):
+            p = p[2:]
+        if any(fnmatch.fnmatchcase(x, p) for x in prefixes):
+            return True
+        if "/" not in p and any(fnmatch.fnmatchcase(part, p) for part in parts):
             return True
     return False
 
 
-def discover(paths, exclude=()):
+def discover(paths, exclude=(), root: str | None = None):
     """Yield (path, error) for every .py/.pyi file under ``paths``; error is a message or None.
 
-    Explicitly named files are linted whatever their suffix; excluded patterns apply to both.
+    Explicitly named files are linted whatever their suffix; configured excludes apply to both; the
+    default excludes (``.git``, ``__pycache__``, ``build``, ...) only to folders found while walking.
     """
-    patterns = tuple(exclude) + DEFAULT_EXCLUDE
     seen = set()
-    for root in paths:
-        if not os.path.exists(root):
-            yield root, "no such file or directory"
+    for top in paths:
+        if not os.path.exists(top):
+            yield top, "no such file or directory"
             continue
-        if os.path.isfile(root):
-            if not is_excluded(root, exclude) and root not in seen:
-                seen.add(root)
-                yield root, None
+        if os.path.isfile(top):
+            if not is_excluded(top, exclude, root) and top not in seen:
+                seen.add(top)
+                yield top, None
             continue
-        for dirpath, dirnames, filenames in os.walk(root, onerror=None):
-            dirnames[:] = sorted(d for d in dirnames if not is_excluded(os.path.join(dirpath, d), patterns))
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(
+                d for d in dirnames
+                if not any(fnmatch.fnmatchcase(d, p) for p in DEFAULT_EXCLUDE)
+                and not is_excluded(os.path.join(dirpath, d), exclude, root)
+            )
             for name in sorted(filenames):
                 if not name.endswith((".py", ".pyi")):
                     continue
                 full = os.path.join(dirpath, name)
-                if full in seen or is_excluded(full, patterns):
+                if full in seen or is_excluded(full, exclude, root):
                     continue
                 seen.add(full)
                 yield full, None

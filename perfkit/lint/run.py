@@ -38,10 +38,12 @@ def lint_file(path: str, options: Options | None = None, result: LintResult | No
     return result
 
 
-def lint_paths(paths, options: Options | None = None, exclude=()) -> LintResult:
-    """Lint every Python file under ``paths``. Never raises for bad files: see ``result.errors``."""
+def lint_paths(paths, options: Options | None = None, exclude=(), root: str | None = None) -> LintResult:
+    """Lint every Python file under ``paths``. Never raises for bad files: see ``result.errors``.
+
+    ``exclude`` patterns match paths relative to ``root`` (default: the working directory)."""
     result = LintResult()
-    for path, problem in discover(paths, exclude):
+    for path, problem in discover(paths, exclude, root):
         if problem:
             result.errors.append(FileError(display_path(path), problem))
             continue

@@ -237,3 +237,11 @@ def test_columns_count_characters_not_bytes():
     src = "import torch\ndef step(t: torch.Tensor):\n    é = 'ünïcödé'; v = t.item()\n"
     (v,) = lint_source(src)
     assert (v.line, v.col) == (3, src.splitlines()[2].index("t.item()") + 1)
+
+
+def test_exclude_patterns_are_relative_to_the_config_file(tree, monkeypatch):
+    (tree / "pyproject.toml").write_text('[tool.perfkit.lint]\nexclude = ["pkg/bad.py"]\n')
+    assert run("pkg").exit_code == 0
+    monkeypatch.chdir(tree / "pkg")  # same config found upwards, same meaning
+    assert run(".").exit_code == 0
+    assert run("bad.py").exit_code == 0
