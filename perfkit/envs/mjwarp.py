@@ -43,8 +43,10 @@ class MjWarpEnv(LocomotionEnv):
         with wp.ScopedDevice(self._wp_device):
             self._m = mjw.put_model(mjm)
             # A fixed solver iteration budget is a design choice here (as in MuJoCo C, which
-            # stops silently): don't printf from the kernels each time it is reached.
-            self._m.opt.warn_overflow = int(self._m.opt.warn_overflow) & ~int(mjw.OverflowType.ITERATIONS)
+            # stops silently): do not printf from the kernels each time it or the line search is reached
+            # (a device printf per world per substep floods the log and costs GPU time; the overflow
+            # flags are still set in d.overflow).
+            self._m.opt.warn_overflow = int(self._m.opt.warn_overflow) & ~int(mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS)
             self._d = mjw.make_data(mjm, nworld=self.num_envs, nconmax=self.spec.nconmax, njmax=self.spec.njmax)
         self.qpos = wp.to_torch(self._d.qpos)
         self.qvel = wp.to_torch(self._d.qvel)

@@ -64,7 +64,7 @@ def bench_raw(name: str, worlds: int, seconds: float, device: str = "cuda") -> d
     spec, mjm = get_spec(name), load_mjmodel(name)
     with wp.ScopedDevice(device):
         m = mjw.put_model(mjm)
-        m.opt.warn_overflow = int(m.opt.warn_overflow) & ~int(mjw.OverflowType.ITERATIONS)  # as the env does
+        m.opt.warn_overflow = int(m.opt.warn_overflow) & ~int(mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS)  # as the env does
         d = mjw.make_data(mjm, nworld=worlds, nconmax=spec.nconmax, njmax=spec.njmax)
         g = torch.Generator(device=device).manual_seed(0)
         wp.to_torch(d.ctrl).uniform_(-1.0, 1.0, generator=g)
