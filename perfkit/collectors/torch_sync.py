@@ -30,6 +30,10 @@ from perfkit.collectors.hub import Patcher, call_original, direct_caller, emit, 
 # op names and the fix, in words (used by the findings' ``message``)
 FIXES = {
     ".item()": "keep the value on the GPU (accumulate into a tensor) and read it back every N steps",
+    "cuda_t.copy_(cpu_t)": "keep the data on the device; or copy from a pinned buffer with non_blocking=True",
+    '.to("cuda")': "create data on the device once; or move pinned memory with non_blocking=True",
+    ".cuda()": "create data on the device once; or move pinned memory with non_blocking=True",
+    "cpu_t.copy_(cuda_t)": "copy into a pinned host buffer with non_blocking=True and read it a step later",
     '.to("cpu")': "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
     ".cpu()": "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
     ".numpy()": "keep data on the GPU; read back only for logging, every N steps",
@@ -204,6 +208,7 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
     string ``"cpu"`` counts (would-sync): ``x.to(self.device)`` on a CPU-only run is not the user's sync."""
     sinks, state = hub.sinks, tls
     dtype_t = torch.dtype
+    device_t = torch.device
 
     @wraps(orig)
     def to(self, *args, **kwargs):
@@ -213,6 +218,16 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
                 literal = True
             elif dev is not None and not isinstance(dev, dtype_t) and getattr(dev, "type", None) == "cpu":
                 literal = False
+            elif (self.is_cuda is False and isinstance(dev, (str, int, device_t)) and not isinstance(dev, bool)
+                  and (isinstance(dev, int) or str(dev).startswith("cuda"))
+                  and not kwargs.get("non_blocking", len(args) > 2 and args[2])):
+                caller = direct_caller(sys._getframe(1))  # host -> device: copy, then a stream sync
+                state.depth += 1
+                try:
+                    emit("sync", '.to("cuda")', caller)
+                    return call_original(orig, '.to("cuda")', (self, *args), kwargs)
+                finally:
+                    state.depth -= 1
             else:
                 return orig(self, *args, **kwargs)
             caller = direct_caller(sys._getframe(1))
@@ -230,6 +245,49 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
         return orig(self, *args, **kwargs)
 
     return to
+
+
+def _copy_hook(orig: Callable) -> Callable:
+    """``copy_`` between host and device without ``non_blocking=True``: torch copies and then synchronizes
+    the stream (``memcpy_and_sync``), both directions. (Between two CPU tensors nothing is counted: a
+    CPU-only run cannot tell which of them would live on the GPU.)"""
+    sinks, state = hub.sinks, tls
+
+    @wraps(orig)
+    def copy_(self, src, *args, **kwargs):
+        if sinks and not state.depth:
+            dst_cuda = self.is_cuda
+            if dst_cuda != getattr(src, "is_cuda", dst_cuda) and not (args[0] if args else kwargs.get("non_blocking", False)):
+                op = "cuda_t.copy_(cpu_t)" if dst_cuda else "cpu_t.copy_(cuda_t)"
+                caller = direct_caller(sys._getframe(1))
+                state.depth += 1
+                try:
+                    emit("sync", op, caller)
+                    return call_original(orig, op, (self, src, *args), kwargs)
+                finally:
+                    state.depth -= 1
+        return orig(self, src, *args, **kwargs)
+
+    return copy_
+
+
+def _cuda_hook(orig: Callable) -> Callable:
+    """``cpu_tensor.cuda()`` without ``non_blocking=True``: a host-to-device copy and a stream sync."""
+    sinks, state = hub.sinks, tls
+
+    @wraps(orig)
+    def cuda(self, *args, **kwargs):
+        if sinks and not state.depth and not self.is_cuda and not kwargs.get("non_blocking", len(args) > 1 and args[1]):
+            caller = direct_caller(sys._getframe(1))
+            state.depth += 1
+            try:
+                emit("sync", ".cuda()", caller)
+                return call_original(orig, ".cuda()", (self, *args), kwargs)
+            finally:
+                state.depth -= 1
+        return orig(self, *args, **kwargs)
+
+    return cuda
 
 
 def _is_cuda_device(device: Any) -> bool:
@@ -332,6 +390,8 @@ def install(patcher: Patcher) -> None:
     patcher.set(T, "__getitem__", _getitem_hook(T.__getitem__, T, bool_dtypes))
     patcher.set(T, "__setitem__", _setitem_hook(T.__setitem__, T, bool_dtypes))
     patcher.set(T, "to", _to_hook(T.to, torch))
+    patcher.set(T, "copy_", _copy_hook(T.copy_))
+    patcher.set(T, "cuda", _cuda_hook(T.cuda))
 
     functions: dict[str, tuple[str, Any]] = {
         "nonzero": (".nonzero()", None),
@@ -362,7 +422,7 @@ def originals() -> dict[str, Any]:
     import torch
 
     names = ["item", "cpu", "numpy", "tolist", "__bool__", "__float__", "__int__", "__index__", "__format__",
-             "__repr__", "__getitem__", "__setitem__", "to", "nonzero", "masked_select", "unique", "repeat_interleave"]
+             "__repr__", "__getitem__", "__setitem__", "to", "copy_", "cuda", "nonzero", "masked_select", "unique", "repeat_interleave"]
     out = {f"Tensor.{n}": getattr(torch.Tensor, n) for n in names}
     for n in ("nonzero", "where", "tensor", "unique", "masked_select", "repeat_interleave"):
         out[f"torch.{n}"] = getattr(torch, n)

@@ -67,6 +67,26 @@ def test_explicit_cuda_syncs():
                           ("Stream.synchronize()", line_of(here, "st.synchronize()  # <- c"))])
 
 
+def test_blocking_copy_to_host_is_a_sync_and_non_blocking_is_not():
+    import torch
+
+    d = torch.ones(8, device="cuda")
+    h = torch.empty(8)
+    pinned = torch.empty(8, pin_memory=True)
+    with budget(count_cpu_tensors=False) as b:
+        h.copy_(d)  # <- copy d2h
+        pinned.copy_(d, non_blocking=True)
+        d.copy_(h)  # <- copy h2d
+        h.to("cuda")  # <- to cuda
+        h.cuda()  # <- cuda()
+        pinned.to("cuda", non_blocking=True)
+        d.to("cuda")
+    f = __file__
+    assert sorted((s.op, s.line) for s in b.sites) == sorted([
+        ("cpu_t.copy_(cuda_t)", line_of(f, "# <- copy d2h")), ("cuda_t.copy_(cpu_t)", line_of(f, "# <- copy h2d")),
+        ('.to("cuda")', line_of(f, "# <- to cuda")), (".cuda()", line_of(f, "# <- cuda()"))])
+
+
 def test_warp_syncs_on_cuda():
     wp = pytest.importorskip("warp")
     wp.init()
