@@ -55,21 +55,38 @@ class CudaEventTimer:
         ev.record()
         return ev
 
+    def _capturing(self) -> bool:
+        """Recording an event into a stream that is being captured (a CUDA graph) would break the capture."""
+        try:
+            return bool(self.torch.cuda.is_current_stream_capturing())
+        except Exception:
+            return True
+
     @property
     def active(self) -> bool:
         return self._cur is not None
 
     def begin_step(self, index: int, segment: str, t_cpu: float) -> None:
+        if self._capturing():
+            return
         self._cur = [index, t_cpu, [(self._event(), segment)]]
 
     def mark(self, segment: str) -> None:
         cur = self._cur
         if cur is not None:
+            if self._capturing():  # a capture began inside the timed step: give this step up
+                self._pool.extend(e for e, _ in cur[2])
+                self._cur = None
+                return
             cur[2].append((self._event(), segment))
 
     def end_step(self) -> None:
         cur = self._cur
         if cur is None:
+            return
+        if self._capturing():
+            self._pool.extend(e for e, _ in cur[2])
+            self._cur = None
             return
         cur[2].append((self._event(), None))
         self._pending.append(cur)
