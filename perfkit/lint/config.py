@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 try:  # Python 3.11+
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        import tomli as tomllib  # type: ignore[no-redef]
+    except ModuleNotFoundError:
+        tomllib = None
 
 _RULE_PATTERN = re.compile(r"^PK\d{0,3}$")
 KEYS = {"select", "ignore", "hot", "exclude", "all"}
@@ -66,6 +69,8 @@ def load(path: str | None = None, *, required: bool = False) -> LintConfig:
         if required:
             raise ConfigError(f"config file {path!r} does not exist")
         return LintConfig()
+    if tomllib is None:  # pragma: no cover - 3.10 without tomli
+        raise ConfigError(f"reading {path} needs Python 3.11+ or `pip install tomli`")
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
