@@ -43,7 +43,9 @@ _NON_TENSOR_METHODS = {
     "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr", "stride", "is_contiguous",
     "get_device", "storage_offset", "is_floating_point", "is_complex", "equal", "allclose", "tolist", "item",
     "numpy", "backward", "register_hook", "untyped_storage", "storage", "is_pinned", "is_shared",
-    "record_stream", "__len__", "__array__", "retain_grad", "share_memory_", "is_set_to",
+    "record_stream", "__len__", "__array__", "retain_grad", "share_memory_", "is_set_to", "dense_dim", "sparse_dim",
+    "_nnz", "is_coalesced", "q_scale", "q_zero_point", "qscheme", "is_inference", "nbytes", "itemsize",
+    "get_device_name", "__index__", "__int__", "__float__", "__bool__",
 }
 _WARP_ARRAY_FUNCS = {
     "array", "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "clone",

@@ -45,7 +45,7 @@ register(Rule(
 ))
 
 _ENV_COUNT = re.compile(r"^(num_envs\w*|n_?envs?|nenvs|num_env|numenvs|n_?worlds?|nworlds?|num_worlds?|"
-                        r"num_instances|n_instances|num_agents|n_agents|num_robots|n_robots|num_sims)$")
+                        r"num_agents|n_agents|num_robots|n_robots|num_sims)$")
 _ENV_CONTAINER = re.compile(r"(^|_)(envs|environments|worlds|sims|simulators|env_ids|env_idx|env_indices|envs_idx|"
                             r"world_ids|robots|agents)$")
 
