@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfkit.lint import Options, lint_paths
-from tests.lint.helpers import expected_in
+from .helpers import expected_in
 
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(CORPUS.glob("*.py"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perfkit.lint import all_rules
-from tests.lint.helpers import findings, in_step, rules_of
+from .helpers import findings, in_step, rules_of
 
 # (rule, snippet in a hot `step` that must be reported, snippet that must stay quiet)
 CASES = [

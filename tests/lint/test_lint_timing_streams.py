@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.lint.helpers import findings, rules_of
+from .helpers import findings, rules_of
 
 
 def test_clock_after_gpu_work_without_sync():
