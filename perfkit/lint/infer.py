@@ -413,19 +413,19 @@ def _method_kind(base: str, m: str, e: ast.Call):
     return TENSOR
 
 
-def module_typer(mod: ModuleInfo) -> Typer:
-    t = getattr(mod, "_module_typer", None)
-    if t is None:
-        mod._module_typer = t = _EMPTY
-        mod._module_typer = t = Typer(mod, mod.module_unit)
-    return t
+class _Building:
+    """Stands in for the module's typer while it is being built (its own names are not known yet)."""
 
-
-class _Empty:
     env: dict = {}
 
 
-_EMPTY = _Empty()
+def module_typer(mod: ModuleInfo) -> Typer:
+    """The typer of the module's top-level code (module globals are visible in every function)."""
+    t = getattr(mod, "_module_typer", None)
+    if t is None:
+        mod._module_typer = _Building()
+        mod._module_typer = t = Typer(mod, mod.module_unit)
+    return t
 
 
 def class_attrs(mod: ModuleInfo, cls) -> dict:

@@ -11,7 +11,7 @@ import ast
 from perfkit.lint.engine import check
 from perfkit.lint.infer import BOOL, CPU, DEVICE, NDARRAY, TENSOR, WARP, is_mask_name
 from perfkit.lint.registry import Rule, register
-from perfkit.lint.rules.common import is_builtin, is_true, kwarg, receiver_is_module
+from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module
 
 register(Rule(
     "PK101", "item-call", "sync",
