@@ -53,18 +53,18 @@ _ENV_CONTAINER = re.compile(r"(^|_)(envs|environments|worlds|sims|simulators|env
 def _env_count(ctx, e) -> str | None:
     name = last_name(e)
     if name and _ENV_COUNT.match(name):
-        return f"`{name}`"
+        return name
     if isinstance(e, ast.Call) and is_builtin(ctx, e, "len") and e.args:
         a = e.args[0]
         if _ENV_CONTAINER.search(last_name(a) or "-") or ctx.kind(a) in DEVICE:
-            return f"`len({last_name(a) or '...'})`"
+            return f"len({last_name(a) or '...'})"
     if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
         if isinstance(e.slice, ast.Constant) and e.slice.value == 0 and ctx.kind(e.value.value) in DEVICE:
-            return "a tensor's first dimension"
+            return f"{last_name(e.value.value) or 'x'}.shape[0]"
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "size" and e.args:
         a = e.args[0]
         if isinstance(a, ast.Constant) and a.value == 0 and ctx.kind(e.func.value) in DEVICE:
-            return "a tensor's first dimension"
+            return f"{last_name(e.func.value) or 'x'}.size(0)"
     return None
 
 
@@ -76,7 +76,7 @@ def _check_iter(ctx, it, where):
         if args:
             what = _env_count(ctx, args[1] if len(args) >= 2 else args[0])
             if what:
-                ctx.report("PK301", where, what=f"range({what})")
+                ctx.report("PK301", where, what=f"`range({what})`")
                 return True
         return False
     if isinstance(it, ast.Call) and is_builtin(ctx, it, "enumerate", "zip", "reversed", "sorted", "list"):
