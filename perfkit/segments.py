@@ -73,6 +73,9 @@ class segment:
         self._tokens: list[int] = []
 
     def __enter__(self) -> "segment":
+        if hub.is_compiling():
+            self._tokens.append(-1)
+            return self
         st = tls.stack
         self._tokens.append(len(st))
         st.append(self.name)
@@ -82,8 +85,12 @@ class segment:
         return self
 
     def __exit__(self, *exc) -> bool:
+        tok = self._tokens.pop() if self._tokens else -2
+        if tok == -1:
+            return False
         st = tls.stack
-        tok = self._tokens.pop() if self._tokens else len(st) - 1
+        if tok == -2:
+            tok = len(st) - 1
         del st[tok:]
         cb = on_transition
         if cb is not None and tls.main:
@@ -104,6 +111,8 @@ def wrap(fn: Callable, name: str) -> Callable:
     _check_name(name)
 
     def in_segment(*args, **kwargs):
+        if hub.is_compiling():  # inside a torch.compile trace: be the original function
+            return fn(*args, **kwargs)
         st = tls.stack
         if st and st[-1] == name:  # already inside this segment: nothing changes, nothing to time
             return fn(*args, **kwargs)

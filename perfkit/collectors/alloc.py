@@ -78,6 +78,8 @@ def _make_mode_class():
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if hub.is_compiling():  # Dynamo traces modes: let it see only the op
+                return func(*args, **kwargs)
             out = func(*args, **kwargs)
             if tls.depth or not hub.sinks:
                 return out

@@ -32,6 +32,13 @@ class _ThreadState(threading.local):
 tls = _ThreadState()
 
 sinks: list[Any] = []  # objects with .add(kind, op, site, segment, thread, nbytes, would)
+def _never() -> bool:
+    return False
+
+
+# torch.compiler.is_compiling once torch is imported: inside a torch.compile trace every wrapper steps
+# aside (calls the original at once), so Dynamo sees the program's code, not perfkit's.
+is_compiling = _never
 verify_range = None  # while --verify records: op -> context manager around each hooked sync
 count_cpu = False  # count sync calls on CPU tensors as would-sync-on-GPU (default: no CUDA on this machine)
 _lock = threading.RLock()
@@ -176,6 +183,7 @@ def acquire(sink: Any, count_cpu_tensors: bool | None = None) -> None:
                 count_cpu_tensors = not _cuda_available()
             count_cpu = bool(count_cpu_tensors)
         _installed += 1
+        _bind_is_compiling()
         install_available()
         sinks.append(sink)
 
@@ -193,6 +201,13 @@ def install_available() -> None:
         if "warp" not in _installed_families and "warp" in sys.modules:
             warp_sync.install(_patcher)
             _installed_families.add("warp")
+
+
+def _bind_is_compiling() -> None:
+    global is_compiling
+    torch = sys.modules.get("torch")
+    fn = getattr(getattr(torch, "compiler", None), "is_compiling", None) if torch is not None else None
+    is_compiling = fn if fn is not None else _never
 
 
 def _cuda_available() -> bool:

@@ -20,6 +20,7 @@ import sys
 from typing import Any, Callable
 
 from perfkit import segments
+from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher, tls
 
 # (module, dotted attribute, segment)
@@ -149,9 +150,12 @@ class SegmentRules:
         tokens = self._opt_tokens
 
         def pre(optimizer, args, kwargs):
-            tokens[id(optimizer)] = segments.push("learner")
+            if not hub.is_compiling():
+                tokens[id(optimizer)] = segments.push("learner")
 
         def post(optimizer, args, kwargs):
+            if hub.is_compiling():
+                return
             tok = tokens.pop(id(optimizer), None)
             if tok is not None:
                 segments.pop(tok)
@@ -169,7 +173,7 @@ class SegmentRules:
         is_grad_enabled = torch.is_grad_enabled
 
         def pre(mod, args):
-            if is_grad_enabled() or not tls.main:
+            if hub.is_compiling() or is_grad_enabled() or not tls.main:
                 return None
             st = tls.stack
             if "policy" not in st:
@@ -180,6 +184,8 @@ class SegmentRules:
             return None
 
         def post(mod, args, out):
+            if hub.is_compiling():
+                return None
             lst = toks.get(id(mod))
             if lst:
                 segments.pop(lst.pop())
@@ -223,6 +229,8 @@ class SegmentRules:
 
 def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Callable:
     def forward(self, *args, **kwargs):
+        if hub.is_compiling():
+            return orig(self, *args, **kwargs)
         st = tls.stack
         if is_grad_enabled() or (st and st[-1] == "policy"):
             return orig(self, *args, **kwargs)

@@ -54,7 +54,7 @@ def step_wrapper(orig: Callable, session_getter: Callable[[], "Session | None"] 
 
     def step(*args, **kwargs):
         s = session_mod._active if session_getter is None else session_getter()
-        if s is None or s._in_step or s.manual_steps:
+        if s is None or s._in_step or s.manual_steps or hub.is_compiling():
             return orig(*args, **kwargs)
         s._in_step = True
         s.begin_step(args[0] if args else None)

@@ -80,7 +80,7 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
 
     @wraps(orig)
     def hook(*args, **kwargs):
-        if not sinks or state.depth or (when is not None and not when(args, kwargs)):
+        if not sinks or state.depth or hub.is_compiling() or (when is not None and not when(args, kwargs)):
             return orig(*args, **kwargs)
         caller = direct_caller(sys._getframe(1))
         t = args[0] if args else None
@@ -112,7 +112,7 @@ def api_sync_hook(orig: Callable, op: str) -> Callable:
 
     @wraps(orig)
     def hook(*args, **kwargs):
-        if not sinks or state.depth:
+        if not sinks or state.depth or hub.is_compiling():
             return orig(*args, **kwargs)
         caller = direct_caller(sys._getframe(1))
         state.depth += 1
@@ -160,7 +160,7 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
 
     @wraps(orig)
     def __getitem__(self, idx):
-        if sinks and not state.depth:
+        if sinks and not state.depth and not hub.is_compiling():
             op = _index_op(idx, Tensor, bool_dtypes)
             if op is not None:
                 caller = direct_caller(sys._getframe(1))
@@ -185,7 +185,7 @@ def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
 
     @wraps(orig)
     def __setitem__(self, idx, value):
-        if sinks and not state.depth:
+        if sinks and not state.depth and not hub.is_compiling():
             op = _index_op(idx, Tensor, bool_dtypes)
             if op is not None and not (op == "t[bool_mask]" and isinstance(value, (int, float, bool))):
                 caller = direct_caller(sys._getframe(1))
@@ -212,7 +212,7 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
 
     @wraps(orig)
     def to(self, *args, **kwargs):
-        if sinks and not state.depth and (args or kwargs):
+        if sinks and not state.depth and (args or kwargs) and not hub.is_compiling():
             dev = kwargs.get("device", args[0] if args else None)
             if isinstance(dev, str) and dev.startswith("cpu"):
                 literal = True
@@ -255,7 +255,7 @@ def _copy_hook(orig: Callable) -> Callable:
 
     @wraps(orig)
     def copy_(self, src, *args, **kwargs):
-        if sinks and not state.depth:
+        if sinks and not state.depth and not hub.is_compiling():
             dst_cuda = self.is_cuda
             if dst_cuda != getattr(src, "is_cuda", dst_cuda) and not (args[0] if args else kwargs.get("non_blocking", False)):
                 op = "cuda_t.copy_(cpu_t)" if dst_cuda else "cpu_t.copy_(cuda_t)"
@@ -277,7 +277,7 @@ def _cuda_hook(orig: Callable) -> Callable:
 
     @wraps(orig)
     def cuda(self, *args, **kwargs):
-        if sinks and not state.depth and not self.is_cuda and not kwargs.get("non_blocking", len(args) > 1 and args[1]):
+        if sinks and not state.depth and not hub.is_compiling() and not self.is_cuda and not kwargs.get("non_blocking", len(args) > 1 and args[1]):
             caller = direct_caller(sys._getframe(1))
             state.depth += 1
             try:
@@ -304,7 +304,7 @@ def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
 
     @wraps(orig)
     def tensor(*args, **kwargs):
-        if sinks and not state.depth:
+        if sinks and not state.depth and not hub.is_compiling():
             device = kwargs.get("device")
             data = args[0] if args else kwargs.get("data")
             if device is not None and not isinstance(data, Tensor):

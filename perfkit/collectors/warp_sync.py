@@ -31,7 +31,7 @@ def _array_hook(orig: Callable, op: str) -> Callable:
 
     @wraps(orig)
     def hook(self, *args, **kwargs):
-        if not sinks or state.depth:
+        if not sinks or state.depth or hub.is_compiling():
             return orig(self, *args, **kwargs)
         caller = direct_caller(sys._getframe(1))
         device = getattr(self, "device", None)
