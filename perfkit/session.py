@@ -183,7 +183,7 @@ class Session:
                 self.notes.append("another profiler was active: steps and name-ruled segments were not auto-detected")
             self._discovery_open = True
             if self._torch is not None:
-                self.rules.start_policy_discovery()
+                self.rules.start_policy_discovery(self.discovery)
             self._streams_installed = self.streams.install(self.patcher)
             self._setup_gpu()
             _segments.on_transition = self.clock.transition

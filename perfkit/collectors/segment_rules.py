@@ -6,10 +6,11 @@ and which module calls are the policy.
   ``logging``, ``SummaryWriter``, ``tqdm``); their modules are picked up when they get imported
   (:meth:`SegmentRules.poll`, called at step boundaries).
 * ``optimizer.step`` is the learner through torch's global optimizer step hooks (fire once per step).
-* The policy: during the warm-up window torch's *global* module forward hooks find the outermost
-  ``nn.Module`` classes called with autograd off; at the end of the window those hooks are removed
-  (they put every module call on torch's slow path) and the found classes' ``forward`` is wrapped
-  instead — one cheap wrapper per policy call in steady state.
+* The policy: during the warm-up window the discovery profile function (:mod:`.steps`) sees the
+  outermost ``nn.Module`` calls made with autograd off; when the window closes the found classes'
+  ``forward`` is wrapped — one cheap wrapper per policy call in steady state. (torch's global module
+  hooks would do the same but put every module call on torch's slow path, and warn under
+  ``torch.compile``.)
 * Config targets ``"pkg.mod:Class.method" = "segment"`` are wrapped at start.
 """
 
@@ -104,7 +105,6 @@ class SegmentRules:
         self._modules_pending = {m for m, _, _ in KNOWN_TARGETS}
         self._handles: list[Any] = []
         self._opt_tokens: dict[int, int] = {}
-        self._mod_tokens: dict[int, list[int]] = {}
         self.policy_classes: list[type] = []
         self.errors: list[str] = []
 
@@ -164,49 +164,16 @@ class SegmentRules:
         self._handles.append(("opt", opt.register_optimizer_step_post_hook(post)))
 
     # ---- policy discovery ------------------------------------------------------------------------
-    def start_policy_discovery(self) -> None:
+    def start_policy_discovery(self, discovery: Any) -> None:
+        """The discovery window's profile function watches ``nn.Module`` calls (no global module hooks:
+        those would put every module call on torch's slow path and warn under ``torch.compile``)."""
         import torch
-        from torch.nn.modules import module as M
 
-        found: list[type] = self.policy_classes
-        toks = self._mod_tokens
-        is_grad_enabled = torch.is_grad_enabled
-
-        def pre(mod, args):
-            if hub.is_compiling() or is_grad_enabled() or not tls.main:
-                return None
-            st = tls.stack
-            if "policy" not in st:
-                cls = type(mod)
-                if cls not in found:
-                    found.append(cls)
-            toks.setdefault(id(mod), []).append(segments.push("policy"))
-            return None
-
-        def post(mod, args, out):
-            if hub.is_compiling():
-                return None
-            lst = toks.get(id(mod))
-            if lst:
-                segments.pop(lst.pop())
-            return None
-
-        self._handles.append(("mod", M.register_module_forward_pre_hook(pre)))
-        try:
-            self._handles.append(("mod", M.register_module_forward_hook(post, always_call=True)))
-        except TypeError:  # torch without always_call
-            self._handles.append(("mod", M.register_module_forward_hook(post)))
+        call = getattr(torch.nn.Module, "_wrapped_call_impl", None) or torch.nn.Module._call_impl
+        discovery.watch_modules(call.__code__, torch.is_grad_enabled, self.policy_classes)
 
     def finish_policy_discovery(self) -> None:
-        """Drop the global module hooks; wrap the found policy classes' ``forward`` instead."""
-        keep = []
-        for kind, h in self._handles:
-            if kind == "mod":
-                h.remove()
-            else:
-                keep.append((kind, h))
-        self._handles = keep
-        self._mod_tokens.clear()
+        """Wrap the found policy classes' ``forward`` (the window that found them is closing)."""
         if not self.policy_classes:
             return
         import torch

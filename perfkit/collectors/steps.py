@@ -122,9 +122,27 @@ class Discovery:
         except Exception:  # pragma: no cover - an error here must not reach the program (or drop the profiler)
             pass
 
+    def watch_modules(self, module_call_code: Any, is_grad_enabled: Callable[[], bool], found: list) -> None:
+        """Also find the policy: outermost ``nn.Module`` calls made with autograd off (pushed as 'policy'
+        during the window; their classes are wrapped when it closes)."""
+        self._module_code = module_call_code
+        self._grad_on = is_grad_enabled
+        self._policy_found = found
+
+    _module_code: Any = None
+
     def _event(self, frame: FrameType, event: str) -> None:
         if event == "call":
             code = frame.f_code
+            if code is self._module_code:
+                if not self._grad_on() and "policy" not in hub.tls.stack and hub.tls.main:
+                    mod = frame.f_locals.get("self")
+                    if mod is not None:
+                        cls = type(mod)
+                        if cls not in self._policy_found:
+                            self._policy_found.append(cls)
+                        self._open[id(frame)] = segments.push("policy")
+                return
             name = code.co_name
             if name == "step" and self.find_steps and code not in self._rejected_step_codes:
                 s = self.session
