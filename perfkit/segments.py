@@ -21,6 +21,8 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import sys
+import threading
 from typing import Any, Callable
 
 from perfkit.collectors import hub
@@ -107,27 +109,43 @@ class segment:
 
 
 def wrap(fn: Callable, name: str) -> Callable:
-    """``fn`` wrapped so that its calls run in segment ``name`` (a plain function: binds as a method)."""
+    """``fn`` wrapped so that its calls run in segment ``name`` (a plain function: binds as a method).
+
+    The main thread's path avoids ``threading.local`` (the segment stack is :data:`hub.MAIN_STACK`): this
+    wrapper runs on every call of every segment-ruled function, so every attribute lookup counts."""
     _check_name(name)
+    main_stack = hub.MAIN_STACK
+    main_ident = hub.MAIN_IDENT
+    get_ident = threading.get_ident
+    mod = sys.modules[__name__]
 
     def in_segment(*args, **kwargs):
         if hub.is_compiling():  # inside a torch.compile trace: be the original function
             return fn(*args, **kwargs)
-        st = tls.stack
-        if st and st[-1] == name:  # already inside this segment: nothing changes, nothing to time
+        if get_ident() == main_ident:
+            st = main_stack
+            if st and st[-1] == name:  # already inside this segment: nothing changes, nothing to time
+                return fn(*args, **kwargs)
+            tok = len(st)
+            st.append(name)
+            cb = mod.on_transition
+            if cb is not None:
+                cb(name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                del st[tok:]
+                if cb is not None:
+                    cb(st[-1] if st else "other")
+        st = tls.stack  # another thread: its own stack, no timing
+        if st and st[-1] == name:
             return fn(*args, **kwargs)
         tok = len(st)
         st.append(name)
-        cb = on_transition
-        if cb is not None and tls.main:
-            cb(name)
         try:
             return fn(*args, **kwargs)
         finally:
             del st[tok:]
-            cb = on_transition
-            if cb is not None and tls.main:
-                cb(st[-1] if st else "other")
 
     try:
         functools.update_wrapper(in_segment, fn)

@@ -274,13 +274,14 @@ class Session:
         self.manual_steps = True
         self.begin_step(None)
 
-    def begin_step(self, obj: Any) -> None:
+    def begin_step(self, obj: Any, now: float | None = None) -> None:
         """A step boundary (entering the outermost env ``step``, or ``perfkit.step()``).
 
         Steady-state steps with nothing scheduled take the fast path: one list append. Everything else
         (warm-up, sampled steps, CUDA-timed steps, timeline steps, verify, the periodic check for newly
         imported libraries) goes through :meth:`_slow_boundary`."""
-        now = perf_counter()
+        if now is None:
+            now = perf_counter()
         idx = self.step_index + 1
         if idx < self._next_special:
             self.step_times.append(now - self.t_step_begin)

@@ -21,11 +21,15 @@ from typing import Any, Callable
 from perfkit.analysis.attribution import site_of
 
 
+MAIN_IDENT = threading.main_thread().ident
+MAIN_STACK: list[str] = []  # the main thread's segment stack (hot wrappers reach it without threading.local)
+
+
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.depth = 0  # > 0 while inside a perfkit hook on this thread
-        self.stack: list[str] = []  # segment stack, innermost last
         self.main = threading.current_thread() is threading.main_thread()
+        self.stack: list[str] = MAIN_STACK if self.main else []  # segment stack, innermost last
         self.last_cpu: tuple | None = None  # (frame id, line, tensor id) of the last .cpu() on a CPU tensor
 
 

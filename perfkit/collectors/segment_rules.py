@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from typing import Any, Callable
 
 from perfkit import segments
@@ -195,23 +196,25 @@ class SegmentRules:
 
 
 def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Callable:
+    main_stack, main_ident, get_ident = hub.MAIN_STACK, hub.MAIN_IDENT, threading.get_ident
+
     def forward(self, *args, **kwargs):
-        if hub.is_compiling():
+        if is_grad_enabled() or hub.is_compiling():
             return orig(self, *args, **kwargs)
-        st = tls.stack
-        if is_grad_enabled() or (st and st[-1] == "policy"):
+        main = get_ident() == main_ident
+        st = main_stack if main else tls.stack
+        if st and st[-1] == "policy":
             return orig(self, *args, **kwargs)
         tok = len(st)
         st.append("policy")
-        cb = segments.on_transition
-        if cb is not None and tls.main:
+        cb = segments.on_transition if main else None
+        if cb is not None:
             cb("policy")
         try:
             return orig(self, *args, **kwargs)
         finally:
             del st[tok:]
-            cb = segments.on_transition
-            if cb is not None and tls.main:
+            if cb is not None:
                 cb(st[-1] if st else "other")
 
     forward.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]

@@ -160,6 +160,9 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
 
     @wraps(orig)
     def __getitem__(self, idx):
+        tp = type(idx)
+        if tp is slice or tp is int:  # the common case first: nothing to check
+            return orig(self, idx)
         if sinks and not state.depth and not hub.is_compiling():
             op = _index_op(idx, Tensor, bool_dtypes)
             if op is not None:
@@ -185,6 +188,9 @@ def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
 
     @wraps(orig)
     def __setitem__(self, idx, value):
+        tp = type(idx)
+        if tp is slice or tp is int:
+            return orig(self, idx, value)
         if sinks and not state.depth and not hub.is_compiling():
             op = _index_op(idx, Tensor, bool_dtypes)
             if op is not None and not (op == "t[bool_mask]" and isinstance(value, (int, float, bool))):
