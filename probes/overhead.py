@@ -133,7 +133,7 @@ def _sync(device: str) -> None:
 
 
 def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", rounds: int = 9, steps: int = 200,
-            name: str = "ant", warmup: int = 20, clock: str = "wall") -> dict[str, Any]:
+            name: str = "ant", warmup: int = 20, clock: str = "wall", warm_steps: int = 10) -> dict[str, Any]:
     from perfkit.session import Session
 
     if clock == "thread" and device.startswith("cuda"):
@@ -142,7 +142,7 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
     loop, env, label = make_loop(env_kind, num_envs, device, name)
     loop(warmup)  # compile / lazy init, outside both arms
     _sync(device)
-    session_warm = 5 + 2 + 3  # the default warm-up, the sampled steps and a margin, untimed in B
+    session_warm = warm_steps  # untimed in both arms: the session warm-up (5 steps, samples at 2-3) and a margin
 
     def arm(instrumented: bool) -> float:
         if instrumented:
@@ -198,6 +198,94 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
     }
 
 
+# ---- deterministic estimate: wrapper calls per step x per-call cost ---------------------------------
+_WRAPPERS = {  # (file suffix, function name) of perfkit's per-call wrappers -> the cost class to price it with
+    ("perfkit/segments.py", "in_segment"): "segment",
+    ("perfkit/collectors/segment_rules.py", "forward"): "policy",
+    ("perfkit/collectors/steps.py", "step"): "step",
+    ("perfkit/collectors/torch_sync.py", "__getitem__"): "getitem",
+    ("perfkit/collectors/torch_sync.py", "__setitem__"): "getitem",
+    ("perfkit/collectors/torch_sync.py", "copy_"): "tensor_method",
+    ("perfkit/collectors/torch_sync.py", "to"): "tensor_method",
+    ("perfkit/collectors/torch_sync.py", "cuda"): "tensor_method",
+    ("perfkit/collectors/torch_sync.py", "where"): "tensor_method",
+    ("perfkit/collectors/torch_sync.py", "tensor"): "tensor_method",
+}
+
+
+def _best_ns(fn: Callable[[], Any], n: int = 20000, repeat: int = 7) -> float:
+    import timeit
+
+    return min(timeit.repeat(fn, number=n, repeat=repeat)) / n * 1e9
+
+
+def wrapper_costs() -> dict[str, float]:
+    """Added ns per call of each wrapper kind (best of repeats: robust to a busy machine)."""
+    import torch
+
+    from perfkit import segments
+    from perfkit.session import Session
+
+    class _E:
+        num_envs = 8
+
+        def step(self):
+            return None
+
+    class _M(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+    def f():
+        return None
+
+    e, m, x = _E(), _M(), torch.zeros(4, 4)
+    w = segments.wrap(f, "physics")
+    base = {"step": _best_ns(e.step), "segment": _best_ns(f), "getitem": _best_ns(lambda: x[:, 1:3]),
+            "tensor_method": _best_ns(lambda: x.copy_(x))}
+    with torch.no_grad():
+        base["policy"] = _best_ns(lambda: m.forward(x))
+    with Session() as s:
+        for _ in range(12):
+            with torch.no_grad():
+                m(x)
+            e.step()
+        hooked = {"step": _best_ns(e.step), "segment": _best_ns(w), "getitem": _best_ns(lambda: x[:, 1:3]),
+                  "tensor_method": _best_ns(lambda: x.copy_(x))}
+        with torch.no_grad():
+            hooked["policy"] = _best_ns(lambda: m.forward(x))
+        assert s.discovery.step_classes, "the micro-benchmark env was not detected"
+    return {k: max(0.0, hooked[k] - base[k]) for k in base}
+
+
+def estimate(loop: Callable[[int], None], steps: int = 50) -> dict[str, Any]:
+    """Wrapper calls per step of ``loop`` (cProfile call counts) priced with :func:`wrapper_costs`."""
+    import cProfile
+    import pstats
+
+    from perfkit.session import Session
+
+    with Session() as s:
+        loop(12)
+        pr = cProfile.Profile()
+        pr.enable()
+        loop(steps)
+        pr.disable()
+    calls: dict[str, float] = {}
+    for (fn, _line, name), st in pstats.Stats(pr).stats.items():
+        for (suffix, wname), kind in _WRAPPERS.items():
+            if fn.endswith(suffix) and name == wname:
+                calls[kind] = calls.get(kind, 0.0) + st[1] / steps
+    costs = wrapper_costs()
+    t0 = time.thread_time()
+    loop(steps)
+    plain_us = (time.thread_time() - t0) / steps * 1e6
+    added_us = sum(calls.get(k, 0.0) * costs[k] for k in costs) / 1e3
+    return {"calls_per_step": calls, "added_ns_per_call": {k: round(v, 1) for k, v in costs.items()},
+            "added_us_per_step": round(added_us, 3), "plain_us_per_step": round(plain_us, 1),
+            "estimated_overhead_pct": round(100 * added_us / (plain_us + added_us), 3)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m probes.overhead", description=__doc__.split("\n\n")[0])
     p.add_argument("--env", choices=("torch", "factory"), default="torch",
@@ -206,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-envs", type=int, nargs="+", default=[256])
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--warm-steps", type=int, default=10,
+                   help="untimed steps at the start of each arm (B: the session's warm-up and sampled steps run here)")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: steadier numbers on a shared machine; 0 = torch's default)")
@@ -214,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
                         "CPU machine (needs --threads 1). Default: thread on CPU, wall on CUDA")
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--max-overhead", type=float, default=None, help="exit 1 when the overhead (%%) is above this")
+    p.add_argument("--estimate", action="store_true",
+                   help="also price perfkit's wrapper calls per step (cProfile counts x best-of-N per-call cost): "
+                        "a figure that a busy machine does not blur")
     a = p.parse_args(argv)
     import torch
 
@@ -223,8 +316,15 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in a.num_envs:
         clock = a.clock or ("wall" if device.startswith("cuda") else ("thread" if a.threads == 1 else "wall"))
-        res = measure(a.env, n, device, a.rounds, a.steps, a.name, clock=clock)
+        res = measure(a.env, n, device, a.rounds, a.steps, a.name, clock=clock, warm_steps=a.warm_steps)
         results.append(res)
+        if a.estimate:
+            loop, _, _ = make_loop(a.env, n, device, a.name)
+            loop(20)
+            res["estimate"] = est = estimate(loop)
+            print(f"  estimate: {est['calls_per_step']} wrapper calls/step x {est['added_ns_per_call']} ns "
+                  f"= {est['added_us_per_step']} us on a {est['plain_us_per_step']} us step "
+                  f"-> {est['estimated_overhead_pct']:.2f}% (host CPU time)", flush=True)
         print(f"{res['env']} {n} envs on {device}: plain {res['sps_plain_median']:,.0f} env-steps/s, "
               f"profiled {res['sps_profiled_median']:,.0f}; median ratio {res['ratio_median']:.4f} "
               f"-> overhead {res['overhead_pct']:.2f}% (best spans: {res['overhead_of_best_pct']:.2f}%; quartiles of the ratio {res['ratio_quartiles']}; {a.rounds} interleaved "
