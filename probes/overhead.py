@@ -133,7 +133,8 @@ def _sync(device: str) -> None:
 
 
 def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", rounds: int = 9, steps: int = 200,
-            name: str = "ant", warmup: int = 20, clock: str = "wall", warm_steps: int = 10) -> dict[str, Any]:
+            name: str = "ant", warmup: int = 20, clock: str = "wall", warm_steps: int = 10,
+            with_control: bool = False) -> dict[str, Any]:
     from perfkit.session import Session
 
     if clock == "thread" and device.startswith("cuda"):
@@ -144,11 +145,19 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
     _sync(device)
     session_warm = warm_steps  # untimed in both arms: the session warm-up (5 steps, samples at 2-3) and a margin
 
-    def arm(instrumented: bool) -> float:
+    def arm(instrumented: bool, sham: bool = False) -> float:
         if instrumented:
             with Session(command=["probes/overhead.py"]) as s:
                 loop(session_warm)
                 _sync(device)
+                if sham:  # the control: a session entered and left the same way, its hooks taken off
+                    from perfkit import segments
+                    from perfkit.collectors import hub
+
+                    segments.on_transition = None
+                    s.patcher.undo()
+                    if hub._patcher is not None:
+                        hub._patcher.undo()
                 gc.collect()  # both arms start their span with no garbage pending (see module doc)
                 t0 = now()
                 loop(steps)
@@ -165,7 +174,7 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
             dt = now() - t0
         return steps * num_envs / dt
 
-    ratios, sps_a, sps_b = [], [], []
+    ratios, sps_a, sps_b, control = [], [], [], []
     for r in range(rounds):
         order = (False, True) if r % 2 == 0 else (True, False)
         res = {}
@@ -174,6 +183,9 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
         sps_a.append(res[False])
         sps_b.append(res[True])
         ratios.append(res[True] / res[False])
+        if with_control:
+            pair = (arm(False), arm(True, sham=True)) if r % 2 else tuple(reversed((arm(True, sham=True), arm(False))))
+            control.append(pair[1] / pair[0])
     med = statistics.median(ratios)
     run = getattr(arm, "last_run", None)
     return {
@@ -192,6 +204,7 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
         # robust to additive noise from other processes: best span of each arm
         "ratio_of_best": max(sps_b) / max(sps_a),
         "overhead_of_best_pct": round((1 - max(sps_b) / max(sps_a)) * 100, 2),
+        "control_ratio_median": statistics.median(control) if control else None,
         "session_found_steps": bool(run and run.extra.get("total_steps")),
         "session_findings": len(run.findings) if run else None,
         "session_segments": list(run.segments) if run else None,
@@ -304,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
                         "CPU machine (needs --threads 1). Default: thread on CPU, wall on CUDA")
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--max-overhead", type=float, default=None, help="exit 1 when the overhead (%%) is above this")
+    p.add_argument("--control", action="store_true",
+                   help="also run a control arm each round: a session entered and left the same way with its hooks "
+                        "taken off, so the bias of switching sessions on and off shows (ratio ~1 when there is none)")
     p.add_argument("--estimate", action="store_true",
                    help="also price perfkit's wrapper calls per step (cProfile counts x best-of-N per-call cost): "
                         "a figure that a busy machine does not blur")
@@ -316,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in a.num_envs:
         clock = a.clock or ("wall" if device.startswith("cuda") else ("thread" if a.threads == 1 else "wall"))
-        res = measure(a.env, n, device, a.rounds, a.steps, a.name, clock=clock, warm_steps=a.warm_steps)
+        res = measure(a.env, n, device, a.rounds, a.steps, a.name, clock=clock, warm_steps=a.warm_steps,
+                      with_control=a.control)
         results.append(res)
         if a.estimate:
             loop, _, _ = make_loop(a.env, n, device, a.name)
@@ -328,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{res['env']} {n} envs on {device}: plain {res['sps_plain_median']:,.0f} env-steps/s, "
               f"profiled {res['sps_profiled_median']:,.0f}; median ratio {res['ratio_median']:.4f} "
               f"-> overhead {res['overhead_pct']:.2f}% (best spans: {res['overhead_of_best_pct']:.2f}%; quartiles of the ratio {res['ratio_quartiles']}; {a.rounds} interleaved "
-              f"rounds x {a.steps} steps, {clock} clock)", flush=True)
+              f"rounds x {a.steps} steps, {clock} clock)"
+              + (f"; control (hooks off) median ratio {res['control_ratio_median']:.4f}" if a.control else ""), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"probe": "overhead", "results": results}, f, indent=1)

@@ -103,7 +103,7 @@ def main() -> int:
         except Exception:
             env_kind = "torch"
     cmd = [py, "-m", "probes.overhead", "--env", env_kind, "--name", "humanoid", "--num-envs", "256", "4096",
-           "--device", "cuda", "--rounds", str(a.rounds), "--steps", str(a.steps), "--estimate",
+           "--device", "cuda", "--rounds", str(a.rounds), "--steps", str(a.steps), "--estimate", "--control",
            "--json", str(out / "overhead.json")]
     code, text = sh(cmd, out / "overhead.txt", 420)
     if code != 0 and env_kind == "factory":  # the reference env did not build here: measure on the torch env
@@ -115,6 +115,7 @@ def main() -> int:
             "exit": code,
             "results": [{**{k: r[k] for k in ("env", "num_envs", "sps_plain_median", "sps_profiled_median", "ratio_median",
                                               "ratio_quartiles", "overhead_pct", "overhead_of_best_pct")},
+                         "control_ratio_median": r.get("control_ratio_median"),
                          "estimated_host_overhead_pct": (r.get("estimate") or {}).get("estimated_overhead_pct")} for r in res],
         }
         ok &= code == 0 and all(r["overhead_pct"] <= 3.0 for r in res)
