@@ -44,7 +44,7 @@ run_script() {  # run_script STAGE script.py [args...]
   fi
 }
 
-stage_profile() { run_script profile scripts/gpu/profile_check.py; }
+stage_profile() { run_script profile scripts/gpu/profile_check.py --skip-tests; }  # stage tests runs tests/profile/test_gpu.py
 stage_env()     { run_script env scripts/gpu/env_bench.py; }
 stage_train()   { run_script train scripts/gpu/train_curve.py; }
 stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
