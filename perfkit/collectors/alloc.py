@@ -6,9 +6,11 @@ and counts each result tensor whose storage is not one of its inputs' (so views,
 costs far too much to leave on, so a :class:`perfkit.session.Session` turns it on for a few *sampled*
 steps and scales the counts to per step; :func:`perfkit.budget` turns it on for its whole block.
 
-On CUDA the caching allocator's own counter (``allocation.all.allocated`` of
-``torch.cuda.memory_stats()``) is read at the boundaries of the same sampled steps: the total number of
-device allocations per step, which the attributed sites should account for.
+On CUDA the caching allocator's own counters (``allocation.all.allocated`` and
+``allocated_bytes.all.allocated`` of ``torch.cuda.memory_stats()``) are read around each intercepted
+call, so a temporary an op allocates inside itself (even an ``out=`` op) is counted at the user line
+that called it; they are also read at the boundaries of the sampled steps: the total number of device
+allocations per step, which the attributed sites should account for.
 """
 
 from __future__ import annotations
@@ -80,9 +82,14 @@ def _make_mode_class():
             kwargs = kwargs or {}
             if hub.is_compiling():  # Dynamo traces modes: let it see only the op
                 return func(*args, **kwargs)
+            # On CUDA the allocator's own counters see what results cannot: temporaries an op makes
+            # inside itself (``torch.linalg.vecdot(a, b, out=c)`` allocates ``a * b``).
+            c0 = _cuda_counts() if (not tls.depth and hub.sinks and _cuda_ready()) else None
             out = func(*args, **kwargs)
             if tls.depth or not hub.sinks:
                 return out
+            if c0 is not None:
+                return self._count_cuda(func, args, kwargs, out, c0)
             if self.ops is not None:
                 f = user_frame(sys._getframe(1))
                 if f is not None:
@@ -119,7 +126,48 @@ def _make_mode_class():
                     tls.depth -= 1
             return out
 
+        def _count_cuda(self, func, args, kwargs, out, c0):
+            """Allocations of one call on a CUDA machine: the allocator's request count over the call
+            (results, temporaries), plus new CPU results, which that counter does not see."""
+            c1 = _cuda_counts()
+            n, nbytes = c1[0] - c0[0], c1[1] - c0[1]
+            results = out if isinstance(out, (tuple, list)) else (out,)
+            seen = None
+            for r in results:
+                if isinstance(r, Tensor) and not r.is_cuda and r.layout is torch.strided:
+                    seen = _inputs(args, kwargs, Tensor) if seen is None else seen
+                    p = _storage_ptr(r)
+                    if p not in seen and p not in (0, -1):
+                        seen.add(p)
+                        n += 1
+                        nbytes += r.numel() * r.element_size()
+            if self.ops is not None:
+                f = user_frame(sys._getframe(2))
+                if f is not None:
+                    k = (f.f_code.co_filename, f.f_lineno)
+                    self.ops[k] = self.ops.get(k, 0) + 1
+            if n > 0:
+                tls.depth += 1
+                try:
+                    emit("alloc", op_name(func), sys._getframe(2), nbytes=nbytes, n=n)
+                finally:
+                    tls.depth -= 1
+            return out
+
     return AllocMode
+
+
+def _cuda_ready() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_initialized()
+
+
+def _cuda_counts() -> tuple[int, int]:
+    """(allocation requests, bytes requested) of the current device's caching allocator so far."""
+    import torch
+
+    s = torch.cuda.memory_stats()
+    return s.get("allocation.all.allocated", 0), s.get("allocated_bytes.all.allocated", 0)
 
 
 _mode_cls = None

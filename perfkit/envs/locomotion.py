@@ -117,6 +117,7 @@ class LocomotionEnv:
         self._healthy = torch.zeros(n, dtype=torch.bool, device=dev)
         self._tmp_bool = torch.zeros(n, dtype=torch.bool, device=dev)
         self._ctrl_sq = torch.zeros(n, dtype=torch.float32, device=dev)
+        self._act_sq = torch.zeros_like(self.actions)
         self._vel_norm = torch.zeros(n, dtype=sdt, device=dev)
         self._done_col = self.done.unsqueeze(1)
         self._reset_mask = torch.zeros(n, dtype=torch.bool, device=dev)
@@ -224,7 +225,9 @@ class LocomotionEnv:
 
     def compute_reward(self) -> None:
         spec = self.spec
-        torch.linalg.vecdot(self.actions, self.actions, dim=1, out=self._ctrl_sq)
+        # not torch.linalg.vecdot(..., out=): on CUDA it allocates the product as a temporary
+        torch.mul(self.actions, self.actions, out=self._act_sq)
+        torch.sum(self._act_sq, dim=1, out=self._ctrl_sq)
         torch.mul(self._root_vx, spec.forward_weight, out=self.reward)
         self.reward.add_(self._ctrl_sq, alpha=-spec.ctrl_cost)
         self.reward.add_(self._healthy, alpha=spec.healthy_reward)
