@@ -249,7 +249,10 @@ class _Point:
         try:
             t0 = time.perf_counter()
             # the env is warm already; a couple of session warm-up steps absorb the hooks' first calls
-            with Session(command=list(run.command), warmup_steps=2 if cfg.session_steps > 4 else 0) as s:
+            # a separate pass for the per-segment split: time every step's segments with CUDA events
+            # (the default, every 8th step, would leave a 10-step pass with none after sampling)
+            with Session(command=list(run.command), warmup_steps=2 if cfg.session_steps > 4 else 0,
+                         timing_every=1) as s:
                 for i in range(cfg.session_steps):
                     env.step(actions[i % len(actions)])
             self.sync()

@@ -34,3 +34,16 @@ def test_cuda_oom_is_recorded(tmp_path, toy_on_path):
     cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=n, steps=2, env_kwargs={"device": "cuda", "act_dim": 4})
     assert run_point(cfg, out) == 3
     assert Run.load(out).status == "oom"
+
+
+def test_cuda_point_session_pass_times_segments_on_the_gpu(tmp_path, toy_on_path):
+    """The short instrumented pass (--session-steps) must come back with CUDA-event segment times:
+    on the H200 a 10-step pass timed with the session's default (every 8th step) had none."""
+    out = tmp_path / "p.json"
+    cfg = PointConfig(target="sweep_toy_env:make_toy_env", num_envs=4096, steps=20, warmup_steps=3,
+                      session_steps=10, env_kwargs={"device": "cuda"})
+    assert run_point(cfg, out) == 0
+    run = Run.load(out)
+    assert run.extra["session"]["used"], run.extra["session"]
+    timed = {k: v.gpu_ms_per_step for k, v in run.segments.items() if v.gpu_ms_per_step}
+    assert timed, run.segments
