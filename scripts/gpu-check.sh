@@ -32,7 +32,8 @@ PY
 
 stage_tests() {
   # -p perfkit.pytest_plugin: the pytest11 entry point is not registered without a pip install
-  python3 -m pytest -q -m gpu -p perfkit.pytest_plugin tests 2>&1 | tee "$OUT/tests/pytest-gpu.txt"
+  # GPU_TESTS narrows the run (e.g. to the files a change touched); default: every gpu-marked test
+  python3 -m pytest -q -m gpu -p perfkit.pytest_plugin ${GPU_TESTS:-tests} 2>&1 | tee "$OUT/tests/pytest-gpu.txt"
 }
 
 run_script() {  # run_script STAGE script.py [args...]
@@ -48,7 +49,7 @@ stage_profile() { run_script profile scripts/gpu/profile_check.py --skip-tests; 
 stage_env()     { run_script env scripts/gpu/env_bench.py; }
 stage_train()   { run_script train scripts/gpu/train_curve.py; }
 stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
-stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py; }
+stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py --train; }  # + train.py vs train_naive.py report
 
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(setup tests profile env train probes sweeps)
