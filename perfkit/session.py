@@ -35,7 +35,7 @@ from perfkit.record import Finding, Run, SegmentStats
 
 _active: "Session | None" = None
 POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
-ENV_FIELDS = ("name", "backend", "sim_dt", "decimation", "policy_dt", "obs_dim", "act_dim")
+ENV_FIELDS = ("name", "backend", "sim_dt", "decimation", "policy_dt", "obs_dim", "act_dim", "max_episode_steps", "device")
 
 
 def active() -> "Session | None":
@@ -172,7 +172,10 @@ class Session:
         self.loop_ops: dict[str, float] = {}
         _active = self
         self._entered = True
+        self._sync_waits: dict[tuple, list] = {}  # (file, line) -> [calls, wait_s, gap_s, gaps measured]
+        self._sync_pending: tuple | None = None  # the last timed sync, its gap to the next not yet known
         hub.acquire(self.sink, self._count_cpu)
+        hub.wait_listeners.append(self._on_sync_wait)
         try:
             self.rules.install()
             self.notes.extend(self.rules.errors)
@@ -242,6 +245,10 @@ class Session:
         if self._verify is not None:
             self._verify.stop()
         self.patcher.undo()
+        try:
+            hub.wait_listeners.remove(self._on_sync_wait)
+        except ValueError:
+            pass
         if self._entered:
             hub.release(self.sink)
             self._entered = False
@@ -405,6 +412,56 @@ class Session:
         if final and self._timed_open:
             self._fold_timed_span()
 
+    # ---- per-sync wait and the host work after it ------------------------------------------------
+    def _on_sync_wait(self, site: tuple, t0: float, t1: float) -> None:
+        """A real sync at ``site`` blocked the host from ``t0`` to ``t1`` (see :data:`hub.wait_listeners`).
+        Steady timed steps only; the gap after it is resolved at the next sync or when its step ends."""
+        idx = self.step_index
+        if self._sync_pending is not None:
+            self._resolve_gap(t0, idx)
+        if idx <= self.warmup_steps or not self._timed(idx):
+            return
+        key = (site[0], site[1])
+        acc = self._sync_waits.get(key)
+        if acc is None:
+            acc = self._sync_waits[key] = [0, 0.0, 0.0, 0]
+        acc[0] += 1
+        acc[1] += t1 - t0
+        self._sync_pending = (key, t1, idx, self.t_step_begin, len(self.step_times))
+
+    def _resolve_gap(self, t_next: float | None, idx_now: int) -> None:
+        """The host time from the end of the pending sync to the next sync in its step, else to its step's
+        end (its duration is ``step_times[k]`` once the step closed); unknown (dropped) otherwise."""
+        key, t_end, idx, t_begin, k = self._sync_pending
+        self._sync_pending = None
+        if t_next is not None and idx_now == idx:
+            gap = t_next - t_end
+        elif len(self.step_times) > k:
+            gap = t_begin + self.step_times[k] - t_end
+        else:
+            return
+        acc = self._sync_waits[key]
+        acc[2] += max(0.0, gap)
+        acc[3] += 1
+
+    def _sync_wait_record(self) -> dict[str, dict[str, float | None]]:
+        """``{"path:line": {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}}`` over the steady
+        timed steps; the gap is the mean measured gap per call times the calls per step."""
+        if self._sync_pending is not None:
+            self._resolve_gap(None, -1)
+        n = len(self.step_times)
+        out: dict[str, dict[str, float | None]] = {}
+        if not n:
+            return out
+        for (fn, line), (calls, wait, gap, n_gap) in self._sync_waits.items():
+            per_step = calls / n
+            out[f"{relpath(fn)}:{line}"] = {
+                "wait_ms_per_step": round(wait * 1e3 / n, 6),
+                "gap_ms_per_step_after": round(gap / n_gap * per_step * 1e3, 6) if n_gap else None,
+                "calls_per_step": round(per_step, 6),
+            }
+        return out
+
     def _describe_env(self, obj: Any) -> None:
         from perfkit.collectors.steps import num_envs_of
 
@@ -415,7 +472,9 @@ class Session:
                 v = getattr(obj, k, None)
             except Exception:
                 v = None
-            if isinstance(v, (bool, int, float, str)):
+            if k == "device" and v is not None:
+                info[k] = str(v)  # torch.device / warp Device / "cuda:0"
+            elif isinstance(v, (bool, int, float, str)):
                 info[k] = v
             elif v is not None and hasattr(v, "item") and getattr(v, "numel", lambda: 2)() == 1:
                 try:
@@ -427,6 +486,10 @@ class Session:
     def _close_discovery(self) -> None:
         self.discovery.stop(self.patcher)
         self._discovery_open = False
+        try:
+            self.rules.wrap_named(self.config.segment_names, sys._getframe(1))
+        except Exception as e:  # pragma: no cover - a scan error must not break the program
+            self.notes.append(f"name-rule segments could not be applied: {type(e).__name__}: {e}")
         if self._torch is not None:
             self.rules.finish_policy_discovery()
 
@@ -532,6 +595,9 @@ class Session:
         run.findings = self._findings(steady, n_steps)
         if self._setup_syncs:
             run.extra["setup_syncs"] = self._setup_syncs
+        sync_wait = self._sync_wait_record()
+        if sync_wait:
+            run.extra["sync_wait"] = sync_wait  # host time in each real sync, and the host work after it
         if self.loop_ops:
             run.extra["loop_ops"] = dict(self.loop_ops)  # torch ops per loop iteration (the cost model reads it)
         run.machine = describe()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+from time import perf_counter
 from types import FrameType
 from typing import Any, Callable
 
@@ -31,11 +32,15 @@ class _ThreadState(threading.local):
         self.main = threading.current_thread() is threading.main_thread()
         self.stack: list[str] = MAIN_STACK if self.main else []  # segment stack, innermost last
         self.last_cpu: tuple | None = None  # (frame id, line, tensor id) of the last .cpu() on a CPU tensor
+        self.sync_site: tuple | None = None  # site of the real sync just emitted (its call gets timed)
 
 
 tls = _ThreadState()
 
 sinks: list[Any] = []  # objects with .add(kind, op, site, segment, thread, nbytes, would)
+# callables ``(site, t0, t1)`` told the host time spent inside each real (not would-sync) sync call made
+# on the main thread: perf_counter() before and after the original (syncs are rare: two clock reads each)
+wait_listeners: list[Callable[[tuple, float, float], None]] = []
 def _never() -> bool:
     return False
 
@@ -79,8 +84,27 @@ def direct_caller(frame: FrameType | None) -> FrameType | None:
 
 
 def call_original(orig, op: str, args: tuple, kwargs: dict):
-    """Run the hooked original; inside a ``--verify`` range when one is recording."""
+    """Run the hooked original; inside a ``--verify`` range when one is recording; timed for the
+    :data:`wait_listeners` when :func:`emit` just reported it as a real sync on the main thread."""
     vr = verify_range
+    if wait_listeners:
+        st = tls
+        site = st.sync_site
+        if site is not None:
+            st.sync_site = None
+            t0 = perf_counter()
+            try:
+                if vr is None:
+                    return orig(*args, **kwargs)
+                with vr(op):
+                    return orig(*args, **kwargs)
+            finally:
+                t1 = perf_counter()
+                for w in list(wait_listeners):
+                    try:
+                        w(site, t0, t1)
+                    except Exception:  # pragma: no cover - instrumentation must never break the program
+                        pass
     if vr is None:
         return orig(*args, **kwargs)
     with vr(op):
@@ -99,7 +123,10 @@ def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None,
     try:
         site = site_of(frame)
         seg = current_segment()
-        thread = None if tls.main else threading.current_thread().name
+        main = tls.main
+        thread = None if main else threading.current_thread().name
+        if kind == "sync" and wait_listeners:
+            tls.sync_site = site if (main and not would) else None
         for s in list(sinks):
             s.add(kind, op, site, seg, thread, nbytes, would, n)
     except Exception:  # pragma: no cover - instrumentation must never break the program it watches

@@ -12,16 +12,22 @@ and which module calls are the policy.
   hooks would do the same but put every module call on torch's slow path, and warn under
   ``torch.compile``.)
 * Config targets ``"pkg.mod:Class.method" = "segment"`` are wrapped at start.
+* Name rules (``log_iteration`` is logging, ``compute_reward`` is reward): the discovery window sees the
+  user functions called while it is open; when it closes, the user modules are also scanned
+  (:meth:`SegmentRules.wrap_named`) so functions first called later — a once-per-iteration
+  ``log_iteration`` after a warm-up shorter than the rollout — get their segment too.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import threading
 from typing import Any, Callable
 
 from perfkit import segments
+from perfkit.analysis.attribution import is_user_file
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher, tls
 
@@ -164,6 +170,47 @@ class SegmentRules:
         self._handles.append(("opt", opt.register_optimizer_step_pre_hook(pre)))
         self._handles.append(("opt", opt.register_optimizer_step_post_hook(post)))
 
+    # ---- name rules -----------------------------------------------------------------------------
+    def wrap_named(self, name_segments: dict[str, str] | None = None, frame: Any = None) -> list[str]:
+        """Wrap the functions and methods defined in user modules whose name puts them in a segment
+        (``name_segments`` — config names — first, then :func:`perfkit.segments.segment_for_name`).
+        The user modules are those in ``sys.modules`` plus the globals of ``frame`` and its callers (a
+        script loaded without registering its module); in an unregistered namespace only classes are
+        patched. Already-wrapped ones are left alone. Returns ``"module:qualname"`` of each wrapped one."""
+        names = dict(name_segments or {})
+        spaces: dict[int, tuple[Any, dict]] = {}
+        for mod in list(sys.modules.values()):
+            d = getattr(mod, "__dict__", None)
+            file = getattr(mod, "__file__", None)
+            if isinstance(d, dict) and file and is_user_file(file):
+                spaces[id(d)] = (mod, d)
+        while frame is not None:
+            g = frame.f_globals
+            if id(g) not in spaces and is_user_file(frame.f_code.co_filename):
+                spaces[id(g)] = (None, g)
+            frame = frame.f_back
+        done: list[str] = []
+        for mod, d in spaces.values():
+            modname = d.get("__name__")
+            if not modname:
+                continue
+            for attr, val in list(d.items()):
+                if inspect.isfunction(val) and val.__module__ == modname:
+                    if mod is None:
+                        continue
+                    seg = _named_segment(attr, val, names)
+                    if seg is not None and wrap_attr(self.patcher, mod, attr, seg, everywhere=True):
+                        done.append(f"{modname}:{attr}")
+                elif isinstance(val, type) and val.__module__ == modname:
+                    for mname, raw in list(vars(val).items()):
+                        fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+                        if not inspect.isfunction(fn):
+                            continue
+                        seg = _named_segment(mname, fn, names)
+                        if seg is not None and wrap_attr(self.patcher, val, mname, seg):
+                            done.append(f"{modname}:{val.__qualname__}.{mname}")
+        return done
+
     # ---- policy discovery ------------------------------------------------------------------------
     def start_policy_discovery(self, discovery: Any) -> None:
         """The discovery window's profile function watches ``nn.Module`` calls (no global module hooks:
@@ -193,6 +240,20 @@ class SegmentRules:
         for _, h in self._handles:
             h.remove()
         self._handles.clear()
+
+
+def _named_segment(name: str, fn: Any, names: dict[str, str]) -> str | None:
+    """The name-rule segment of user function ``fn`` called ``name`` (None: no rule, dunder, generator,
+    a perfkit wrapper, or defined outside user code)."""
+    if name.startswith("__") or getattr(fn, "__perfkit_segment__", None) is not None:
+        return None
+    seg = names.get(name) or segments.segment_for_name(name)
+    if seg is None:
+        return None
+    code = getattr(fn, "__code__", None)
+    if code is None or not is_user_file(code.co_filename) or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        return None
+    return seg
 
 
 def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Callable:

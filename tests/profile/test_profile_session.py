@@ -311,3 +311,21 @@ def test_no_loop_findings_below_eight_envs():
         for _ in range(5):
             env.step(None)
     assert not s.run.findings_of("loop")
+
+
+def test_logging_methods_first_called_after_discovery_are_logging_and_env_fields():
+    """``log_iteration`` / ``_log_metrics`` first run after the warm-up window closed still get the
+    logging segment (the user modules are scanned when it closes); ``log_prob`` / ``logits`` /
+    ``logsumexp`` are math, not logging. The env block records max_episode_steps and device."""
+    mod = load("late_log_env")
+    path = mod.__file__
+    with Session(warmup_steps=2, count_cpu_tensors=True) as s:
+        mod.main(24)
+    run = s.run
+    syncs = {f.line: f for f in run.findings_of("sync")}
+    assert syncs[line_of(path, "# <- iteration")].segment == "logging"
+    assert syncs[line_of(path, "# <- metrics")].segment == "logging"
+    assert syncs[line_of(path, "# <- math")].segment == "other"
+    assert run.segments["logging"].calls_per_step > 0
+    assert mod.Trainer.logits.__name__ == "logits" and not hasattr(mod.Trainer.logits, "__perfkit_segment__")
+    assert run.env["max_episode_steps"] == 500 and run.env["device"] == "cpu"
