@@ -17,6 +17,13 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
   ``run.extra["sync_queue"][site]["full_fraction"]`` sets ``p_full``, and ``...["wait_ms"]`` (mean
   host time blocked in the call) replaces ``round_trip + drain``.
   Without GPU timing (a CPU-only run, would-sync-on-GPU findings) the price is the round trip alone.
+  When the session timed the site's real syncs (``run.extra["sync_wait"][site]``: host time blocked
+  per call and the host work from its end to the next sync or the step end), removing *one* sync is
+  priced ``round_trip + min(wait - round_trip, gap_after)`` per call: the queued GPU work overlaps
+  only with the host work before the next sync, which then waits instead (the H200 validation: one
+  of several syncs removed saves ~nothing). Fixing *all* syncs saves their summed waits
+  (``pricing["sync_all_ms"]``, ``what_if["all_syncs"]``), floored at the GPU time like any what-if.
+  ``pricing["model_of"]`` names the model that priced each finding.
   ``extra``: ``print`` formats the tensor (``tensor_repr_ms``); ``.cpu()``/``.numpy()``/``.tolist()``
   copy device->host (``d2h_latency_ms`` + bytes / ``d2h_gbps``); a blocking host->device copy
   (``torch.tensor(list, device=...)``, indexing with a Python list) copies the other way.
@@ -208,6 +215,27 @@ def _sync_site_info(run: Run, f: Finding) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+def _sync_wait_of(run: Run, f: Finding) -> tuple[float, float] | None:
+    """``(wait_ms, gap_ms_after)`` per call at ``f``'s site from ``run.extra["sync_wait"]``, or None."""
+    d = (run.extra.get("sync_wait") or {}).get(f.site)
+    if not isinstance(d, dict):
+        return None
+    w, g, n = d.get("wait_ms_per_step"), d.get("gap_ms_per_step_after"), d.get("calls_per_step")
+    if not all(isinstance(x, (int, float)) for x in (w, g, n)) or n <= 0:
+        return None
+    return float(w) / n, float(g) / n
+
+
+def pricing_model(f: Finding, run: Run) -> str:
+    """Which model prices ``f``: for syncs ``sync_wait`` (measured wait and gap), ``site_wait``,
+    ``backlog_split`` (the even split of the GPU backlog); else the finding kind."""
+    if f.kind != "sync":
+        return f.kind
+    if _sync_wait_of(run, f) is not None:
+        return "sync_wait"
+    return "site_wait" if isinstance(_sync_site_info(run, f).get("wait_ms"), (int, float)) else "backlog_split"
+
+
 def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None = None) -> tuple[float | None, str]:
     """``(est_ms_per_step, how)`` for one finding; ``None`` with the reason when it cannot be priced."""
     ctx = ctx or _RunContext.of(run)
@@ -219,7 +247,17 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
         if idle is None:
             return None, "no sync round-trip cost in the profile"
         info = _sync_site_info(run, f)
-        if isinstance(info.get("wait_ms"), (int, float)):
+        sw = _sync_wait_of(run, f)
+        if sw is not None:
+            p_full = info.get("full_fraction")
+            p_full = float(p_full) if isinstance(p_full, (int, float)) else ctx.busy
+            round_trip = p_full * prices.get("sync_queued_extra_ms", idle) + (1.0 - p_full) * idle
+            wait, gap = sw
+            drain = max(0.0, wait - round_trip)
+            per_call = round_trip + min(drain, gap)
+            how = (f"round trip {round_trip * 1e3:.1f} us + min(drained wait {drain * 1e3:.1f} us, host gap after "
+                   f"{gap * 1e3:.1f} us) (measured)")
+        elif isinstance(info.get("wait_ms"), (int, float)):
             per_call, how = float(info["wait_ms"]), "measured blocked time at this site"
         else:
             p_full = info.get("full_fraction")
@@ -311,6 +349,8 @@ def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
         "costs": prices.used,
         "unpriced": unpriced,
         "how": hows,
+        "model_of": {f"{f.site} {f.op}": pricing_model(f, run) for f in run.findings},
+        "sync_all_ms": _all_syncs_ms(run),
         "step_ms": ctx.step_ms,
         "gpu_ms_per_step": ctx.gpu_ms,
         "gpu_backlog_ms_per_step": ctx.backlog_ms,
@@ -318,6 +358,16 @@ def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
     }
     run.extra["what_if"] = what_if(run)
     return run
+
+
+def _all_syncs_ms(run: Run) -> float | None:
+    """Host time per step all syncs priced by ``sync_wait`` block for: what fixing every one of them
+    saves (the whole backlog may then overlap; :func:`predict` keeps the step above the GPU floor)."""
+    syncs = [f for f in run.findings if f.kind == "sync"]
+    if not syncs or any(_sync_wait_of(run, f) is None for f in syncs):
+        return None
+    sw = run.extra["sync_wait"]
+    return float(sum(sw[site]["wait_ms_per_step"] for site in {f.site for f in syncs}))
 
 
 def sps_of(run: Run) -> float | None:
@@ -335,7 +385,13 @@ def predict(run: Run, fixed: Iterable[Finding] | None = None, saved_ms: float | 
     step = ctx.step_ms
     sps = sps_of(run)
     if saved_ms is None:
-        saved_ms = sum(f.est_ms_per_step or 0.0 for f in (fixed or []))
+        fixed = list(fixed or [])
+        saved_ms = sum(f.est_ms_per_step or 0.0 for f in fixed)
+        syncs = [f for f in run.findings if f.kind == "sync"]
+        all_ms = (run.extra.get("pricing") or {}).get("sync_all_ms")
+        if syncs and isinstance(all_ms, (int, float)) and all(any(f is g for g in fixed) for f in syncs):
+            # every sync fixed: their summed waits, not the one-at-a-time estimates (bounded by the floor below)
+            saved_ms += max(0.0, all_ms - sum(f.est_ms_per_step or 0.0 for f in syncs))
     if not step:
         return {"step_ms": None, "saved_ms": saved_ms, "step_ms_after": None, "sps": sps, "sps_after": None,
                 "gain": None}
@@ -358,4 +414,7 @@ def what_if(run: Run, top_n: int = TOP_N) -> dict[str, Any]:
         per_finding.append({"site": f.site, "kind": f.kind, "op": f.op, "segment": f.segment,
                             "est_ms_per_step": f.est_ms_per_step, "sps_if_fixed": p["sps_after"],
                             "gain": p["gain"]})
-    return {"top_n": top_n, "fixed": [f"{f.site} {f.op}" for f in top], **overall, "per_finding": per_finding}
+    syncs = [f for f in run.findings if f.kind == "sync" and f.est_ms_per_step is not None]
+    all_syncs = predict(run, syncs) if syncs else None
+    return {"top_n": top_n, "fixed": [f"{f.site} {f.op}" for f in top], **overall, "per_finding": per_finding,
+            "all_syncs": all_syncs}

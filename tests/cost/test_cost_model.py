@@ -251,3 +251,34 @@ def test_a_committed_reference_profile_replaces_the_one_number_reference(tmp_pat
     run = price_run(run_of(Finding("alloc", "torch.zeros", "t.py", 1, per_step=5.0)))  # no machine cache
     assert run.findings[0].est_ms_per_step == pytest.approx(5 * 0.004)
     assert run.extra["pricing"]["profile"] == got["source"]
+
+
+def test_measured_sync_wait_prices_one_removal_by_the_host_gap_after_it():
+    # GPU 4 of 10 ms (busy 0.4, round trip 0.4*0.010 + 0.6*0.030 = 0.022 ms); two syncs per step.
+    # A: waits 1.5 ms, 0.3 ms of host work before the next sync -> saves 0.022 + 0.3
+    # B: waits 0.5 ms per call (2 calls/step), 2.0 ms of host work after each -> saves 0.022 + (0.5 - 0.022)
+    # C: no sync_wait entry -> the backlog split (4 ms over 4 syncs per step)
+    extra = {"sync_wait": {"train.py:1": {"wait_ms_per_step": 1.5, "gap_ms_per_step_after": 0.3, "calls_per_step": 1.0},
+                           "train.py:2": {"wait_ms_per_step": 1.0, "gap_ms_per_step_after": 4.0, "calls_per_step": 2.0}}}
+    a, b, c = sync(line=1), sync(line=2, per_step=2.0), sync(line=3)
+    run = price_run(run_of(a, b, c, gpu=4.0, extra=extra), GPU_PROFILE)
+    rt = 0.4 * 0.010 + 0.6 * 0.030
+    assert a.est_ms_per_step == pytest.approx(rt + 0.3)
+    assert b.est_ms_per_step == pytest.approx(2 * 0.5)
+    assert c.est_ms_per_step == pytest.approx(rt + 4.0 / 4)
+    model = run.extra["pricing"]["model_of"]
+    assert model == {"train.py:1 .item()": "sync_wait", "train.py:2 .item()": "sync_wait", "train.py:3 .item()": "backlog_split"}
+    assert run.extra["pricing"]["sync_all_ms"] is None  # C has no measurement: no all-syncs total
+    assert run.extra["what_if"]["all_syncs"]["saved_ms"] == pytest.approx(a.est_ms_per_step + b.est_ms_per_step + c.est_ms_per_step)
+
+
+def test_fixing_all_measured_syncs_saves_their_waits_bounded_by_the_gpu_floor():
+    extra = {"sync_wait": {"train.py:1": {"wait_ms_per_step": 3.0, "gap_ms_per_step_after": 0.1, "calls_per_step": 1.0},
+                           "train.py:2": {"wait_ms_per_step": 4.0, "gap_ms_per_step_after": 0.1, "calls_per_step": 1.0}}}
+    run = price_run(run_of(sync(line=1), sync(line=2), step_ms=10.0, gpu=6.0, extra=extra), GPU_PROFILE)
+    rt = 0.6 * 0.010 + 0.4 * 0.030
+    assert [f.est_ms_per_step for f in run.findings] == pytest.approx([rt + 0.1, rt + 0.1])  # one at a time: little
+    assert run.extra["pricing"]["sync_all_ms"] == pytest.approx(7.0)
+    allp = run.extra["what_if"]["all_syncs"]
+    assert allp["saved_ms"] == pytest.approx(7.0)
+    assert allp["step_ms_after"] == pytest.approx(6.0)  # 10 - 7 = 3 ms, but the GPU's 6 ms stays
