@@ -396,7 +396,9 @@ def predict(run: Run, fixed: Iterable[Finding] | None = None, saved_ms: float | 
         return {"step_ms": None, "saved_ms": saved_ms, "step_ms_after": None, "sps": sps, "sps_after": None,
                 "gain": None}
     floor = max(ctx.gpu_bound_ms, MIN_STEP_FRACTION * step)
-    after = max(step - saved_ms, floor)
+    # a fix never makes the step slower: where the GPU-bound segments' event spans exceed the measured
+    # step (spans include idle GPU time, and the step is a host-side median), the floor is the step
+    after = min(step, max(step - saved_ms, floor))
     sps_after = sps * step / after if sps else None
     return {"step_ms": step, "saved_ms": saved_ms, "floor_ms": floor, "step_ms_after": after, "sps": sps,
             "sps_after": sps_after, "gain": step / after - 1.0}

@@ -172,6 +172,11 @@ def test_what_if_is_floored_at_the_gpu_time_and_ranks_findings():
     # without GPU timing the floor is a fraction of the step
     bare = price_run(run_of(Finding("loop", "for", "t.py", 1, per_step=10_000.0)), GPU_PROFILE)
     assert bare.extra["what_if"]["step_ms_after"] == pytest.approx(10 * MIN_STEP_FRACTION)
+    # a GPU floor above the measured step (event spans include idle GPU time; seen on the H200 for
+    # train.py: "1.67 -> 2.66 ms/step") never predicts a slower step
+    over = price_run(run_of(sync(per_step=1.0, line=1), step_ms=1.67, gpu=2.66, num_envs=4096), GPU_PROFILE)
+    assert over.extra["what_if"]["step_ms_after"] <= 1.67
+    assert predict(over, saved_ms=0.5)["step_ms_after"] == pytest.approx(1.67)
 
 
 def test_missing_costs_leave_findings_unpriced_and_say_why():
