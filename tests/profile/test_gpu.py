@@ -124,9 +124,12 @@ def test_verify_reports_zero_unattributed_syncs_on_a_planted_loop():
 
 def test_cuda_event_segment_times_sum_to_wall_time_per_step():
     mod = load("gpu_bound")
-    # a long warm-up first fills CUDA's launch queue: from then on the host waits for the GPU every step
-    with Session(warmup_steps=80, timing_every=4) as s:
-        mod.main(240)
+    # a long warm-up first fills CUDA's launch queue: from then on the host waits for the GPU every step.
+    # ~12 launches a step against a queue of ~1024 entries: 80 warm-up steps were borderline (on the H200
+    # one run saw wall p50 = GPU time, a later one 0.88 ms = launch time with the queue not yet full), so
+    # warm up for ~3x the queue.
+    with Session(warmup_steps=250, timing_every=4) as s:
+        mod.main(450)
     run = s.run
     gpu_sum = sum(v.gpu_ms_per_step or 0.0 for v in run.segments.values())
     wall = run.step_ms["p50"]
