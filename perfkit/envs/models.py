@@ -66,8 +66,10 @@ SPECS: dict[str, ModelSpec] = {
     ),
     # Capsule body, all geoms collide with the floor (condim 3, pyramidal: 4 rows per contact) plus
     # 21 limited hinges. Measured with MuJoCo C under random actions until termination (30 episodes):
-    # at most 8 contacts (mean 1.4) and 25 constraint rows per world; sized with 2x margin (contacts
-    # are pooled across worlds, rows are a hard per-world cap).
+    # at most 8 contacts (mean 1.4) and 25 constraint rows per world. MuJoCo Warp needs more: on the
+    # H200 at 16384 worlds nconmax=16 overflowed its broadphase (candidate pairs, not contacts) and
+    # njmax=64 its constraint rows, so: MuJoCo Warp's own default nconmax for this model (48) and 2x
+    # its default njmax (64).
     "humanoid": ModelSpec(
         name="humanoid",
         decimation=3,
@@ -78,8 +80,8 @@ SPECS: dict[str, ModelSpec] = {
         ctrl_cost=0.1,
         reset_noise=0.01,
         max_qvel=200.0,
-        nconmax=16,
-        njmax=64,
+        nconmax=48,
+        njmax=128,
     ),
 }
 
