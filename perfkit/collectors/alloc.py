@@ -90,11 +90,7 @@ def _make_mode_class():
                 return out
             if c0 is not None:
                 return self._count_cuda(func, args, kwargs, out, c0)
-            if self.ops is not None:
-                f = user_frame(sys._getframe(1))
-                if f is not None:
-                    k = (f.f_code.co_filename, f.f_lineno)
-                    self.ops[k] = self.ops.get(k, 0) + 1
+            self._note_op(sys._getframe(1))
             name = getattr(func, "__name__", "")
             if name == "__get__" or "out" in kwargs or (name.endswith("_") and not name.endswith("__")) or name.startswith("__i"):
                 return out
@@ -118,13 +114,24 @@ def _make_mode_class():
                 seen.add(p)
                 n += 1
                 nbytes += r.numel() * r.element_size()
-            if n:
+            self._emit(func, sys._getframe(1), n, nbytes)
+            return out
+
+        def _note_op(self, frame):
+            """Count one torch call at its user line, when the session counts ops per line."""
+            if self.ops is not None:
+                f = user_frame(frame)
+                if f is not None:
+                    k = (f.f_code.co_filename, f.f_lineno)
+                    self.ops[k] = self.ops.get(k, 0) + 1
+
+        def _emit(self, func, frame, n: int, nbytes: int) -> None:
+            if n > 0:
                 tls.depth += 1
                 try:
-                    emit("alloc", op_name(func), sys._getframe(1), nbytes=nbytes, n=n)
+                    emit("alloc", op_name(func), frame, nbytes=nbytes, n=n)
                 finally:
                     tls.depth -= 1
-            return out
 
         def _count_cuda(self, func, args, kwargs, out, c0):
             """Allocations of one call on a CUDA machine: the allocator's request count over the call
@@ -141,17 +148,8 @@ def _make_mode_class():
                         seen.add(p)
                         n += 1
                         nbytes += r.numel() * r.element_size()
-            if self.ops is not None:
-                f = user_frame(sys._getframe(2))
-                if f is not None:
-                    k = (f.f_code.co_filename, f.f_lineno)
-                    self.ops[k] = self.ops.get(k, 0) + 1
-            if n > 0:
-                tls.depth += 1
-                try:
-                    emit("alloc", op_name(func), sys._getframe(2), nbytes=nbytes, n=n)
-                finally:
-                    tls.depth -= 1
+            self._note_op(sys._getframe(2))
+            self._emit(func, sys._getframe(2), n, nbytes)
             return out
 
     return AllocMode
