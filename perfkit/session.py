@@ -66,14 +66,7 @@ class _SessionSink(Sink):
             phase = "sampled"
         else:
             phase = s.phase
-        key = (kind, op, site[0], site[1], site[2], thread, would, phase)
-        c = self.counts.get(key)
-        if c is None:
-            c = self.counts[key] = [0, 0, {}]
-        c[0] += n
-        if nbytes:
-            c[1] += nbytes
-        c[2][segment] = c[2].get(segment, 0) + n
+        self.count((kind, op, site[0], site[1], site[2], thread, would, phase), segment, nbytes, n)
         if s._verify is not None and kind == "sync":
             s._verify.note_sync()
 

@@ -60,7 +60,10 @@ class Sink:
         self.counts: dict[tuple, list] = {}
 
     def add(self, kind, op, site, segment, thread, nbytes, would, n=1) -> None:
-        key = (kind, op, site[0], site[1], site[2], thread, would)
+        self.count((kind, op, site[0], site[1], site[2], thread, would), segment, nbytes, n)
+
+    def count(self, key: tuple, segment: str, nbytes, n: int) -> None:
+        """Add ``n`` events (and their bytes) under ``key``, split by segment."""
         c = self.counts.get(key)
         if c is None:
             c = self.counts[key] = [0, 0, {}]
