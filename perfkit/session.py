@@ -471,7 +471,7 @@ class Session:
                 info[k] = v
             elif v is not None and hasattr(v, "item") and getattr(v, "numel", lambda: 2)() == 1:
                 try:
-                    info[k] = v.item()
+                    info[k] = v.item()  # perfkit: ignore[PK101] once, when the env is first seen
                 except Exception:
                     pass
         self.env_info = info
