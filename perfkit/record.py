@@ -77,7 +77,7 @@ class Run:
     findings: list[Finding] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
     # Beyond the minimum schema:
-    status: str = "complete"  # "complete" | "partial" (crash, sys.exit, Ctrl-C) | "oom"
+    status: str = "complete"  # "complete" | "partial" (crash, sys.exit, Ctrl-C) | "oom" | "error" | "timeout" (sweep points)
     exit_code: int | None = None
     env: dict[str, Any] = field(default_factory=dict)  # backend, sim_dt, decimation, policy_dt, obs/act dims
     step_times_ms: list[float] = field(default_factory=list)  # per steady-state step, for distributions
