@@ -66,7 +66,10 @@ class _SessionSink(Sink):
             phase = "sampled"
         else:
             phase = s.phase
-        self.count((kind, op, site[0], site[1], site[2], thread, would, phase), segment, nbytes, n)
+        key = (kind, op, site[0], site[1], site[2], thread, would, phase)
+        self.count(key, segment, nbytes, n)
+        if phase == "steady" and kind == "sync":
+            s._trail[key] = s._trail.get(key, 0) + n
         if s._verify is not None and kind == "sync":
             s._verify.note_sync()
 
@@ -104,6 +107,9 @@ class Session:
         self.patcher = Patcher()
         self.sink = _SessionSink(self)
         self.step_index = 0
+        # syncs since the last step boundary: once the program stops stepping they are teardown, as
+        # those before the first step are setup (neither is a per-step cost)
+        self._trail: dict[tuple, int] = {}
         self.manual_steps = False
         self._in_step = False
         self._sampling = False
@@ -282,6 +288,8 @@ class Session:
         imported libraries) goes through :meth:`_slow_boundary`."""
         if now is None:
             now = perf_counter()
+        if self._trail:
+            self._trail = {}
         idx = self.step_index + 1
         if idx < self._next_special:
             self.step_times.append(now - self.t_step_begin)
@@ -588,6 +596,8 @@ class Session:
         run.findings = self._findings(steady, n_steps)
         if self._setup_syncs:
             run.extra["setup_syncs"] = self._setup_syncs
+        if self._teardown_syncs:
+            run.extra["teardown_syncs"] = self._teardown_syncs  # after the last step's start
         sync_wait = self._sync_wait_record()
         if sync_wait:
             run.extra["sync_wait"] = sync_wait  # host time in each real sync, and the host work after it
@@ -685,11 +695,20 @@ class Session:
         fixes = {**TORCH_FIXES, **WARP_FIXES}
         agg: dict[tuple, dict] = {}
         setup: list[dict] = []
+        teardown: list[dict] = []
+        # the steady steps' syncs are counted over their closed intervals (step start to next step start),
+        # the same intervals as step_times; what follows the last step start is teardown
+        trail = self._trail if steady > 1 else {}
+        intervals = steady - 1 if trail else steady
         n_sampled = len(self.sampled_done)
         for key, (cnt, nbytes, segs) in self.sink.counts.items():
             kind, op, fn, line, func, thread, would, phase = key
             if kind == "sync" and phase == "setup" and n_steps:
                 setup.append({"op": op, "path": relpath(fn), "line": line, "count": cnt})
+                continue
+            tail = trail.get(key, 0)
+            if tail and tail == cnt:  # this site synced only after the last step started: teardown
+                teardown.append({"op": op, "path": relpath(fn), "line": line, "count": tail})
                 continue
             if kind in ("alloc", "stream") and not n_sampled:
                 continue
@@ -698,7 +717,7 @@ class Session:
             a["count"] += cnt
             a["bytes"] += nbytes
             if phase in ("steady", "sampled"):
-                a["steady"] += cnt
+                a["steady"] += cnt - tail  # over the closed intervals only
             for s, m in segs.items():
                 a["segs"][s] = a["segs"].get(s, 0) + m
         out: list[Finding] = []
@@ -708,8 +727,8 @@ class Session:
                         thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line))
             if kind == "sync":
                 f.count = a["count"]
-                if steady:
-                    f.per_step = round(a["steady"] / steady, 6)
+                if intervals:
+                    f.per_step = round(a["steady"] / intervals, 6)
                 elif n_steps:
                     f.per_step = round(a["count"] / n_steps, 6)
                 f.message = fixes.get(op, "")
@@ -735,6 +754,7 @@ class Session:
                                code=source_line(lp["filename"], lp["line"])))
         # kept apart: syncs before the first step (construction, reset) are not per-step costs
         self._setup_syncs = sorted(setup, key=lambda d: -d["count"])
+        self._teardown_syncs = sorted(teardown, key=lambda d: -d["count"])
         out.sort(key=lambda f: (-f.per_step, f.kind, f.path, f.line))
         return out
 

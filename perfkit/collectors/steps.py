@@ -60,6 +60,8 @@ def step_wrapper(orig: Callable, session_getter: Callable[[], "Session | None"] 
         now = perf_counter()
         idx = s.step_index + 1
         if idx < s._next_special:  # Session.begin_step's fast path, inlined: one call less per step
+            if s._trail:
+                s._trail = {}
             s.step_times.append(now - s.t_step_begin)
             s.step_index = idx
             s.t_step_begin = now
