@@ -5,7 +5,8 @@
     perfkit profile examples/train.py              # the README's first command
 
 Inside an iteration nothing waits on the device: the env step, the policy, the storage writes and
-the learner all stay on it; one line of metrics per iteration is the only host read (``log_iteration``).
+the learner all stay on it; one line of metrics per iteration is read without waiting for the device
+(``log_iteration_async``: a non-blocking copy to pinned memory, printed once it has landed).
 """
 
 from __future__ import annotations
@@ -52,7 +53,19 @@ def main(argv=None) -> list[dict]:
         flush=True,
     )
     history = []
-    trained_s = 0.0
+    steps_per_iteration = ppo.cfg.num_steps * env.num_envs
+
+    def report(metrics):
+        it = metrics["iteration"]
+        metrics["env_steps"] = (it + 1) * steps_per_iteration
+        history.append(metrics)
+        print(
+            f"iter {it:4d}  reward/step {metrics['reward_per_step']:8.4f}  "
+            f"mean episode reward {metrics['episode_return']:9.3f}  episodes {int(metrics['episodes']):5d}  "
+            f"value_loss {metrics['value_loss']:8.4f}  std {metrics['action_std']:.3f}  SPS {metrics['sps']:,.0f}",
+            flush=True,
+        )
+
     obs = env.reset()
     for it in range(args.iterations):
         with torch.inference_mode():
@@ -61,18 +74,15 @@ def main(argv=None) -> list[dict]:
                 obs, reward, done, info = env.step(actions)
                 ppo.process_env_step(reward, done, info)
         ppo.update(obs)
-        metrics = ppo.log_iteration()  # one device->host read per iteration (it also waits for the GPU)
-        metrics["iteration"], metrics["env_steps"] = it, (it + 1) * ppo.cfg.num_steps * env.num_envs
-        history.append(metrics)
-        print(
-            f"iter {it:4d}  reward/step {metrics['reward_per_step']:8.4f}  "
-            f"mean episode reward {metrics['episode_return']:9.3f}  episodes {int(metrics['episodes']):5d}  "
-            f"value_loss {metrics['value_loss']:8.4f}  std {metrics['action_std']:.3f}  SPS {metrics['sps']:,.0f}",
-            flush=True,
-        )
-        trained_s += ppo.cfg.num_steps * env.num_envs / metrics["sps"]
+        # no wait for the GPU: the metrics are copied to pinned memory in the background, and the
+        # iterations whose copies have landed are printed (on the GPU, usually the previous one)
+        for metrics in ppo.log_iteration_async():
+            report(metrics)
+        trained_s = sum(steps_per_iteration / m["sps"] for m in history)
         if args.max_seconds is not None and trained_s >= args.max_seconds:
             break
+    for metrics in ppo.drain_metrics():  # after training: the last copies (the loop's only wait)
+        report(metrics)
     steady = history[1:] or history
     steps = sum(ppo.cfg.num_steps * env.num_envs for _ in steady)
     print(f"SPS: {steps / sum(ppo.cfg.num_steps * env.num_envs / m['sps'] for m in steady):.1f}", flush=True)

@@ -11,15 +11,21 @@ Usage (``examples/train.py``)::
                 obs, reward, done, info = env.step(actions)
                 ppo.process_env_step(reward, done, info)
         ppo.update(obs)
-        metrics = ppo.log_iteration()  # the one host read of the iteration
+        for metrics in ppo.log_iteration_async():  # no wait: the iterations whose metrics have landed
+            print(metrics)
+    for metrics in ppo.drain_metrics():  # after training: wait for the last ones (teardown)
+        print(metrics)
 
-Episode statistics and losses are accumulated in device tensors; ``log_iteration`` reads them all
-with one transfer and clears them.
+Episode statistics and losses are accumulated in device tensors. ``log_iteration`` reads them all
+with one blocking transfer and clears them; ``log_iteration_async`` enqueues the same transfer into
+pinned host memory (non-blocking) and returns the iterations whose copies have already landed, timed
+with CUDA events, so the training loop never waits for the GPU.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import torch
@@ -91,6 +97,8 @@ class PPO:
         self._last_episode = (0.0, 0.0)
         self._refresh_policy_constants()
         self._iter_start = time.perf_counter()  # last known mean return/length, for iterations with no episode end
+        self._iterations_logged = 0
+        self._init_async_metrics()
         self._flat = {
             "obs": self.storage.obs.view(batch, obs_dim),
             "actions": self.storage.actions.view(batch, act_dim),
@@ -187,7 +195,69 @@ class PPO:
         """Mean metrics of the last iteration, read from the device in one transfer, then cleared.
 
         ``episode_return``/``episode_length`` average the episodes that ended during the
-        iteration (the last known value when none did); ``episodes`` counts them."""
+        iteration (the last known value when none did); ``episodes`` counts them. The read waits for
+        the device (a sync per iteration); :meth:`log_iteration_async` does not."""
+        self._reduce_metrics()
+        values = self._metrics.tolist()  # the iteration's single device->host read; it waits for the device
+        return self._metrics_dict(values, self._host_sps())
+
+    def log_iteration_async(self) -> list[dict[str, float]]:
+        """Like :meth:`log_iteration`, without waiting: this iteration's metrics go to pinned host
+        memory by a non-blocking copy; returned are the iterations (oldest first) whose copies have
+        landed, each timed by CUDA events at the iteration boundaries. On the CPU the copy is
+        immediate and this iteration is returned."""
+        self._reduce_metrics()
+        if not self._async:
+            return [self._metrics_dict(self._metrics_np.tolist(), self._host_sps())]  # numpy view: a host read
+        if len(self._pending) == len(self._host):
+            self._collect(wait_oldest=True)  # every buffer in flight (the GPU is far behind): wait for one
+        slot = self._iterations_enqueued % len(self._host)
+        event = self._events[self._iterations_enqueued % len(self._events)]
+        self._host[slot].copy_(self._metrics, non_blocking=True)
+        event.record()
+        self._pending.append((slot, event, self._prev_event))
+        self._prev_event = event
+        self._iterations_enqueued += 1
+        return self._collect()
+
+    def drain_metrics(self) -> list[dict[str, float]]:
+        """The metrics still in flight from :meth:`log_iteration_async`, waiting for them (call it once,
+        after training)."""
+        out: list[dict[str, float]] = []
+        while self._async and self._pending:
+            out += self._collect(wait_oldest=True)
+        return out
+
+    # ---- metrics helpers ---------------------------------------------------------------------------
+    def _init_async_metrics(self, in_flight: int = 4) -> None:
+        self._async = self.device.type == "cuda"
+        if not self._async:
+            self._metrics_np = self._metrics.numpy()  # a view: reading it is a host read, no transfer
+            return
+        self._host = [torch.zeros(len(METRICS), pin_memory=True) for _ in range(in_flight)]
+        self._host_np = [h.numpy() for h in self._host]
+        # in flight + the last collected one (the start of the oldest pending span) + one to record
+        self._events = [torch.cuda.Event(enable_timing=True) for _ in range(in_flight + 2)]
+        self._prev_event = torch.cuda.Event(enable_timing=True)
+        self._prev_event.record()
+        self._pending: deque = deque()
+        self._iterations_enqueued = 0
+
+    def _collect(self, wait_oldest: bool = False) -> list[dict[str, float]]:
+        out = []
+        while self._pending:
+            slot, event, start = self._pending[0]
+            if wait_oldest and not out:
+                event.synchronize()
+            elif not event.query():
+                break
+            self._pending.popleft()
+            seconds = max(start.elapsed_time(event) / 1e3, 1e-9)
+            out.append(self._metrics_dict(self._host_np[slot].tolist(), self.num_envs * self.cfg.num_steps / seconds))
+        return out
+
+    def _reduce_metrics(self) -> None:
+        """This iteration's means into ``self._metrics`` (on the device), accumulators cleared."""
         m, n_updates = self._metrics, self.cfg.epochs * self.cfg.minibatches
         with torch.no_grad():
             episodes = self._ep_count.sum()
@@ -197,15 +267,20 @@ class PPO:
             m[3] = episodes
             m[4:7] = self._loss_sums / n_updates
             m[7] = torch.exp(self.policy.log_std).mean()
-            values = m.tolist()  # the iteration's single device->host read; it waits for the device
+            for acc in (self._reward_sum, self._ep_return_sum, self._ep_length_sum, self._ep_count, self._loss_sums):
+                acc.zero_()
+
+    def _host_sps(self) -> float:
         now = time.perf_counter()
         sps = self.num_envs * self.cfg.num_steps / max(now - self._iter_start, 1e-9)
         self._iter_start = now
-        with torch.no_grad():
-            for acc in (self._reward_sum, self._ep_return_sum, self._ep_length_sum, self._ep_count, self._loss_sums):
-                acc.zero_()
+        return sps
+
+    def _metrics_dict(self, values: list[float], sps: float) -> dict[str, float]:
         out = dict(zip(METRICS, values))
         out["sps"] = sps
+        out["iteration"] = self._iterations_logged
+        self._iterations_logged += 1
         if out["episodes"] > 0:
             self._last_episode = (out["episode_return"], out["episode_length"])
         else:

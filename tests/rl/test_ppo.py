@@ -119,3 +119,37 @@ def test_log_iteration_reads_means_once_and_clears():
     m2 = ppo.log_iteration()
     assert m2["reward_per_step"] == 0.0 and m2["episodes"] == 0
     assert m2["episode_return"] == pytest.approx(4.0), "the last known episode return carries over"
+
+
+def test_log_iteration_async_on_the_cpu_returns_each_iteration_at_once_without_a_sync():
+    import perfkit
+
+    ppo = PPO(obs_dim=2, act_dim=1, num_envs=4, cfg=PPOConfig(num_steps=2))
+    done = torch.tensor([True, False, False, True])
+    info = {"truncated": torch.zeros(4, dtype=torch.bool), "final_return": torch.tensor([3.0, 0.0, 0.0, 5.0]),
+            "final_length": torch.tensor([10, 0, 0, 20], dtype=torch.int32)}
+    with torch.inference_mode():
+        for _ in range(2):
+            ppo.act(torch.zeros(4, 2))
+            ppo.process_env_step(torch.ones(4), done, info)
+    with perfkit.budget(syncs=0):  # a CPU read through a numpy view made in __init__: no device read
+        (m,) = ppo.log_iteration_async()
+    assert m["iteration"] == 0 and m["reward_per_step"] == pytest.approx(1.0) and m["episodes"] == 4
+    assert m["episode_return"] == pytest.approx(4.0)
+    (m2,) = ppo.log_iteration_async()
+    assert m2["iteration"] == 1 and m2["episodes"] == 0 and m2["episode_return"] == pytest.approx(4.0)
+    assert ppo.drain_metrics() == []
+
+
+@pytest.mark.gpu
+def test_log_iteration_async_on_cuda_never_waits_and_drain_returns_the_rest():
+    import perfkit
+
+    ppo = PPO(obs_dim=2, act_dim=1, num_envs=4, device="cuda", cfg=PPOConfig(num_steps=2))
+    got = []
+    with perfkit.budget(syncs=0, count_cpu_tensors=False):
+        for _ in range(6):
+            got += ppo.log_iteration_async()
+    got += ppo.drain_metrics()
+    assert [m["iteration"] for m in got] == list(range(6))
+    assert all(m["sps"] > 0 for m in got)
