@@ -67,6 +67,17 @@ FIXES = {
 }
 
 
+
+def _sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, would: bool = False) -> Any:
+    """Report one sync ``op`` at ``caller`` and run the original, the hooks quiet inside it (one call
+    is one count, whatever the original calls in turn)."""
+    tls.depth += 1
+    try:
+        emit("sync", op, caller, would=would)
+        return call_original(orig, op, args, kwargs)
+    finally:
+        tls.depth -= 1
+
 def _counts_cpu() -> bool:
     return hub.count_cpu
 
@@ -92,13 +103,7 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
             if last is not None and last == (id(caller), caller.f_lineno, id(t)):
                 state.last_cpu = None
                 return orig(*args, **kwargs)  # the .numpy() of `t.cpu().numpy()`: counted at .cpu()
-        state.depth += 1
-        try:
-            name = _op_name(op, caller)
-            emit("sync", name, caller, would=not cuda)
-            out = call_original(orig, name, args, kwargs)
-        finally:
-            state.depth -= 1
+        out = _sync_call(orig, _op_name(op, caller), caller, args, kwargs, would=not cuda)
         if chain and not cuda:
             state.last_cpu = (id(caller), caller.f_lineno, id(out))
         return out
@@ -115,12 +120,7 @@ def api_sync_hook(orig: Callable, op: str) -> Callable:
         if not sinks or state.depth or hub.is_compiling():
             return orig(*args, **kwargs)
         caller = direct_caller(sys._getframe(1))
-        state.depth += 1
-        try:
-            emit("sync", op, caller, would=hub.count_cpu)
-            return call_original(orig, op, args, kwargs)
-        finally:
-            state.depth -= 1
+        return _sync_call(orig, op, caller, args, kwargs, would=hub.count_cpu)
 
     return hook
 
@@ -169,12 +169,7 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
                 caller = direct_caller(sys._getframe(1))
                 cuda = self.is_cuda
                 if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
-                    state.depth += 1
-                    try:
-                        emit("sync", op, caller, would=not cuda)
-                        return call_original(orig, op, (self, idx), {})
-                    finally:
-                        state.depth -= 1
+                    return _sync_call(orig, op, caller, (self, idx), {}, would=not cuda)
         return orig(self, idx)
 
     return __getitem__
@@ -198,12 +193,7 @@ def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
                 cuda = self.is_cuda
                 if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
                     op = op + " = v"
-                    state.depth += 1
-                    try:
-                        emit("sync", op, caller, would=not cuda)
-                        return call_original(orig, op, (self, idx, value), {})
-                    finally:
-                        state.depth -= 1
+                    return _sync_call(orig, op, caller, (self, idx, value), {}, would=not cuda)
         return orig(self, idx, value)
 
     return __setitem__
@@ -228,23 +218,13 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
                   and (isinstance(dev, int) or str(dev).startswith("cuda"))
                   and not kwargs.get("non_blocking", len(args) > 2 and args[2])):
                 caller = direct_caller(sys._getframe(1))  # host -> device: copy, then a stream sync
-                state.depth += 1
-                try:
-                    emit("sync", '.to("cuda")', caller)
-                    return call_original(orig, '.to("cuda")', (self, *args), kwargs)
-                finally:
-                    state.depth -= 1
+                return _sync_call(orig, '.to("cuda")', caller, (self, *args), kwargs)
             else:
                 return orig(self, *args, **kwargs)
             caller = direct_caller(sys._getframe(1))
             cuda = self.is_cuda
             if cuda or (hub.count_cpu and literal and is_user_file(caller.f_code.co_filename)):
-                state.depth += 1
-                try:
-                    emit("sync", '.to("cpu")', caller, would=not cuda)
-                    out = call_original(orig, '.to("cpu")', (self, *args), kwargs)
-                finally:
-                    state.depth -= 1
+                out = _sync_call(orig, '.to("cpu")', caller, (self, *args), kwargs, would=not cuda)
                 if not cuda:
                     state.last_cpu = (id(caller), caller.f_lineno, id(out))
                 return out
@@ -266,12 +246,7 @@ def _copy_hook(orig: Callable) -> Callable:
             if dst_cuda != getattr(src, "is_cuda", dst_cuda) and not (args[0] if args else kwargs.get("non_blocking", False)):
                 op = "cuda_t.copy_(cpu_t)" if dst_cuda else "cpu_t.copy_(cuda_t)"
                 caller = direct_caller(sys._getframe(1))
-                state.depth += 1
-                try:
-                    emit("sync", op, caller)
-                    return call_original(orig, op, (self, src, *args), kwargs)
-                finally:
-                    state.depth -= 1
+                return _sync_call(orig, op, caller, (self, src, *args), kwargs)
         return orig(self, src, *args, **kwargs)
 
     return copy_
@@ -285,12 +260,7 @@ def _cuda_hook(orig: Callable) -> Callable:
     def cuda(self, *args, **kwargs):
         if sinks and not state.depth and not hub.is_compiling() and not self.is_cuda and not kwargs.get("non_blocking", len(args) > 1 and args[1]):
             caller = direct_caller(sys._getframe(1))
-            state.depth += 1
-            try:
-                emit("sync", ".cuda()", caller)
-                return call_original(orig, ".cuda()", (self, *args), kwargs)
-            finally:
-                state.depth -= 1
+            return _sync_call(orig, ".cuda()", caller, (self, *args), kwargs)
         return orig(self, *args, **kwargs)
 
     return cuda
@@ -317,12 +287,7 @@ def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
                 caller = direct_caller(sys._getframe(1))
                 cuda = _is_cuda_device(device)
                 if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
-                    state.depth += 1
-                    try:
-                        emit("sync", "torch.tensor(list, device=cuda)", caller, would=not cuda)
-                        return call_original(orig, "torch.tensor(list, device=cuda)", args, kwargs)
-                    finally:
-                        state.depth -= 1
+                    return _sync_call(orig, "torch.tensor(list, device=cuda)", caller, args, kwargs, would=not cuda)
         return orig(*args, **kwargs)
 
     return tensor

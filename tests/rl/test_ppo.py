@@ -103,7 +103,8 @@ def test_bad_config_is_rejected(kwargs):
         PPOConfig(**kwargs)
 
 
-def test_log_iteration_reads_means_once_and_clears():
+def _ppo_after_one_iteration() -> PPO:
+    """4 envs, 2 steps of reward 1; envs 0 and 3 end an episode each step (returns 3 and 5, lengths 10 and 20)."""
     ppo = PPO(obs_dim=2, act_dim=1, num_envs=4, cfg=PPOConfig(num_steps=2))
     done = torch.tensor([True, False, False, True])
     info = {"truncated": torch.zeros(4, dtype=torch.bool), "final_return": torch.tensor([3.0, 0.0, 0.0, 5.0]),
@@ -112,6 +113,11 @@ def test_log_iteration_reads_means_once_and_clears():
         for _ in range(2):
             ppo.act(torch.zeros(4, 2))
             ppo.process_env_step(torch.ones(4), done, info)
+    return ppo
+
+
+def test_log_iteration_reads_means_once_and_clears():
+    ppo = _ppo_after_one_iteration()
     m = ppo.log_iteration()
     assert m["reward_per_step"] == pytest.approx(1.0)
     assert m["episodes"] == 4 and m["episode_return"] == pytest.approx(4.0) and m["episode_length"] == pytest.approx(15.0)
@@ -124,14 +130,7 @@ def test_log_iteration_reads_means_once_and_clears():
 def test_log_iteration_async_on_the_cpu_returns_each_iteration_at_once_without_a_sync():
     import perfkit
 
-    ppo = PPO(obs_dim=2, act_dim=1, num_envs=4, cfg=PPOConfig(num_steps=2))
-    done = torch.tensor([True, False, False, True])
-    info = {"truncated": torch.zeros(4, dtype=torch.bool), "final_return": torch.tensor([3.0, 0.0, 0.0, 5.0]),
-            "final_length": torch.tensor([10, 0, 0, 20], dtype=torch.int32)}
-    with torch.inference_mode():
-        for _ in range(2):
-            ppo.act(torch.zeros(4, 2))
-            ppo.process_env_step(torch.ones(4), done, info)
+    ppo = _ppo_after_one_iteration()
     with perfkit.budget(syncs=0):  # a CPU read through a numpy view made in __init__: no device read
         (m,) = ppo.log_iteration_async()
     assert m["iteration"] == 0 and m["reward_per_step"] == pytest.approx(1.0) and m["episodes"] == 4
