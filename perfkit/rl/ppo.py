@@ -209,8 +209,9 @@ class PPO:
         self._reduce_metrics()
         if not self._async:
             return [self._metrics_dict(self._metrics_np.tolist(), self._host_sps())]  # numpy view: a host read
+        landed = []
         if len(self._pending) == len(self._host):
-            self._collect(wait_oldest=True)  # every buffer in flight (the GPU is far behind): wait for one
+            landed = self._collect(wait_oldest=True)  # every buffer in flight (the GPU is far behind): wait
         slot = self._iterations_enqueued % len(self._host)
         event = self._events[self._iterations_enqueued % len(self._events)]
         self._host[slot].copy_(self._metrics, non_blocking=True)
@@ -218,7 +219,7 @@ class PPO:
         self._pending.append((slot, event, self._prev_event))
         self._prev_event = event
         self._iterations_enqueued += 1
-        return self._collect()
+        return landed + self._collect()
 
     def drain_metrics(self) -> list[dict[str, float]]:
         """The metrics still in flight from :meth:`log_iteration_async`, waiting for them (call it once,
