@@ -156,6 +156,7 @@ class LocomotionEnv:
         """Copy ``self.actions`` into the physics control buffer (no-op when they are the same)."""
 
     def _simulate(self) -> None:
+        """One control step of physics (``decimation`` substeps)."""
         raise NotImplementedError
 
     def _reset_physics_extras(self, mask_col: torch.Tensor) -> None:
@@ -168,6 +169,8 @@ class LocomotionEnv:
             self.done.zero_()
             self.terminated.zero_()
             self.truncated.zero_()
+            self.final_return.zero_()
+            self.final_length.zero_()
             self.reset_where(self._all)
         return self.obs
 
@@ -202,14 +205,24 @@ class LocomotionEnv:
         with torch.no_grad():
             torch.clamp(actions, self._ctrl_range[0], self._ctrl_range[1], out=self.actions)
             self._write_ctrl()
-            self._simulate()
-            self.compute_terminations()
-            self.compute_reward()
-            self._update_episodes()
-            self._draw_reset_targets()
-            self._reset_masked(self._done_col)
-            self.compute_observations()
+            self._draw_reset_targets()  # before the physics: the task step below reads them
+            self._advance()
         return self.obs, self.reward, self.done, self.info
+
+    def _advance(self) -> None:
+        """Physics, then the task's step: terminations, reward, episode counters, reset of the
+        worlds that are done, observations (the MuJoCo Warp backend runs the task part as one
+        Warp kernel in its CUDA graph: :mod:`perfkit.envs.task_kernel`)."""
+        self._simulate()
+        self.task_step()
+
+    def task_step(self) -> None:
+        """The task's work after the physics, in torch ops: the definition of the task."""
+        self.compute_terminations()
+        self.compute_reward()
+        self._update_episodes()
+        self._reset_masked(self._done_col)
+        self.compute_observations()
 
     # ------------------------------------------------------------------ shared task code
     def compute_terminations(self) -> None:

@@ -5,11 +5,14 @@
 * ``qpos``, ``qvel``, ``qacc_warmstart`` and ``ctrl`` are torch views of the Warp arrays
   (``wp.to_torch``, zero-copy): the shared task code in :mod:`perfkit.envs.locomotion` reads and
   resets the physics state in place, and clipping the actions writes straight into ``d.ctrl``;
-* on CUDA, the ``decimation`` substeps of one control step are captured once into a CUDA graph
-  (``wp.ScopedCapture``) and replayed with ``wp.capture_launch`` on torch's *current* stream
-  (``wp.stream_from_torch``), so Warp's kernels are ordered with the torch ops around them and no
-  cross-stream synchronisation is needed;
-* on Warp's CPU device (tests, and comparisons with the ``mujoco`` backend) the substeps run
+* the task's per-step work (terminations, reward, episode counters, masked reset, observations)
+  runs as one Warp kernel (:mod:`perfkit.envs.task_kernel`) right after the substeps, instead of
+  the ~30 small torch ops of :meth:`LocomotionEnv.task_step` that define it;
+* on CUDA, the ``decimation`` substeps and the task kernel of one control step are captured once
+  into a CUDA graph (``wp.ScopedCapture``) and replayed with ``wp.capture_launch`` on torch's
+  *current* stream (``wp.stream_from_torch``), so Warp's kernels are ordered with the torch ops
+  around them (action clamp, reset-target draw) and no cross-stream synchronisation is needed;
+* on Warp's CPU device (tests, and comparisons with the ``mujoco`` backend) the same work runs
   uncaptured.
 """
 
@@ -58,34 +61,63 @@ class MjWarpEnv(LocomotionEnv):
         self._torch_stream_handle = None
 
     def _after_init(self) -> None:
+        from perfkit.envs.task_kernel import TaskKernel
+
+        self._task = TaskKernel(self, self._qacc_warmstart, self._wp_device)
         # Run one control step uncaptured first: it compiles and loads every Warp module the step
-        # uses (a capture may not load modules), then capture the same substeps into a graph.
+        # uses (a capture may not load modules), then capture the same work into a graph. Both run
+        # on Warp's own stream (torch's default stream cannot be captured), fenced by device syncs
+        # from the torch work around them: set-up, not steps.
+        cuda = self._wp_device.is_cuda
+        if cuda:
+            torch.cuda.synchronize(self.device)
         with self._wp.ScopedDevice(self._wp_device):
-            self._substeps()
-            if self._wp_device.is_cuda and self._capture:
+            self._physics_and_task()
+            if cuda and self._capture:
                 with self._wp.ScopedCapture(device=self._wp_device) as capture:
-                    self._substeps()
+                    self._physics_and_task()
                 self._graph = capture.graph
+            self._wp.synchronize_device(self._wp_device)
         self.reset()
 
     def _substeps(self) -> None:
         for _ in range(self.decimation):
             self._mjw.step(self._m, self._d)
 
+    def _physics_and_task(self) -> None:
+        self._substeps()
+        self._task.launch()
+
     def _simulate(self) -> None:
+        """Physics only (the torch task code runs after it): used by ``LocomotionEnv.task_step``
+        comparisons; ``step`` goes through ``_advance``."""
+        with self._on_torch_stream():
+            self._substeps()
+
+    def _advance(self) -> None:
         if self._graph is not None:
             self.physics_launch()
         else:
-            with self._wp.ScopedDevice(self._wp_device):
-                self._substeps()
+            with self._on_torch_stream():
+                self._physics_and_task()
 
-    def physics_launch(self) -> None:
-        """Replay the captured physics graph on torch's current stream (CUDA only)."""
+    def _on_torch_stream(self):
+        """Warp's scope for uncaptured launches: this device, and on CUDA torch's current stream."""
+        if self._wp_device.is_cuda:
+            return self._wp.ScopedStream(self._torch_wp_stream())
+        return self._wp.ScopedDevice(self._wp_device)
+
+    def _torch_wp_stream(self):
         stream = torch.cuda.current_stream(self.device)
         if stream.cuda_stream != self._torch_stream_handle:
             self._wp_stream = self._wp.stream_from_torch(stream)
             self._torch_stream_handle = stream.cuda_stream
-        self._wp.capture_launch(self._graph, stream=self._wp_stream)
+        return self._wp_stream
+
+    def physics_launch(self) -> None:
+        """Replay the captured graph (physics substeps + task kernel) on torch's current stream
+        (CUDA only)."""
+        self._wp.capture_launch(self._graph, stream=self._torch_wp_stream())
 
     def _reset_physics_extras(self, mask_col: torch.Tensor) -> None:
         self._qacc_warmstart.masked_fill_(mask_col, 0.0)
