@@ -164,8 +164,14 @@ def _cuda_counts() -> tuple[int, int]:
     """(allocation requests, bytes requested) of the current device's caching allocator so far."""
     import torch
 
-    s = torch.cuda.memory_stats()
-    return s.get("allocation.all.allocated", 0), s.get("allocated_bytes.all.allocated", 0)
+    # the nested dict straight from C++: ``memory_stats()`` flattens and sorts ~150 keys per call,
+    # and this runs twice per torch op while a step is sampled
+    s = torch.cuda.memory_stats_as_nested_dict()
+    return _nested(s, "allocation"), _nested(s, "allocated_bytes")
+
+
+def _nested(stats: dict, name: str) -> int:
+    return stats.get(name, {}).get("all", {}).get("allocated", 0)
 
 
 _mode_cls = None
@@ -188,6 +194,6 @@ def cuda_alloc_counter() -> int | None:
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return None
     try:
-        return int(torch.cuda.memory_stats().get("allocation.all.allocated", 0))
+        return int(_nested(torch.cuda.memory_stats_as_nested_dict(), "allocation"))
     except Exception:
         return None
