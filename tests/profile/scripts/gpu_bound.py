@@ -24,16 +24,39 @@ class HeavyEnv:
         return self.state, self.compute_reward()
 
 
-def main(steps=120):
-    env = HeavyEnv()
-    pol = torch.nn.Sequential(torch.nn.Linear(2048, 1024), torch.nn.ELU(), torch.nn.Linear(1024, 2048)).cuda()
+def _loop(env, pol, steps):
     obs = env.state
     for _ in range(steps):
         with torch.no_grad():
             a = pol(obs)
         obs, r = env.step(a)
+
+
+def _build():
+    torch.manual_seed(0)
+    env = HeavyEnv()
+    pol = torch.nn.Sequential(torch.nn.Linear(2048, 1024), torch.nn.ELU(), torch.nn.Linear(1024, 2048)).cuda()
+    return env, pol
+
+
+def main(steps=120):
+    env, pol = _build()
+    _loop(env, pol, steps)
     torch.cuda.synchronize()
     print("ok")
+
+
+def gpu_ms_per_step(steps=200):
+    """The loop's device time per step, unprofiled: two CUDA events around ``steps`` steps (the GPU
+    never idles inside, the host being far ahead), after a warm-up."""
+    env, pol = _build()
+    _loop(env, pol, 20)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    _loop(env, pol, steps)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / steps
 
 
 if __name__ == "__main__":
