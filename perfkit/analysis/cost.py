@@ -33,11 +33,13 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
 * **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``, or
   ``alloc_cpu_ms`` on a CPU-only profile).
 * **loop** — ``per_step`` counts loop-body iterations per step; each iteration issues ``ops`` small
-  torch ops at the probed per-env-loop price of one (``pyloop_op_ms``: dispatch, indexing views and
-  launch, from a loop of three). ``ops`` is what the session counted
-  (``run.extra["loop_ops"][site]``), else what the loop body's source issues (calls, arithmetic on
-  tensors, item assignments) or, if more, the out-of-place ops the run found in the body (alloc
-  findings in its lines, per iteration); with no source, the probe's three. Those inner allocations
+  torch ops at the probed per-env-loop price of one. ``ops`` is what the session counted
+  (``run.extra["loop_ops"][site]``: every torch call, index views included), priced at the probed
+  iteration over the probe body's five such calls (``pyloop_iteration_ms / PYLOOP_CALLS``); else what
+  the loop body's source issues (calls, arithmetic on tensors, item assignments: the kernels) or, if
+  more, the out-of-place ops the run found in the body (alloc findings in its lines, per iteration),
+  priced at ``pyloop_op_ms`` (the iteration over the probe body's three such ops); with no source,
+  the probe's three. Those inner allocations
   keep their own price and the loop's is reduced by it, so a loop and its body are not counted twice.
 * **stream** — a race, not a cost: left unpriced.
 
@@ -61,7 +63,12 @@ from perfkit.record import Finding, Run
 MODEL = "perfkit.cost/1"
 TOP_N = 5
 MIN_STEP_FRACTION = 0.02  # no prediction from pricing alone claims more than a 50x speed-up
-PYLOOP_OPS = 3  # torch ops per iteration of the pyloop probe's loop body
+# The pyloop probe's loop body, ``out[i] = a[i] * 2.0 + b[i]``, counted two ways: 3 ops as
+# ``_body_ops`` reads source (mul, add, the item assignment: the kernels), 5 torch calls as a session
+# counts them (``run.extra["loop_ops"]``: the two index views too). The probed iteration time is
+# split by the count of the same kind as the one it prices (tests/cost/test_loop_units.py).
+PYLOOP_OPS = 3
+PYLOOP_CALLS = 5
 
 # the sync collectors' op names that copy data (perfkit.collectors.torch_sync / warp_sync)
 _D2H_OPS = (".cpu", ".numpy", ".tolist", ".to(cpu")  # .cpu(), .numpy() (also Warp's array.numpy()), ...
@@ -298,7 +305,10 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
         counted = (run.extra.get("loop_ops") or {}).get(f.site)
         span = _loop_span(f.path, f.line)
         if isinstance(counted, (int, float)) and counted > 0:
-            ops, how = float(counted), f"{counted:g} torch ops per iteration (counted)"
+            iteration_ms = prices.first("pyloop_iteration_ms")
+            if iteration_ms is not None:
+                op_ms = iteration_ms / PYLOOP_CALLS
+            ops, how = float(counted), f"{counted:g} torch calls per iteration (counted)"
         elif span is not None and span[2] > 0:
             ops = max(float(span[2]), inner_rate)
             how = f"{ops:.3g} torch ops per iteration (read from the loop body)"
