@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check, in one script, for the lent H200 (see ../shared/device/README.md).
 #
-#   bash scripts/gpu-check.sh [STAGE...]       STAGE: setup tests profile env probes sweeps train naive (default: all but naive)
+#   bash scripts/gpu-check.sh [STAGE...]       STAGE: setup tests profile env probes sweeps train (default: all)
 #
 # Run from the repository root on the GPU machine, after the wheels have been carried
 # (.gpu1/.gpu2 in two earlier calls; .gpu3 carried in this one). Each stage writes under
@@ -50,15 +50,6 @@ stage_env()     { run_script env scripts/gpu/env_bench.py; }
 stage_train()   { run_script train scripts/gpu/train_curve.py; }
 stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
 stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py --train; }  # + train.py vs train_naive.py report
-stage_naive() {  # perfkit profile of train_naive.py at 4096 envs, the main thread's stack dumped every 30 s
-  timeout "${STAGE_TIMEOUT:-540}" python3 -c "
-import faulthandler, runpy, sys
-faulthandler.dump_traceback_later(30, repeat=True, file=sys.stderr)
-sys.argv = ['perfkit', 'profile', '-o', '$OUT/naive/train_naive-4096.json', 'examples/train_naive.py',
-            '--num-envs', '4096', '--iterations', '4']
-runpy.run_module('perfkit', run_name='__main__')
-" 2>&1 | tee "$OUT/naive/log.txt" | grep -v '^  File .*site-packages' | tail -150
-}
 
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(setup tests profile env train probes sweeps)

@@ -89,8 +89,8 @@ class MjWarpEnv(LocomotionEnv):
         self._task.launch()
 
     def _simulate(self) -> None:
-        """Physics only (the torch task code runs after it): used by ``LocomotionEnv.task_step``
-        comparisons; ``step`` goes through ``_advance``."""
+        """Physics alone (the backend contract of ``LocomotionEnv``); ``step`` goes through
+        ``_advance``, which runs the task kernel after the substeps."""
         with self._on_torch_stream():
             self._substeps()
 
