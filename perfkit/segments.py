@@ -18,7 +18,6 @@ and the API override the rules. The rules' machinery lives in :mod:`perfkit.coll
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
 import sys
@@ -147,11 +146,7 @@ def wrap(fn: Callable, name: str) -> Callable:
         finally:
             del st[tok:]
 
-    try:
-        functools.update_wrapper(in_segment, fn)
-    except (AttributeError, TypeError):
-        pass
-    in_segment.__perfkit_wrapped__ = fn  # type: ignore[attr-defined]
+    hub.wraps(fn)(in_segment)
     in_segment.__perfkit_segment__ = name  # type: ignore[attr-defined]
     return in_segment
 

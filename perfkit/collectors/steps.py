@@ -73,13 +73,7 @@ def step_wrapper(orig: Callable, session_getter: Callable[[], "Session | None"] 
             s._in_step = False
             s.t_last_end = perf_counter()
 
-    try:
-        import functools
-
-        functools.update_wrapper(step, orig)
-    except (AttributeError, TypeError):
-        pass
-    step.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
+    hub.wraps(orig)(step)
     step.__perfkit_step__ = True  # type: ignore[attr-defined]
     return step
 
