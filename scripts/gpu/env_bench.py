@@ -163,12 +163,11 @@ def same_worlds_ratio(env, actions, seconds: float, rounds: int = 9) -> dict:
 
     import torch
 
-    wp, mjw = env._wp, env._mjw
+    wp = env._wp
     torch.cuda.synchronize()
     with wp.ScopedDevice(env._wp_device):
         with wp.ScopedCapture() as cap:
-            for _ in range(env.decimation):
-                mjw.step(env._m, env._d)
+            env._substeps()  # the env's `decimation` mujoco_warp.step calls, without the task kernel
         wp.synchronize_device()
     arms = {"raw": lambda: wp.capture_launch(cap.graph), "graph": env.physics_launch, "step": lambda: env.step(actions)}
     env.step(actions)
