@@ -75,3 +75,28 @@ def key() -> str:
     """Identifies a machine for caching its cost profile: device, driver and torch version."""
     d = describe()
     return f"{d['device']}|{d.get('driver')}|{d['torch']}".replace(" ", "_")
+
+
+def process_memory(torch: Any = None) -> dict[str, int]:
+    """This process's memory, the record's ``memory`` block: peak and current host RSS and, given
+    ``torch`` with CUDA initialized, the caching allocator's peaks (allocated and reserved)."""
+    mem: dict[str, int] = {}
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+        mem["host_peak_rss_bytes"] = int(peak) * (1 if sys.platform == "darwin" else 1024)
+    except Exception:
+        pass
+    try:
+        with open("/proc/self/statm") as f:
+            mem["host_rss_bytes"] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        try:
+            mem["peak_gpu_bytes"] = int(torch.cuda.max_memory_allocated())
+            mem["peak_gpu_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
+        except Exception:
+            pass
+    return mem

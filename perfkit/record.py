@@ -62,6 +62,16 @@ class Finding:
         return f"{self.path}:{self.line}"
 
 
+# ``memory`` keys in order of preference for a run's one memory figure (``Run.peak_memory``);
+# records written before host_peak_rss_bytes existed held the sweep worker's peak RSS in host_rss_bytes
+MEMORY_FIGURES = (
+    ("gpu_used_bytes", "GPU memory used"),
+    ("peak_gpu_bytes", "peak torch GPU memory"),
+    ("host_peak_rss_bytes", "peak host RSS"),
+    ("host_rss_bytes", "host RSS"),
+)
+
+
 @dataclass
 class Run:
     """The run record (``perfkit.run/1``)."""
@@ -81,7 +91,7 @@ class Run:
     exit_code: int | None = None
     env: dict[str, Any] = field(default_factory=dict)  # backend, sim_dt, decimation, policy_dt, obs/act dims
     step_times_ms: list[float] = field(default_factory=list)  # per steady-state step, for distributions
-    memory: dict[str, Any] = field(default_factory=dict)  # peak_gpu_bytes, host_rss_bytes, ...
+    memory: dict[str, Any] = field(default_factory=dict)  # peak_gpu_bytes, host_peak_rss_bytes, ... (machine.process_memory)
     extra: dict[str, Any] = field(default_factory=dict)  # anything else a stage wants to keep
     schema: str = SCHEMA
 
@@ -93,6 +103,15 @@ class Run:
     @property
     def allocs_per_step(self) -> float:
         return sum(f.per_step for f in self.findings if f.kind == "alloc")
+
+    def peak_memory(self) -> tuple[float | None, str]:
+        """The memory figure reports and comparisons use, with what it is: the GPU memory the run
+        took (Warp's included) if measured, else torch's peak, else the host's peak RSS."""
+        for key, label in MEMORY_FIGURES:
+            v = self.memory.get(key)
+            if v:
+                return float(v), label
+        return None, "memory"
 
     def findings_of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]

@@ -563,7 +563,7 @@ class Session:
 
     # ---- the record -----------------------------------------------------------------------------------
     def _build_run(self, status: str, t_end: float) -> Run:
-        from perfkit.machine import describe
+        from perfkit.machine import describe, process_memory
 
         run = Run(command=self.command, status=status)
         n_steps = self.step_index
@@ -604,7 +604,7 @@ class Session:
         if self.loop_ops:
             run.extra["loop_ops"] = dict(self.loop_ops)  # torch ops per loop iteration (the cost model reads it)
         run.machine = describe()
-        run.memory = self._memory()
+        run.memory = process_memory(self._torch)
         run.extra["total_steps"] = n_steps
         run.extra["warmup_steps"] = min(self.warmup_steps, n_steps)
         run.extra["step_detection"] = ("manual" if self.manual_steps else f"--step-fn {self.step_fn}" if self.step_fn
@@ -757,28 +757,6 @@ class Session:
         self._teardown_syncs = sorted(teardown, key=lambda d: -d["count"])
         out.sort(key=lambda f: (-f.per_step, f.kind, f.path, f.line))
         return out
-
-    def _memory(self) -> dict[str, Any]:
-        mem: dict[str, Any] = {}
-        try:
-            import resource
-
-            mem["host_peak_rss_bytes"] = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-        except Exception:
-            pass
-        try:
-            with open("/proc/self/statm") as f:
-                mem["host_rss_bytes"] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            pass
-        torch = self._torch
-        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-            try:
-                mem["peak_gpu_bytes"] = int(torch.cuda.max_memory_allocated())
-                mem["peak_gpu_reserved_bytes"] = int(torch.cuda.max_memory_reserved())
-            except Exception:
-                pass
-        return mem
 
 
 def _pct(sorted_vals: list[float], q: float) -> float:

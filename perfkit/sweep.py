@@ -235,6 +235,7 @@ def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
         first_step_s=(r.extra.get("first_step_s") if r and r.extra.get("first_step_s") is not None else math.nan),
         peak_gpu_bytes=r.memory.get("peak_gpu_bytes", math.nan) if r else math.nan,
         gpu_used_bytes=r.memory.get("gpu_used_bytes", math.nan) if r else math.nan,
+        host_peak_rss_bytes=r.memory.get("host_peak_rss_bytes", math.nan) if r else math.nan,
         host_rss_bytes=r.memory.get("host_rss_bytes", math.nan) if r else math.nan,
         syncs_per_step=sum(s.syncs_per_step for s in r.segments.values()) if r else math.nan,
         allocs_per_step=sum(s.allocs_per_step for s in r.segments.values()) if r else math.nan,

@@ -29,7 +29,6 @@ import json
 import math
 import os
 import re
-import resource
 import sys
 import time
 import traceback
@@ -37,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfkit.machine import process_memory
 from perfkit.record import Run, SegmentStats
 
 EXIT_OOM = 3
@@ -275,15 +275,11 @@ class _Point:
             run.extra["timeline"] = srun.extra["timeline"]
 
     def memory(self) -> dict[str, Any]:
-        mem: dict[str, Any] = {}
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        mem["host_rss_bytes"] = int(rss) * (1 if sys.platform == "darwin" else 1024)  # peak RSS
-        if self.cuda or (self.free_baseline is not None and self.run.status == "oom"):
-            t = self.torch  # an OOM while building: how far the allocations got is the useful number
-            mem["peak_gpu_bytes"] = int(t.cuda.max_memory_allocated())
-            mem["peak_gpu_reserved_bytes"] = int(t.cuda.max_memory_reserved())
-            if self.free_baseline is not None and self.cuda:
-                mem["gpu_used_bytes"] = int(self.gpu_used)
+        # an OOM while building (before self.cuda is known): how far the allocations got is the useful number
+        oom_building = self.free_baseline is not None and self.run.status == "oom"
+        mem: dict[str, Any] = process_memory(self.torch if self.cuda or oom_building else None)
+        if self.free_baseline is not None and self.cuda:
+            mem["gpu_used_bytes"] = int(self.gpu_used)
         return mem
 
 

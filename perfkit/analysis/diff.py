@@ -132,14 +132,6 @@ def allocs_per_step(run: Run) -> float:
     return max(sum(s.allocs_per_step for s in run.segments.values()), run.allocs_per_step)
 
 
-def peak_memory_bytes(run: Run) -> float | None:
-    for k in ("gpu_used_bytes", "peak_gpu_bytes", "host_rss_bytes"):
-        v = run.memory.get(k)
-        if v:
-            return float(v)
-    return None
-
-
 def diff_runs(
     base: Run,
     new: Run,
@@ -184,7 +176,7 @@ def diff_runs(
         add(f"segment.{name}.{clock}_ms", bt if b else 0.0, nt if n else 0.0, LOWER, "ms/step", abs_floor=min_abs_ms)
     add("syncs_per_step", syncs_per_step(base), syncs_per_step(new), LOWER)
     add("allocs_per_step", allocs_per_step(base), allocs_per_step(new), LOWER)
-    add("memory_bytes", peak_memory_bytes(base), peak_memory_bytes(new), LOWER, "bytes")
+    add("memory_bytes", base.peak_memory()[0], new.peak_memory()[0], LOWER, "bytes")
     add("warmup_s", base.warmup_s, new.warmup_s, LOWER, "s", gate=False)
 
     base_keys = {finding_key(f) for f in base.findings}

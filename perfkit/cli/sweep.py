@@ -132,9 +132,7 @@ def _print_summary(result) -> None:
     for p in result.points:
         r = result.runs.get(p.num_envs)
         ok = p.status == "complete" and r is not None
-        mem = None
-        if r is not None:
-            mem = r.memory.get("gpu_used_bytes") or r.memory.get("peak_gpu_bytes") or r.memory.get("host_rss_bytes")
+        mem = r.peak_memory()[0] if r is not None else None
         table.add_row(
             str(p.num_envs), p.status if ok else f"[red]{escape(p.status)}[/red]",
             f"{r.sps:,.0f}" if ok else "-",

@@ -144,15 +144,6 @@ def fmt_bytes(v: Any) -> str:
     return f"{v:.0f} B"
 
 
-def memory_of(run: Run) -> tuple[float | None, str]:
-    for key, kind in (("gpu_used_bytes", "GPU memory used"), ("peak_gpu_bytes", "peak torch GPU memory"),
-                      ("host_rss_bytes", "peak host RSS")):
-        v = run.memory.get(key)
-        if v:
-            return float(v), kind
-    return None, "memory"
-
-
 def _syncs(run: Run) -> float:
     return max(sum(s.syncs_per_step for s in run.segments.values()), run.syncs_per_step)
 
@@ -242,7 +233,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
     rep.run_columns = ["run", "status", "num_envs", "steps", "env SPS", "physics SPS", "p50 ms", "p99 ms",
                        "warm-up s", "memory", "syncs/step", "allocs/step", "findings"]
     for label, r in runs:
-        mem, kind = memory_of(r)
+        mem, kind = r.peak_memory()
         rep.run_rows.append([
             label, r.status, fmt_num(r.num_envs), fmt_num(r.steps), fmt_num(float(r.sps)),
             fmt_num(physics_sps(r)), fmt_num(r.step_ms.get("p50")), fmt_num(r.step_ms.get("p99")),
@@ -265,7 +256,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         for p in sw.points:
             r = sw.runs.get(p.num_envs)
             ok = p.status == "complete" and r is not None
-            m, kind = memory_of(r) if r is not None else (None, "memory")
+            m, kind = r.peak_memory() if r is not None else (None, "memory")
             note = ""
             if ok and p.num_envs in gains:
                 note = f"next doubling: {gains[p.num_envs]:+.0%}"

@@ -255,6 +255,8 @@ def test_record_round_trips_and_has_timeline(tmp_path):
     assert all(e["dur_ms"] >= 0 for e in tl)
     d = json.loads(p.read_text())
     assert d["memory"]["host_peak_rss_bytes"] > 0
+    assert d["memory"]["host_rss_bytes"] > 0
+    assert back.peak_memory() == (d["memory"]["host_peak_rss_bytes"], "peak host RSS")  # not the current RSS
     assert back.machine.get("python")
 
 

@@ -27,6 +27,9 @@ def test_point_measures_steady_state_and_writes_record(tmp_path, toy_on_path):
     assert run.env["policy_dt"] == pytest.approx(0.015) and run.env["rendering"] is False
     assert run.env["backend"] == "torch" and run.env["device"] == "cpu"
     assert run.memory["host_rss_bytes"] > 10 * 2**20
+    # the same memory block as a profile's (machine.process_memory): peak and current host RSS
+    assert run.memory["host_peak_rss_bytes"] > 10 * 2**20
+    assert run.peak_memory() == (run.memory["host_peak_rss_bytes"], "peak host RSS")
     assert run.segments["env.step"].cpu_ms_per_step > 0
     assert run.machine["torch"]
 
