@@ -7,7 +7,6 @@ empty chart.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Sequence
 
@@ -170,20 +169,19 @@ def step_time_distribution(series: Sequence[tuple[str, Sequence[float]]], path: 
     import matplotlib
 
     # whiskers at the interpolated p1/p99 (the same p99 the tables show), not at the nearest sample
+    import numpy as np
+
     stats = []
     for label, xs in series:
-        srt = sorted(xs)
-        stats.append({"label": "", "med": _quantile(srt, 0.5), "q1": _quantile(srt, 0.25), "q3": _quantile(srt, 0.75),
-                      "whislo": _quantile(srt, 0.01), "whishi": _quantile(srt, 0.99), "fliers": []})
+        p1, q1, med, q3, p99 = (float(v) for v in np.quantile(xs, [0.01, 0.25, 0.5, 0.75, 0.99]))
+        stats.append({"label": "", "med": med, "q1": q1, "q3": q3, "whislo": p1, "whishi": p99, "fliers": []})
     horizontal = {"orientation": "horizontal"} if _mpl_version(matplotlib) >= (3, 10) else {"vert": False}
     bp = ax.bxp(stats, showfliers=False, patch_artist=True, widths=0.55, medianprops={"color": "black"}, **horizontal)
     for i, patch in enumerate(bp["boxes"]):
         patch.set_facecolor(SERIES_COLORS[i % len(SERIES_COLORS)])
         patch.set_alpha(0.6)
-    for i, xs in enumerate(data, start=1):
-        s = sorted(xs)
-        p50 = _quantile(s, 0.5)
-        p99 = _quantile(s, 0.99)
+    for i, st in enumerate(stats, start=1):
+        p50, p99 = st["med"], st["whishi"]
         ax.plot([p99], [i], marker="|", ms=14, color="#C44E52")
         ax.annotate(f"p50 {p50:.3g}\np99 {p99:.3g} ms", (1.0, i), xycoords=("axes fraction", "data"), xytext=(6, 0),
                     textcoords="offset points", va="center", ha="left", fontsize=7)
@@ -244,13 +242,6 @@ def _finding_label(label: str, f: Finding) -> str:
     if label:
         text = f"{label}: {text}"
     return plain(text if len(text) <= 70 else text[:67] + "...")
-
-
-def _quantile(sorted_xs: Sequence[float], q: float) -> float:
-    pos = q * (len(sorted_xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_xs) - 1)
-    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
 
 
 def _mpl_version(matplotlib) -> tuple[int, int]:
