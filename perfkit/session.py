@@ -134,10 +134,10 @@ class Session:
         if _active is not None:
             raise RuntimeError("a perfkit Session is already active; sessions do not nest")
         try:
-            import torch  # noqa: F401  the hooks need it; importing it here keeps it out of the steps
+            import torch  # the hooks need it; importing it here keeps it out of the steps
         except ImportError:  # pragma: no cover - torch is a dependency
             torch = None  # type: ignore[assignment]
-        self._torch = sys.modules.get("torch")
+        self._torch = torch
         from perfkit.collectors.loops import LineSampler
         from perfkit.collectors.segment_rules import SegmentRules
         from perfkit.collectors.steps import Discovery
