@@ -278,7 +278,7 @@ def estimate(loop: Callable[[int], None], steps: int = 50) -> dict[str, Any]:
 
     from perfkit.session import Session
 
-    with Session() as s:
+    with Session():
         loop(12)
         pr = cProfile.Profile()
         pr.enable()

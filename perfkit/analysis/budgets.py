@@ -16,7 +16,6 @@ run record with :func:`check_run` and exits with status 2.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
 
 from perfkit.analysis.attribution import relpath
 from perfkit.collectors import hub
