@@ -6,7 +6,7 @@ import json
 
 import click
 
-from perfkit.cli.report import BadInput
+from perfkit.cli.errors import BadInput
 
 
 def _threshold(ctx, param, value):

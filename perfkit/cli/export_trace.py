@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from perfkit.cli.report import BadInput
+from perfkit.cli.errors import BadInput
 
 
 @click.command("export-trace")

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import click
 
+from perfkit.cli.errors import BadInput
 
 DEFAULT_TITLE = "perfkit throughput report"
-
-
-class BadInput(click.ClickException):
-    """An input file that is missing, not JSON, or of another schema: exit 2, the file named."""
-
-    exit_code = 2
 
 
 @click.command()
