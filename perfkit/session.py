@@ -21,7 +21,6 @@ steps and are scaled to per step.
 
 from __future__ import annotations
 
-import os
 import sys
 from time import perf_counter
 from typing import Any
@@ -35,7 +34,6 @@ from perfkit.record import Finding, Run, SegmentStats
 
 _active: "Session | None" = None
 POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
-ENV_FIELDS = ("name", "backend", "sim_dt", "decimation", "policy_dt", "obs_dim", "act_dim", "max_episode_steps", "device")
 
 
 def active() -> "Session | None":
@@ -256,18 +254,15 @@ class Session:
 
     # ---- steps ------------------------------------------------------------------------------------
     def _install_step_fn(self, spec: str) -> None:
-        from perfkit.collectors.segment_rules import resolve
+        from perfkit import targets
         from perfkit.collectors.steps import step_wrapper
 
-        mod, sep, dotted = spec.partition(":")
-        if not sep or not dotted:
-            raise ValueError(f"--step-fn must look like module:Class.method or module:function, got {spec!r}")
-        if os.getcwd() not in sys.path and "" not in sys.path:
-            sys.path.insert(0, os.getcwd())
         try:
-            owner, name, value = resolve(mod, dotted)
-        except LookupError as e:
-            raise ValueError(f"--step-fn {spec}: {e}") from None
+            mod, dotted = targets.parse(spec, "--step-fn")
+            targets.cwd_on_path()
+            owner, name, value = targets.resolve(mod, dotted)
+        except targets.TargetError as e:
+            raise ValueError(str(e) if "must look like" in str(e) else f"--step-fn {spec}: {e}") from None
         if not callable(value):
             raise ValueError(f"--step-fn {spec}: {type(value).__name__} is not callable")
         raw = vars(owner).get(name, value) if isinstance(owner, type) else value
@@ -464,25 +459,10 @@ class Session:
         return out
 
     def _describe_env(self, obj: Any) -> None:
-        from perfkit.collectors.steps import num_envs_of
+        from perfkit.batched_env import describe_env, num_envs_of
 
         self.num_envs = num_envs_of(obj)
-        info: dict[str, Any] = {"class": f"{type(obj).__module__}.{type(obj).__qualname__}"}
-        for k in ENV_FIELDS:
-            try:
-                v = getattr(obj, k, None)
-            except Exception:
-                v = None
-            if k == "device" and v is not None:
-                info[k] = str(v)  # torch.device / warp Device / "cuda:0"
-            elif isinstance(v, (bool, int, float, str)):
-                info[k] = v
-            elif v is not None and hasattr(v, "item") and getattr(v, "numel", lambda: 2)() == 1:
-                try:
-                    info[k] = v.item()  # perfkit: ignore[PK101] once, when the env is first seen
-                except Exception:
-                    pass
-        self.env_info = info
+        self.env_info = describe_env(obj)
 
     def _close_discovery(self) -> None:
         self.discovery.stop(self.patcher)

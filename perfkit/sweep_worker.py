@@ -24,7 +24,6 @@ writes ``status="error"`` and exits 1. The parent sweep keeps going either way.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import re
@@ -35,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfkit.batched_env import describe_env
 from perfkit.machine import process_memory
 from perfkit.record import Run, SegmentStats
 
@@ -86,19 +86,10 @@ def is_oom(exc: BaseException) -> bool:
 
 
 def load_factory(target: str):
-    """Import ``module:callable`` (dotted attribute paths allowed after the colon)."""
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"target {target!r} is not 'module:callable'")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(module_name)
-    obj = module
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise TypeError(f"{target} is not callable")
-    return obj
+    """The env factory ``module:callable`` names (dotted attribute paths allowed after the colon)."""
+    from perfkit import targets
+
+    return targets.load(target, "sweep target")
 
 
 class _Point:
@@ -280,22 +271,6 @@ class _Point:
         if self.free_baseline is not None and self.cuda:
             mem["gpu_used_bytes"] = int(self.gpu_used)
         return mem
-
-
-def describe_env(env) -> dict[str, Any]:
-    """The env block of the record: what the report's hardware/software table shows."""
-    info: dict[str, Any] = {}
-    for name in ("name", "backend", "num_envs", "sim_dt", "decimation", "policy_dt", "obs_dim", "act_dim",
-                 "episode_length", "max_episode_steps"):
-        v = getattr(env, name, None)
-        if isinstance(v, (int, float, str, bool)):  # scalars only: a per-env counter tensor is not a setting
-            info[name] = v
-    if "policy_dt" not in info and "sim_dt" in info and "decimation" in info:
-        info["policy_dt"] = info["sim_dt"] * info["decimation"]
-    info["device"] = str(getattr(env, "device", "cpu"))
-    info["rendering"] = bool(getattr(env, "rendering", False) or getattr(env, "render_mode", None))
-    info["type"] = f"{type(env).__module__}.{type(env).__qualname__}"
-    return info
 
 
 def make_actions(torch, env, cfg: PointConfig) -> list:

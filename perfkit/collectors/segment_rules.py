@@ -20,13 +20,13 @@ and which module calls are the policy.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import sys
 import threading
 from typing import Any, Callable
 
 from perfkit import segments
+from perfkit.targets import resolve
 from perfkit.analysis.attribution import is_user_file
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher, tls
@@ -58,24 +58,6 @@ KNOWN_TARGETS: tuple[tuple[str, str, str], ...] = (
 
 # Targets whose every module-global alias should be replaced too (``from mujoco_warp import step``).
 _EVERYWHERE = {("mujoco_warp", "step"), ("warp", "capture_launch"), ("mujoco", "mj_step"), ("mujoco.rollout", "rollout")}
-
-
-def resolve(module: str, dotted: str) -> tuple[Any, str, Any]:
-    """``(owner, attribute name, current value)`` of ``module:dotted``; raises LookupError."""
-    try:
-        obj: Any = importlib.import_module(module)
-    except ImportError as e:
-        raise LookupError(f"cannot import {module!r}: {e}") from None
-    parts = dotted.split(".")
-    for p in parts[:-1]:
-        try:
-            obj = getattr(obj, p)
-        except AttributeError:
-            raise LookupError(f"{module}:{dotted}: {type(obj).__name__} {p!r} not found") from None
-    name = parts[-1]
-    if not hasattr(obj, name):
-        raise LookupError(f"{module}:{dotted}: no attribute {name!r}")
-    return obj, name, getattr(obj, name)
 
 
 def wrap_attr(patcher: Patcher, owner: Any, name: str, seg: str, everywhere: bool = False) -> bool:

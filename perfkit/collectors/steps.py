@@ -22,25 +22,13 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable
 
 from perfkit import segments
+from perfkit.batched_env import num_envs_of
 from perfkit.analysis.attribution import is_user_file
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher
 
 if TYPE_CHECKING:  # pragma: no cover
     from perfkit.session import Session
-
-
-def num_envs_of(obj: Any) -> int | None:
-    """The integer ``num_envs`` of an env object (instance or class attribute), else None."""
-    if obj is None:
-        return None
-    try:
-        n = getattr(obj, "num_envs", None)
-    except Exception:
-        return None
-    if isinstance(n, bool) or not isinstance(n, int):
-        return None
-    return n
 
 
 def step_wrapper(orig: Callable, session_getter: Callable[[], "Session | None"] | None = None) -> Callable:

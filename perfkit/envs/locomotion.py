@@ -306,19 +306,10 @@ class LocomotionEnv:
         return self.obs
 
     def describe(self) -> dict:
-        """The env block reports print (plain data)."""
-        return {
-            "name": self.name,
-            "backend": self.backend,
-            "device": str(self.device),
-            "num_envs": self.num_envs,
-            "obs_dim": self.obs_dim,
-            "act_dim": self.act_dim,
-            "sim_dt": self.sim_dt,
-            "decimation": self.decimation,
-            "policy_dt": self.policy_dt,
-            "max_episode_steps": self.max_episode_steps,
-        }
+        """The env block reports print (plain data): :func:`perfkit.batched_env.describe_env`."""
+        from perfkit.batched_env import describe_env
+
+        return describe_env(self)
 
     def __repr__(self) -> str:
         return (
