@@ -25,7 +25,7 @@ class BudgetFixture:
     """What the ``perfkit_budget`` fixture returns: call it for a context manager, or ``check`` a call."""
 
     def __call__(self, syncs: int | None = None, allocs: int | None = None):
-        from perfkit.analysis.budgets import budget
+        from perfkit.collectors.budget import budget
 
         return budget(syncs=syncs, allocs=allocs)
 

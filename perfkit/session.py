@@ -26,7 +26,7 @@ from time import perf_counter
 from typing import Any
 
 from perfkit import segments as _segments
-from perfkit.analysis.attribution import relpath, source_line
+from perfkit.source import relpath, source_line
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher, Sink, tls
 from perfkit.config import Config
@@ -536,7 +536,7 @@ class Session:
             self.clock.gpu = self._gpu
 
     def _start_verify(self, idx: int) -> None:
-        from perfkit.analysis.verify import Verifier
+        from perfkit.collectors.verify import Verifier
 
         self._verify = Verifier(self._torch, steps=self.config.verify_steps)
         self._verify.start(idx)

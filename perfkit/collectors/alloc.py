@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from perfkit.analysis.attribution import user_frame
+from perfkit.collectors.sites import user_frame
 from perfkit.collectors import hub
 from perfkit.collectors.hub import emit, tls
 

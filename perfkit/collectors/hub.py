@@ -19,7 +19,7 @@ from time import perf_counter
 from types import FrameType
 from typing import Any, Callable
 
-from perfkit.analysis.attribution import site_of
+from perfkit.collectors.sites import site_of
 
 
 MAIN_IDENT = threading.main_thread().ident

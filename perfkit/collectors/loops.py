@@ -15,7 +15,7 @@ import sys
 from functools import lru_cache
 from types import CodeType, FrameType
 
-from perfkit.analysis.attribution import is_user_file
+from perfkit.collectors.sites import is_user_file
 from perfkit.collectors.hub import tls
 
 MIN_ENVS = 8

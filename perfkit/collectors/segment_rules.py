@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from perfkit import segments
 from perfkit.targets import resolve
-from perfkit.analysis.attribution import is_user_file
+from perfkit.collectors.sites import is_user_file
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher, tls
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from perfkit import segments
 from perfkit.batched_env import num_envs_of
-from perfkit.analysis.attribution import is_user_file
+from perfkit.collectors.sites import is_user_file
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher
 

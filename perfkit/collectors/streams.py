@@ -31,7 +31,7 @@ class StreamMonitor:
         wp = sys.modules.get("warp")
         if wp is None:
             return False
-        from perfkit.analysis.attribution import site_of
+        from perfkit.collectors.sites import site_of
 
         sites = self.interop_sites
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from perfkit.analysis.attribution import is_user_file, source_line
+from perfkit.collectors.sites import is_user_file
+from perfkit.source import source_line
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher, call_original, direct_caller, emit, tls, wraps
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from perfkit.analysis.attribution import is_user_file
+from perfkit.collectors.sites import is_user_file
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Patcher, call_original, direct_caller, emit, tls, wraps
 from perfkit.collectors.torch_sync import api_sync_hook

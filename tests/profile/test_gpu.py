@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from perfkit.analysis.budgets import budget
+from perfkit.collectors.budget import budget
 from perfkit.session import Session
 
 from _helpers import line_of, load, marked_line, script
@@ -196,7 +196,7 @@ def test_a_temporary_inside_an_out_op_is_an_allocation_on_cuda():
     one allocation per step was found on the H200)."""
     import torch
 
-    from perfkit.analysis.budgets import BudgetExceeded
+    from perfkit.collectors.budget import BudgetExceeded
 
     a = torch.ones(256, 8, device="cuda")
     c = torch.empty(256, device="cuda")

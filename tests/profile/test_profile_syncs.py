@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import perfkit
-from perfkit.analysis.budgets import budget
+from perfkit.collectors.budget import budget
 
 from _helpers import load, marked_line
 

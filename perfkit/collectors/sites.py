@@ -1,4 +1,4 @@
-"""Attribution: which frame of a stack is *user code*, and where a finding's path points.
+"""Sites: which frame of a stack is *user code* — the line a finding is reported at.
 
 A sync that happens deep inside torch, warp or perfkit itself is reported at the first frame on the
 stack that belongs to the user's program: the line they can change. "User code" is every file that is
@@ -9,7 +9,6 @@ user code: they are what ``perfkit.budget`` proves sync-free, so a sync there mu
 
 from __future__ import annotations
 
-import linecache
 import os
 import site
 import sys
@@ -89,19 +88,3 @@ def site_of(frame: FrameType | None) -> tuple[str, int, str]:
     if last is None:
         return "<unknown>", 0, ""
     return last.f_code.co_filename, last.f_lineno, last.f_code.co_name
-
-
-def relpath(filename: str, cwd: str | None = None) -> str:
-    """``filename`` relative to the working directory when it lies under it, else absolute."""
-    if filename.startswith("<"):
-        return filename
-    cwd = os.path.realpath(cwd or os.getcwd())
-    real = os.path.realpath(filename)
-    if real == cwd or real.startswith(cwd + os.sep):
-        return os.path.relpath(real, cwd)
-    return real
-
-
-def source_line(filename: str, line: int) -> str:
-    """The stripped source line, '' when unavailable."""
-    return linecache.getline(filename, line).strip()
