@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from perfkit.collectors import hub
 from perfkit.collectors.hub import tls
+from perfkit.collectors.patches import wraps
 
 # Called with the new innermost segment name on every transition in the main thread while a
 # session times segments (None otherwise).
@@ -146,7 +147,7 @@ def wrap(fn: Callable, name: str) -> Callable:
         finally:
             del st[tok:]
 
-    hub.wraps(fn)(in_segment)
+    wraps(fn)(in_segment)
     in_segment.__perfkit_segment__ = name  # type: ignore[attr-defined]
     return in_segment
 

@@ -28,7 +28,8 @@ from typing import Any
 from perfkit import segments as _segments
 from perfkit.source import relpath, source_line
 from perfkit.collectors import hub
-from perfkit.collectors.hub import Patcher, Sink, tls
+from perfkit.collectors.hub import Sink, tls
+from perfkit.collectors.patches import Patcher
 from perfkit.config import Config
 from perfkit.record import Finding, Run, SegmentStats
 

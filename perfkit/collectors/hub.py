@@ -1,4 +1,5 @@
-"""The collectors' shared state: who is listening, which segment each thread is in, and patching.
+"""The collectors' shared state: who is listening, which segment each thread is in, and which hook
+families are installed.
 
 Hooks (patched torch/warp functions, the allocation mode, the line sampler) report *events* here;
 every active sink (a :class:`perfkit.session.Session`, a :func:`perfkit.budget` block) receives each
@@ -12,13 +13,14 @@ code which hits another hook is one event, not two (``print(t)`` → ``__repr__`
 
 from __future__ import annotations
 
-import functools
+import importlib
 import sys
 import threading
 from time import perf_counter
 from types import FrameType
 from typing import Any, Callable
 
+from perfkit.collectors.patches import Patcher, wraps
 from perfkit.collectors.sites import site_of
 
 
@@ -119,6 +121,32 @@ def current_segment() -> str:
     return st[-1] if st else "other"
 
 
+def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, would: bool = False) -> Any:
+    """Report one sync ``op`` at ``caller`` and run the original, the hooks quiet inside it (one call
+    is one count, whatever the original calls in turn)."""
+    tls.depth += 1
+    try:
+        emit("sync", op, caller, would=would)
+        return call_original(orig, op, args, kwargs)
+    finally:
+        tls.depth -= 1
+
+
+def api_sync_hook(orig: Callable, op: str) -> Callable:
+    """Wrap a device-wide sync (``torch.cuda.synchronize``, ``Event.synchronize``, ``wp.synchronize``):
+    always a sync (would-sync where CPU calls are counted)."""
+    state = tls
+
+    @wraps(orig)
+    def hook(*args, **kwargs):
+        if not sinks or state.depth or is_compiling():
+            return orig(*args, **kwargs)
+        caller = direct_caller(sys._getframe(1))
+        return sync_call(orig, op, caller, args, kwargs, would=count_cpu)
+
+    return hook
+
+
 def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None, would: bool = False, n: int = 1) -> None:
     """Report one event at the first user frame from ``frame`` outwards to every active sink."""
     if not sinks:
@@ -136,67 +164,14 @@ def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None,
         pass
 
 
-# ---- patching -------------------------------------------------------------------------------------
-
-_MISSING = object()
-
-
-class Patcher:
-    """Replaces attributes and puts every original back, in reverse order, on :meth:`undo`."""
-
-    def __init__(self) -> None:
-        self._undo: list[tuple[Any, str, Any]] = []
-
-    def set(self, owner: Any, name: str, new: Any) -> Any:
-        old_own = vars(owner).get(name, _MISSING)
-        setattr(owner, name, new)
-        self._undo.append((owner, name, old_own))
-        return new
-
-    def set_everywhere(self, owner: Any, name: str, new: Any) -> Any:
-        """Replace ``owner.name`` and every module global that holds the same object
-        (``from mujoco_warp import step`` made before the session began)."""
-        old = getattr(owner, name)
-        self.set(owner, name, new)
-        for mod in list(sys.modules.values()):
-            d = getattr(mod, "__dict__", None)
-            if not isinstance(d, dict) or mod is owner:
-                continue
-            for k, v in list(d.items()):
-                if v is old:
-                    self.set(mod, k, new)
-        return new
-
-    def undo(self) -> None:
-        while self._undo:
-            owner, name, old_own = self._undo.pop()
-            try:
-                if old_own is _MISSING:
-                    delattr(owner, name)
-                else:
-                    setattr(owner, name, old_own)
-            except (AttributeError, TypeError):  # pragma: no cover - owner gone or frozen
-                pass
-
-    def __len__(self) -> int:
-        return len(self._undo)
-
-
-def wraps(orig: Callable) -> Callable[[Callable], Callable]:
-    """functools.wraps that also keeps the original reachable as ``__perfkit_wrapped__``."""
-
-    def deco(fn: Callable) -> Callable:
-        try:
-            functools.update_wrapper(fn, orig)
-        except (AttributeError, TypeError):
-            pass
-        fn.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
-        return fn
-
-    return deco
-
-
 # ---- reference-counted installation of the always-on hooks -----------------------------------------
+
+# The hook families: (the library's top module, the perfkit module whose ``install(patcher)`` hooks it).
+# A family is installed once its library has been imported (``install_available``).
+FAMILIES: tuple[tuple[str, str], ...] = (
+    ("torch", "perfkit.collectors.torch_sync"),
+    ("warp", "perfkit.collectors.warp_sync"),
+)
 
 _installed = 0
 _patcher: Patcher | None = None
@@ -224,17 +199,13 @@ def acquire(sink: Any, count_cpu_tensors: bool | None = None) -> None:
 
 def install_available() -> None:
     """Install hook families for libraries imported since the last call (cheap when nothing is new)."""
-    if _patcher is None:
+    if _patcher is None or len(_installed_families) == len(FAMILIES):
         return
-    from perfkit.collectors import torch_sync, warp_sync
-
     with _lock:
-        if "torch" not in _installed_families and "torch" in sys.modules:
-            torch_sync.install(_patcher)
-            _installed_families.add("torch")
-        if "warp" not in _installed_families and "warp" in sys.modules:
-            warp_sync.install(_patcher)
-            _installed_families.add("warp")
+        for library, module in FAMILIES:
+            if library not in _installed_families and library in sys.modules:
+                importlib.import_module(module).install(_patcher)
+                _installed_families.add(library)
 
 
 def _bind_is_compiling() -> None:
@@ -255,7 +226,7 @@ def _cuda_available() -> bool:
 
 
 def all_installed() -> bool:
-    return {"torch", "warp"} <= _installed_families
+    return len(_installed_families) == len(FAMILIES)
 
 
 def release(sink: Any) -> None:

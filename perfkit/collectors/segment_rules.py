@@ -29,7 +29,8 @@ from perfkit import segments
 from perfkit.targets import resolve
 from perfkit.collectors.sites import is_user_file
 from perfkit.collectors import hub
-from perfkit.collectors.hub import Patcher, tls
+from perfkit.collectors.hub import tls
+from perfkit.collectors.patches import Patcher
 
 # (module, dotted attribute, segment)
 KNOWN_TARGETS: tuple[tuple[str, str, str], ...] = (

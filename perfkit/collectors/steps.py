@@ -25,7 +25,7 @@ from perfkit import segments
 from perfkit.batched_env import num_envs_of
 from perfkit.collectors.sites import is_user_file
 from perfkit.collectors import hub
-from perfkit.collectors.hub import Patcher
+from perfkit.collectors.patches import Patcher, wraps
 
 if TYPE_CHECKING:  # pragma: no cover
     from perfkit.session import Session
@@ -61,7 +61,7 @@ def step_wrapper(orig: Callable, session_getter: Callable[[], "Session | None"] 
             s._in_step = False
             s.t_last_end = perf_counter()
 
-    hub.wraps(orig)(step)
+    wraps(orig)(step)
     step.__perfkit_step__ = True  # type: ignore[attr-defined]
     return step
 

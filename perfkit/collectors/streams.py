@@ -15,7 +15,8 @@ import sys
 from typing import Any
 
 from perfkit.collectors import hub
-from perfkit.collectors.hub import Patcher, emit, tls, wraps
+from perfkit.collectors.hub import emit, tls
+from perfkit.collectors.patches import Patcher, wraps
 
 FIX = ("run Warp on torch's stream: `with wp.ScopedStream(wp.stream_from_torch()):` around the Warp work, "
        "or synchronize the streams with events")

@@ -26,58 +26,11 @@ from typing import Any, Callable
 from perfkit.collectors.sites import is_user_file
 from perfkit.source import source_line
 from perfkit.collectors import hub
-from perfkit.collectors.hub import Patcher, call_original, direct_caller, emit, tls, wraps
-
-# op names and the fix, in words (used by the findings' ``message``)
-FIXES = {
-    ".item()": "keep the value on the GPU (accumulate into a tensor) and read it back every N steps",
-    "cuda_t.copy_(cpu_t)": "keep the data on the device; or copy from a pinned buffer with non_blocking=True",
-    '.to("cuda")': "create data on the device once; or move pinned memory with non_blocking=True",
-    ".cuda()": "create data on the device once; or move pinned memory with non_blocking=True",
-    "cpu_t.copy_(cuda_t)": "copy into a pinned host buffer with non_blocking=True and read it a step later",
-    '.to("cpu")': "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
-    ".cpu()": "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
-    ".numpy()": "keep data on the GPU; read back only for logging, every N steps",
-    ".tolist()": "keep data on the GPU; read back only for logging, every N steps",
-    "bool(t)": "branch on the device with torch.where / masked ops instead of a Python `if` on a tensor",
-    "float(t)": "keep the value as a 0-d tensor; convert only when logging, every N steps",
-    "int(t)": "keep the value as a tensor; avoid data-dependent Python ints in the step",
-    "index(t)": "use a Python int (e.g. a shape) rather than a tensor as an index or range bound",
-    "format(t)": "format tensors only when logging, every N steps",
-    "print(t)": "print only every N steps, or accumulate on the GPU and print the summary",
-    "repr(t)": "convert tensors to text only when logging, every N steps",
-    "x in t": "compare on the device ((t == x).any()) and keep the result as a tensor",
-    "np.asarray(t)": "keep data on the GPU; read back only for logging",
-    "t[bool_mask]": "use torch.where / masked_fill_ with the mask instead of a boolean-mask read (data-dependent shape)",
-    "t[bool_mask] = v": "use torch.where(mask, v, t, out=t) or masked_scatter_ / masked_fill_ instead of a boolean-mask write",
-    "t[list] = v": "write through a preallocated index tensor on the device (index_copy_), not a Python list",
-    "t[list]": "index with a preallocated index tensor on the device, not a Python list (a blocking host-to-device copy)",
-    "torch.where(cond)": "use the three-argument torch.where(cond, a, b) or masked ops; one-argument where is nonzero()",
-    ".nonzero()": "use masked_fill_ / torch.where with the boolean mask instead of indexing by nonzero()",
-    ".argwhere()": "use masked_fill_ / torch.where with the boolean mask instead of argwhere()",
-    ".masked_select()": "use torch.where(mask, x, 0) and reduce; masked_select has a data-dependent shape",
-    ".unique()": "avoid unique() in the step (data-dependent shape); use scatter/bincount with a fixed size",
-    ".unique_consecutive()": "avoid unique_consecutive() in the step (data-dependent shape)",
-    ".repeat_interleave()": "pass output_size= to repeat_interleave so it need not read the repeats back",
-    "torch.equal": "compare on the device and keep the result as a tensor",
-    "torch.allclose": "compare on the device (torch.isclose(...).all()) and keep the result as a tensor",
-    "torch.tensor(list, device=cuda)": "build constants once in __init__, or fill a preallocated device buffer",
-    "torch.cuda.synchronize()": "remove the explicit synchronize from the step; time with CUDA events instead",
-    "Event.synchronize()": "poll with event.query() or wait on the device (stream.wait_event) instead",
-    "Stream.synchronize()": "order work with stream.wait_stream / events instead of blocking the host",
-}
-
-
-
-def _sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, would: bool = False) -> Any:
-    """Report one sync ``op`` at ``caller`` and run the original, the hooks quiet inside it (one call
-    is one count, whatever the original calls in turn)."""
-    tls.depth += 1
-    try:
-        emit("sync", op, caller, would=would)
-        return call_original(orig, op, args, kwargs)
-    finally:
-        tls.depth -= 1
+from perfkit.collectors.hub import api_sync_hook, direct_caller, sync_call, tls
+from perfkit.collectors.patches import Patch, Patcher, wraps
+from perfkit.collectors.patches import fixes as _fixes
+from perfkit.collectors.patches import install as _install
+from perfkit.collectors.patches import originals as _originals
 
 def _counts_cpu() -> bool:
     return hub.count_cpu
@@ -104,24 +57,10 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
             if last is not None and last == (id(caller), caller.f_lineno, id(t)):
                 state.last_cpu = None
                 return orig(*args, **kwargs)  # the .numpy() of `t.cpu().numpy()`: counted at .cpu()
-        out = _sync_call(orig, _op_name(op, caller), caller, args, kwargs, would=not cuda)
+        out = sync_call(orig, _op_name(op, caller), caller, args, kwargs, would=not cuda)
         if chain and not cuda:
             state.last_cpu = (id(caller), caller.f_lineno, id(out))
         return out
-
-    return hook
-
-
-def api_sync_hook(orig: Callable, op: str) -> Callable:
-    """Wrap a device-wide sync (``torch.cuda.synchronize``, ``Event.synchronize``): always a sync."""
-    sinks, state = hub.sinks, tls
-
-    @wraps(orig)
-    def hook(*args, **kwargs):
-        if not sinks or state.depth or hub.is_compiling():
-            return orig(*args, **kwargs)
-        caller = direct_caller(sys._getframe(1))
-        return _sync_call(orig, op, caller, args, kwargs, would=hub.count_cpu)
 
     return hook
 
@@ -170,7 +109,7 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
                 caller = direct_caller(sys._getframe(1))
                 cuda = self.is_cuda
                 if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
-                    return _sync_call(orig, op, caller, (self, idx), {}, would=not cuda)
+                    return sync_call(orig, op, caller, (self, idx), {}, would=not cuda)
         return orig(self, idx)
 
     return __getitem__
@@ -194,7 +133,7 @@ def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
                 cuda = self.is_cuda
                 if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
                     op = op + " = v"
-                    return _sync_call(orig, op, caller, (self, idx, value), {}, would=not cuda)
+                    return sync_call(orig, op, caller, (self, idx, value), {}, would=not cuda)
         return orig(self, idx, value)
 
     return __setitem__
@@ -219,13 +158,13 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
                   and (isinstance(dev, int) or str(dev).startswith("cuda"))
                   and not kwargs.get("non_blocking", len(args) > 2 and args[2])):
                 caller = direct_caller(sys._getframe(1))  # host -> device: copy, then a stream sync
-                return _sync_call(orig, '.to("cuda")', caller, (self, *args), kwargs)
+                return sync_call(orig, '.to("cuda")', caller, (self, *args), kwargs)
             else:
                 return orig(self, *args, **kwargs)
             caller = direct_caller(sys._getframe(1))
             cuda = self.is_cuda
             if cuda or (hub.count_cpu and literal and is_user_file(caller.f_code.co_filename)):
-                out = _sync_call(orig, '.to("cpu")', caller, (self, *args), kwargs, would=not cuda)
+                out = sync_call(orig, '.to("cpu")', caller, (self, *args), kwargs, would=not cuda)
                 if not cuda:
                     state.last_cpu = (id(caller), caller.f_lineno, id(out))
                 return out
@@ -247,7 +186,7 @@ def _copy_hook(orig: Callable) -> Callable:
             if dst_cuda != getattr(src, "is_cuda", dst_cuda) and not (args[0] if args else kwargs.get("non_blocking", False)):
                 op = "cuda_t.copy_(cpu_t)" if dst_cuda else "cpu_t.copy_(cuda_t)"
                 caller = direct_caller(sys._getframe(1))
-                return _sync_call(orig, op, caller, (self, src, *args), kwargs)
+                return sync_call(orig, op, caller, (self, src, *args), kwargs)
         return orig(self, src, *args, **kwargs)
 
     return copy_
@@ -261,7 +200,7 @@ def _cuda_hook(orig: Callable) -> Callable:
     def cuda(self, *args, **kwargs):
         if sinks and not state.depth and not hub.is_compiling() and not self.is_cuda and not kwargs.get("non_blocking", len(args) > 1 and args[1]):
             caller = direct_caller(sys._getframe(1))
-            return _sync_call(orig, ".cuda()", caller, (self, *args), kwargs)
+            return sync_call(orig, ".cuda()", caller, (self, *args), kwargs)
         return orig(self, *args, **kwargs)
 
     return cuda
@@ -288,7 +227,7 @@ def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
                 caller = direct_caller(sys._getframe(1))
                 cuda = _is_cuda_device(device)
                 if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
-                    return _sync_call(orig, "torch.tensor(list, device=cuda)", caller, args, kwargs, would=not cuda)
+                    return sync_call(orig, "torch.tensor(list, device=cuda)", caller, args, kwargs, would=not cuda)
         return orig(*args, **kwargs)
 
     return tensor
@@ -328,77 +267,96 @@ def _repeats_unsized(method: bool) -> Callable[[tuple, dict], bool]:
     return when
 
 
-def install(patcher: Patcher) -> None:
+
+# ---- the table: every torch attribute this family replaces -------------------------------------------
+# factories: (original, patch, the torch module) -> hook
+
+
+def _method(orig, p: Patch, torch) -> Callable:
+    return sync_hook(orig, p.op, p.when, p.chain)
+
+
+def _api(orig, p: Patch, torch) -> Callable:
+    return api_sync_hook(orig, p.op)
+
+
+_BOOL = lambda torch: (torch.bool, torch.uint8)  # noqa: E731 - mask dtypes: boolean-mask indexing
+
+_KEEP = "keep the value on the GPU (accumulate into a tensor) and read it back every N steps"
+_D2H = "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later"
+_READBACK = "keep data on the GPU; read back only for logging, every N steps"
+_H2D = "create data on the device once; or move pinned memory with non_blocking=True"
+
+PATCHES: tuple[Patch, ...] = (
+    # Tensor methods that read a device value on the host
+    Patch("Tensor", "item", ".item()", _KEEP, _method),
+    Patch("Tensor", "cpu", ".cpu()", _D2H, _method, chain=True),
+    Patch("Tensor", "numpy", ".numpy()", _READBACK, _method),
+    Patch("Tensor", "tolist", ".tolist()", _READBACK, _method),
+    Patch("Tensor", "__bool__", "bool(t)", "branch on the device with torch.where / masked ops instead of a Python `if` on a tensor", _method),
+    Patch("Tensor", "__float__", "float(t)", "keep the value as a 0-d tensor; convert only when logging, every N steps", _method),
+    Patch("Tensor", "__int__", "int(t)", "keep the value as a tensor; avoid data-dependent Python ints in the step", _method),
+    Patch("Tensor", "__index__", "index(t)", "use a Python int (e.g. a shape) rather than a tensor as an index or range bound", _method),
+    Patch("Tensor", "__format__", "format(t)", "format tensors only when logging, every N steps", _method),
+    Patch("Tensor", "__repr__", "repr(t)", "convert tensors to text only when logging, every N steps", _method,
+          also={"print(t)": "print only every N steps, or accumulate on the GPU and print the summary"}),
+    Patch("Tensor", "__contains__", "x in t", "compare on the device ((t == x).any()) and keep the result as a tensor", _method),
+    Patch("Tensor", "__array__", "np.asarray(t)", "keep data on the GPU; read back only for logging", _method),
+    # data-dependent output shapes: the size is read back
+    Patch("Tensor", "nonzero", ".nonzero()", "use masked_fill_ / torch.where with the boolean mask instead of indexing by nonzero()", _method),
+    Patch("Tensor", "argwhere", ".argwhere()", "use masked_fill_ / torch.where with the boolean mask instead of argwhere()", _method),
+    Patch("Tensor", "masked_select", ".masked_select()", "use torch.where(mask, x, 0) and reduce; masked_select has a data-dependent shape", _method),
+    Patch("Tensor", "unique", ".unique()", "avoid unique() in the step (data-dependent shape); use scatter/bincount with a fixed size", _method),
+    Patch("Tensor", "unique_consecutive", ".unique_consecutive()", "avoid unique_consecutive() in the step (data-dependent shape)", _method),
+    Patch("Tensor", "repeat_interleave", ".repeat_interleave()", "pass output_size= to repeat_interleave so it need not read the repeats back",
+          _method, when=_repeats_unsized(True)),
+    Patch("Tensor", "equal", "torch.equal", "compare on the device and keep the result as a tensor", _method),
+    Patch("Tensor", "allclose", "torch.allclose", "compare on the device (torch.isclose(...).all()) and keep the result as a tensor", _method),
+    # indexing, conversion and copies
+    Patch("Tensor", "__getitem__", "t[bool_mask]", "use torch.where / masked_fill_ with the mask instead of a boolean-mask read (data-dependent shape)",
+          lambda orig, p, torch: _getitem_hook(orig, torch.Tensor, _BOOL(torch)),
+          also={"t[list]": "index with a preallocated index tensor on the device, not a Python list (a blocking host-to-device copy)"}),
+    Patch("Tensor", "__setitem__", "t[bool_mask] = v", "use torch.where(mask, v, t, out=t) or masked_scatter_ / masked_fill_ instead of a boolean-mask write",
+          lambda orig, p, torch: _setitem_hook(orig, torch.Tensor, _BOOL(torch)),
+          also={"t[list] = v": "write through a preallocated index tensor on the device (index_copy_), not a Python list"}),
+    Patch("Tensor", "to", '.to("cpu")', "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
+          lambda orig, p, torch: _to_hook(orig, torch), also={'.to("cuda")': _H2D}),
+    Patch("Tensor", "copy_", "cpu_t.copy_(cuda_t)", "copy into a pinned host buffer with non_blocking=True and read it a step later",
+          lambda orig, p, torch: _copy_hook(orig),
+          also={"cuda_t.copy_(cpu_t)": "keep the data on the device; or copy from a pinned buffer with non_blocking=True"}),
+    Patch("Tensor", "cuda", ".cuda()", _H2D, lambda orig, p, torch: _cuda_hook(orig)),
+    # torch functions
+    Patch("", "nonzero", ".nonzero()", "use masked_fill_ / torch.where with the boolean mask instead of indexing by nonzero()", _method),
+    Patch("", "argwhere", ".argwhere()", "use masked_fill_ / torch.where with the boolean mask instead of argwhere()", _method),
+    Patch("", "masked_select", ".masked_select()", "use torch.where(mask, x, 0) and reduce; masked_select has a data-dependent shape", _method),
+    Patch("", "unique", ".unique()", "avoid unique() in the step (data-dependent shape); use scatter/bincount with a fixed size", _method),
+    Patch("", "unique_consecutive", ".unique_consecutive()", "avoid unique_consecutive() in the step (data-dependent shape)", _method),
+    Patch("", "repeat_interleave", ".repeat_interleave()", "pass output_size= to repeat_interleave so it need not read the repeats back",
+          _method, when=_repeats_unsized(False)),
+    Patch("", "equal", "torch.equal", "compare on the device and keep the result as a tensor", _method),
+    Patch("", "allclose", "torch.allclose", "compare on the device (torch.isclose(...).all()) and keep the result as a tensor", _method),
+    Patch("", "where", "torch.where(cond)", "use the three-argument torch.where(cond, a, b) or masked ops; one-argument where is nonzero()",
+          lambda orig, p, torch: _where_hook(orig)),
+    Patch("", "tensor", "torch.tensor(list, device=cuda)", "build constants once in __init__, or fill a preallocated device buffer",
+          lambda orig, p, torch: _tensor_hook(orig, torch.Tensor)),
+    # explicit synchronization
+    Patch("cuda", "synchronize", "torch.cuda.synchronize()", "remove the explicit synchronize from the step; time with CUDA events instead", _api),
+    Patch("cuda.Event", "synchronize", "Event.synchronize()", "poll with event.query() or wait on the device (stream.wait_event) instead", _api),
+    Patch("cuda.Stream", "synchronize", "Stream.synchronize()", "order work with stream.wait_stream / events instead of blocking the host", _api),
+)
+
+FIXES = _fixes(PATCHES)
+"""op -> the fix in words (a finding's ``message``)."""
+
+
+def install(patcher: Patcher) -> list[str]:
     import torch
 
-    T = torch.Tensor
-    bool_dtypes = (torch.bool, torch.uint8)
-    methods: dict[str, tuple[str, Any, bool]] = {
-        "item": (".item()", None, False),
-        "cpu": (".cpu()", None, True),
-        "numpy": (".numpy()", None, False),
-        "tolist": (".tolist()", None, False),
-        "__bool__": ("bool(t)", None, False),
-        "__float__": ("float(t)", None, False),
-        "__int__": ("int(t)", None, False),
-        "__index__": ("index(t)", None, False),
-        "__format__": ("format(t)", None, False),
-        "__repr__": ("repr(t)", None, False),
-        "__contains__": ("x in t", None, False),
-        "__array__": ("np.asarray(t)", None, False),
-        "nonzero": (".nonzero()", None, False),
-        "argwhere": (".argwhere()", None, False),
-        "masked_select": (".masked_select()", None, False),
-        "unique": (".unique()", None, False),
-        "unique_consecutive": (".unique_consecutive()", None, False),
-        "repeat_interleave": (".repeat_interleave()", _repeats_unsized(True), False),
-        "equal": ("torch.equal", None, False),
-        "allclose": ("torch.allclose", None, False),
-    }
-    for name, (op, when, chain) in methods.items():
-        orig = getattr(T, name, None)
-        if orig is not None:
-            patcher.set(T, name, sync_hook(orig, op, when, chain))
-    patcher.set(T, "__getitem__", _getitem_hook(T.__getitem__, T, bool_dtypes))
-    patcher.set(T, "__setitem__", _setitem_hook(T.__setitem__, T, bool_dtypes))
-    patcher.set(T, "to", _to_hook(T.to, torch))
-    patcher.set(T, "copy_", _copy_hook(T.copy_))
-    patcher.set(T, "cuda", _cuda_hook(T.cuda))
-
-    functions: dict[str, tuple[str, Any]] = {
-        "nonzero": (".nonzero()", None),
-        "argwhere": (".argwhere()", None),
-        "masked_select": (".masked_select()", None),
-        "unique": (".unique()", None),
-        "unique_consecutive": (".unique_consecutive()", None),
-        "repeat_interleave": (".repeat_interleave()", _repeats_unsized(False)),
-        "equal": ("torch.equal", None),
-        "allclose": ("torch.allclose", None),
-    }
-    for name, (op, when) in functions.items():
-        orig = getattr(torch, name, None)
-        if orig is not None:
-            patcher.set(torch, name, sync_hook(orig, op, when))
-    patcher.set(torch, "where", _where_hook(torch.where))
-    patcher.set(torch, "tensor", _tensor_hook(torch.tensor, T))
-
-    patcher.set(torch.cuda, "synchronize", api_sync_hook(torch.cuda.synchronize, "torch.cuda.synchronize()"))
-    for cls_name, op in (("Event", "Event.synchronize()"), ("Stream", "Stream.synchronize()")):
-        cls = getattr(torch.cuda, cls_name, None)
-        if cls is not None and hasattr(cls, "synchronize"):
-            patcher.set(cls, "synchronize", api_sync_hook(cls.synchronize, op))
+    return _install(patcher, torch, PATCHES)
 
 
 def originals() -> dict[str, Any]:
-    """The attributes this module replaces, as they are now (tests compare before/after a session)."""
+    """Every attribute :data:`PATCHES` replaces, as it is now (the restore check compares before/after)."""
     import torch
 
-    names = ["item", "cpu", "numpy", "tolist", "__bool__", "__float__", "__int__", "__index__", "__format__",
-             "__repr__", "__getitem__", "__setitem__", "to", "copy_", "cuda", "nonzero", "masked_select", "unique", "repeat_interleave"]
-    out = {f"Tensor.{n}": getattr(torch.Tensor, n) for n in names}
-    for n in ("nonzero", "where", "tensor", "unique", "masked_select", "repeat_interleave"):
-        out[f"torch.{n}"] = getattr(torch, n)
-    out["torch.cuda.synchronize"] = torch.cuda.synchronize
-    out["torch.cuda.Event.synchronize"] = torch.cuda.Event.synchronize
-    out["torch.cuda.Stream.synchronize"] = torch.cuda.Stream.synchronize
-    return out
+    return _originals(torch, PATCHES)

@@ -13,17 +13,11 @@ from typing import Any, Callable
 
 from perfkit.collectors.sites import is_user_file
 from perfkit.collectors import hub
-from perfkit.collectors.hub import Patcher, call_original, direct_caller, emit, tls, wraps
-from perfkit.collectors.torch_sync import api_sync_hook
-
-FIXES = {
-    "wp.synchronize()": "remove the device-wide synchronize from the step; order work with streams/events",
-    "wp.synchronize_device()": "remove the synchronize from the step; order work with streams/events",
-    "wp.synchronize_stream()": "order work with wp.wait_stream / events instead of blocking the host",
-    "wp.synchronize_event()": "wait on the device (wp.wait_event) instead of blocking the host",
-    "wp.array.numpy()": "keep data on the device (wp.to_torch for zero-copy); read back only for logging",
-    "wp.array.list()": "keep data on the device; read back only for logging",
-}
+from perfkit.collectors.hub import api_sync_hook, direct_caller, sync_call, tls
+from perfkit.collectors.patches import Patch, Patcher, wraps
+from perfkit.collectors.patches import fixes as _fixes
+from perfkit.collectors.patches import install as _install
+from perfkit.collectors.patches import originals as _originals
 
 
 def _array_hook(orig: Callable, op: str) -> Callable:
@@ -38,34 +32,40 @@ def _array_hook(orig: Callable, op: str) -> Callable:
         cuda = bool(getattr(device, "is_cuda", False))
         if not cuda and (not hub.count_cpu or not is_user_file(caller.f_code.co_filename)):
             return orig(self, *args, **kwargs)
-        state.depth += 1
-        try:
-            emit("sync", op, caller, would=not cuda)
-            return call_original(orig, op, (self, *args), kwargs)
-        finally:
-            state.depth -= 1
+        return sync_call(orig, op, caller, (self, *args), kwargs, would=not cuda)
 
     return hook
 
 
-def install(patcher: Patcher) -> None:
+def _api(orig, p: Patch, wp) -> Callable:
+    return api_sync_hook(orig, p.op)
+
+
+def _array(orig, p: Patch, wp) -> Callable:
+    return _array_hook(orig, p.op)
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch("", "synchronize", "wp.synchronize()", "remove the device-wide synchronize from the step; order work with streams/events", _api),
+    Patch("", "synchronize_device", "wp.synchronize_device()", "remove the synchronize from the step; order work with streams/events", _api),
+    Patch("", "synchronize_stream", "wp.synchronize_stream()", "order work with wp.wait_stream / events instead of blocking the host", _api),
+    Patch("", "synchronize_event", "wp.synchronize_event()", "wait on the device (wp.wait_event) instead of blocking the host", _api),
+    Patch("array", "numpy", "wp.array.numpy()", "keep data on the device (wp.to_torch for zero-copy); read back only for logging", _array),
+    Patch("array", "list", "wp.array.list()", "keep data on the device; read back only for logging", _array),
+)
+
+FIXES = _fixes(PATCHES)
+"""op -> the fix in words (a finding's ``message``)."""
+
+
+def install(patcher: Patcher) -> list[str]:
     import warp as wp
 
-    for name in ("synchronize", "synchronize_device", "synchronize_stream", "synchronize_event"):
-        orig = getattr(wp, name, None)
-        if orig is not None:
-            patcher.set(wp, name, api_sync_hook(orig, f"wp.{name}()"))
-    arr = wp.array
-    for name in ("numpy", "list"):
-        orig = getattr(arr, name, None)
-        if orig is not None:
-            patcher.set(arr, name, _array_hook(orig, f"wp.array.{name}()"))
+    return _install(patcher, wp, PATCHES)
 
 
 def originals() -> dict[str, Any]:
+    """Every attribute :data:`PATCHES` replaces, as it is now (the restore check compares before/after)."""
     import warp as wp
 
-    out = {f"wp.{n}": getattr(wp, n) for n in ("synchronize", "synchronize_device", "synchronize_stream", "synchronize_event")}
-    out["wp.array.numpy"] = wp.array.numpy
-    out["wp.array.list"] = wp.array.list
-    return out
+    return _originals(wp, PATCHES)
