@@ -1,5 +1,5 @@
-"""One profiling session: installs every collector on enter, removes them all on exit, and turns what
-they saw into a :class:`perfkit.record.Run` (``session.run``).
+"""One profiling session: installs every collector on enter, schedules what each step does, removes
+every hook on exit, and builds the run record (``session.run``).
 
     with Session(command=["train.py"]) as s:
         for _ in range(1000):
@@ -8,15 +8,20 @@ they saw into a :class:`perfkit.record.Run` (``session.run``).
 
 Timeline of a session (step index k = 1, 2, ...; a step runs from one step boundary to the next):
 
-* setup (before the first step): nothing is timed; syncs seen there are kept apart (``extra``).
+* setup (before the first step): nothing is timed; syncs seen there are kept apart.
 * warm-up (k <= ``warmup_steps``): the discovery window (:mod:`perfkit.collectors.steps`) finds the
-  step and the name-ruled functions; the policy is found with torch's global module hooks; on the
-  sampled steps (default 2 and 3) allocations, per-env loops and stream hazards are sampled.
+  step and the name-ruled functions; the policy is found by the same window; on the sampled steps
+  (default 2 and 3) allocations, per-env loops and stream hazards are sampled
+  (:mod:`perfkit.collectors.sampling`).
 * steady state: wrappers only. CPU time per segment on every step, GPU time per segment from CUDA
   events on every ``timing_every``-th step (resolved lazily), optionally ``--verify``.
 
-Sync counts are exact (every call is seen); allocation, loop and stream counts come from the sampled
-steps and are scaled to per step.
+Who does what: the :class:`~perfkit.collectors.steps.StepClock` marks boundaries and times steps
+(its fast path is all a plain steady step costs); :meth:`Session._on_boundary` is the scheduler for
+every other step (close the discovery window, sample, time on the GPU, record the timeline, verify);
+:class:`~perfkit.collectors.sync_wait.SyncWaits` keeps the per-sync waits; at the end the session
+takes a :class:`~perfkit.snapshot.Snapshot` and :func:`~perfkit.snapshot.build_run` turns it into the
+record, which the cost model then prices.
 """
 
 from __future__ import annotations
@@ -26,12 +31,11 @@ from time import perf_counter
 from typing import Any
 
 from perfkit import segments as _segments
-from perfkit.source import relpath, source_line
-from perfkit.collectors import hub
-from perfkit.collectors.hub import Sink, tls
+from perfkit.collectors import hub, steps as _steps
+from perfkit.collectors.hub import tls
 from perfkit.collectors.patches import Patcher
 from perfkit.config import Config
-from perfkit.record import Finding, Run, SegmentStats
+from perfkit.record import Run
 
 _active: "Session | None" = None
 POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
@@ -47,30 +51,7 @@ def step() -> None:
     Once called, automatic step detection is off for the session. No-op outside a session."""
     s = _active
     if s is not None:
-        s.mark_step()
-
-
-class _SessionSink(Sink):
-    """Events keyed by phase; allocation/stream events only count while their sampling is on."""
-
-    def __init__(self, session: "Session"):
-        super().__init__()
-        self.session = session
-
-    def add(self, kind, op, site, segment, thread, nbytes, would, n=1) -> None:
-        s = self.session
-        if kind in ("alloc", "stream"):
-            if not s._sampling:
-                return
-            phase = "sampled"
-        else:
-            phase = s.phase
-        key = (kind, op, site[0], site[1], site[2], thread, would, phase)
-        self.count(key, segment, nbytes, n)
-        if phase == "steady" and kind == "sync":
-            s._trail[key] = s._trail.get(key, 0) + n
-        if s._verify is not None and kind == "sync":
-            s._verify.note_sync()
+        s.clock.mark()
 
 
 class Session:
@@ -102,30 +83,12 @@ class Session:
         self.verify = verify
         self._count_cpu = count_cpu_tensors
         self.run: Run | None = None
-        # state
         self.patcher = Patcher()
-        self.sink = _SessionSink(self)
-        self.step_index = 0
-        # syncs since the last step boundary: once the program stops stepping they are teardown, as
-        # those before the first step are setup (neither is a per-step cost)
-        self._trail: dict[tuple, int] = {}
-        self.manual_steps = False
-        self._in_step = False
-        self._sampling = False
-        self._verify: Any = None
+        self.clock = _steps.StepClock(self.warmup_steps, self._on_boundary)
         self.num_envs: int | None = None
         self.env_info: dict[str, Any] = {}
-        self._getter = active
+        self.notes: list[str] = []
         self._entered = False
-        self._exc_status: str | None = None
-
-    # ---- phases ---------------------------------------------------------------------------------
-    @property
-    def phase(self) -> str:
-        i = self.step_index
-        if i == 0:
-            return "setup"
-        return "warmup" if i <= self.warmup_steps else "steady"
 
     # ---- enter / exit ---------------------------------------------------------------------------
     def __enter__(self) -> "Session":
@@ -138,56 +101,44 @@ class Session:
             torch = None  # type: ignore[assignment]
         self._torch = torch
         from perfkit.collectors.loops import LineSampler
+        from perfkit.collectors.sampling import Sampler
         from perfkit.collectors.segment_rules import SegmentRules
-        from perfkit.collectors.steps import Discovery
         from perfkit.collectors.streams import StreamMonitor
+        from perfkit.collectors.sync_wait import SyncWaits
         from perfkit.collectors.timing import SegmentClock
 
         self.t_start = perf_counter()
-        self.clock = SegmentClock()
-        self.lines = LineSampler()
-        self.streams = StreamMonitor()
+        self.t_steady0: float | None = None
+        self.segclock = SegmentClock()
+        self.sampler = Sampler(torch, LineSampler(), StreamMonitor())
+        self.streams = self.sampler.streams
         self._streams_installed = False
         self.rules = SegmentRules(self.patcher, self.config.segment_targets)
-        self.notes: list[str] = []
-        self.step_times: list[float] = []
-        self.seg_totals: dict[str, float] = {}
-        self.seg_calls: dict[str, int] = {}
-        self._next_special = 1
-        self._timed_open = False
-        self._base_acc: dict[str, float] = {}
-        self._base_calls: dict[str, int] = {}
-        self.sampled_done: list[int] = []
-        self.t_steady0: float | None = None
-        self.t_last_end: float | None = None
-        self.t_step_begin = 0.0
-        self.cuda_alloc: list[int] = []
-        self._cuda_alloc_start: int | None = None
+        self.sync_waits = SyncWaits(self.clock, self._timed)
         self.timeline: list[dict] = []
-        self._timeline_steps = self.config.timeline_steps
-        self._alloc_mode = None
-        self.op_counts: dict[tuple[str, int], int] = {}
-        self.loop_ops: dict[str, float] = {}
+        self._verify: Any = None
+        self._gpu: Any = None
+        self.sink = _steps.PhaseSink(self.clock, lambda: self.sampler.active, self._note_sync)
         _active = self
+        _steps.current = self.clock
         self._entered = True
-        self._sync_waits: dict[tuple, list] = {}  # (file, line) -> [calls, wait_s, gap_s, gaps measured]
-        self._sync_pending: tuple | None = None  # the last timed sync, its gap to the next not yet known
         hub.acquire(self.sink, self._count_cpu)
-        hub.wait_listeners.append(self._on_sync_wait)
+        hub.wait_listeners.append(self.sync_waits.on_wait)
         try:
             self.rules.install()
             self.notes.extend(self.rules.errors)
             if self.step_fn:
-                self._install_step_fn(self.step_fn)
-            self.discovery = Discovery(self, find_steps=not self.step_fn, name_segments=self.config.segment_names)
+                _steps.install_step_fn(self.patcher, self.step_fn)
+            self.discovery = _steps.Discovery(self.clock, self.patcher, find_steps=not self.step_fn,
+                                              name_segments=self.config.segment_names)
             if not self.discovery.start():
                 self.notes.append("another profiler was active: steps and name-ruled segments were not auto-detected")
             self._discovery_open = True
-            if self._torch is not None:
+            if torch is not None:
                 self.rules.start_policy_discovery(self.discovery)
             self._streams_installed = self.streams.install(self.patcher)
             self._setup_gpu()
-            _segments.on_transition = self.clock.transition
+            _segments.on_transition = self.segclock.transition
         except BaseException:
             self._teardown()
             raise
@@ -215,7 +166,7 @@ class Session:
             finally:
                 self._teardown()
             try:
-                self.run = self._build_run(status, t_end)
+                self.run = self._record(status, t_end)
             except Exception as e:  # never lose the program's outcome over a bug in the record
                 import traceback
 
@@ -230,74 +181,32 @@ class Session:
         global _active
         _segments.on_transition = None
         try:
-            self._stop_sampling()
+            self.sampler.stop()
         except Exception:
             pass
         if getattr(self, "_discovery_open", False):
-            self.discovery.stop(Patcher())  # nothing is wrapped after the end
+            self.discovery.stop(wrap_found=False)  # ended during warm-up: nothing is wrapped after the end
             self._discovery_open = False
         if hasattr(self, "rules"):
             self.rules.remove()
-        if hasattr(self, "clock"):
-            self.clock.nvtx_off()
+        if hasattr(self, "segclock"):
+            self.segclock.nvtx_off()
         if self._verify is not None:
             self._verify.stop()
         self.patcher.undo()
         try:
-            hub.wait_listeners.remove(self._on_sync_wait)
-        except ValueError:
+            hub.wait_listeners.remove(self.sync_waits.on_wait)
+        except (ValueError, AttributeError):
             pass
         if self._entered:
             hub.release(self.sink)
             self._entered = False
+        if _steps.current is self.clock:
+            _steps.current = None
         if _active is self:
             _active = None
 
-    # ---- steps ------------------------------------------------------------------------------------
-    def _install_step_fn(self, spec: str) -> None:
-        from perfkit import targets
-        from perfkit.collectors.steps import step_wrapper
-
-        try:
-            mod, dotted = targets.parse(spec, "--step-fn")
-            targets.cwd_on_path()
-            owner, name, value = targets.resolve(mod, dotted)
-        except targets.TargetError as e:
-            raise ValueError(str(e) if "must look like" in str(e) else f"--step-fn {spec}: {e}") from None
-        if not callable(value):
-            raise ValueError(f"--step-fn {spec}: {type(value).__name__} is not callable")
-        raw = vars(owner).get(name, value) if isinstance(owner, type) else value
-        if isinstance(owner, type):
-            self.patcher.set(owner, name, step_wrapper(raw))
-        else:
-            self.patcher.set_everywhere(owner, name, step_wrapper(raw))
-
-    def mark_step(self) -> None:
-        self.manual_steps = True
-        self.begin_step(None)
-
-    def begin_step(self, obj: Any, now: float | None = None) -> None:
-        """A step boundary (entering the outermost env ``step``, or ``perfkit.step()``).
-
-        Steady-state steps with nothing scheduled take the fast path: one list append. Everything else
-        (warm-up, sampled steps, CUDA-timed steps, timeline steps, verify, the periodic check for newly
-        imported libraries) goes through :meth:`_slow_boundary`."""
-        if now is None:
-            now = perf_counter()
-        if self._trail:
-            self._trail = {}
-        idx = self.step_index + 1
-        if idx < self._next_special:
-            self.step_times.append(now - self.t_step_begin)
-            self.step_index = idx
-            self.t_step_begin = now
-            return
-        tls.depth += 1
-        try:
-            self._slow_boundary(now, idx, obj)
-        finally:
-            tls.depth -= 1
-
+    # ---- the scheduler: every step boundary that is not a plain steady step --------------------------
     def _timed(self, idx: int) -> bool:
         """Whether step ``idx`` counts in the steady-state timing (not warm-up, sampled or --verify)."""
         if idx <= self.warmup_steps or idx in self.sample_steps:
@@ -308,10 +217,11 @@ class Session:
                 return False
         return True
 
-    def _slow_boundary(self, now: float, idx: int, obj: Any) -> None:
+    def _on_boundary(self, now: float, idx: int, obj: Any) -> None:
+        clock = self.clock
         self._close_step(now)
-        self.step_index = idx
-        self.t_step_begin = now
+        clock.index = idx
+        clock.begin_t = now
         if obj is not None and self.num_envs is None:
             self._describe_env(obj)
         if idx == self.warmup_steps + 1:
@@ -323,141 +233,86 @@ class Session:
         if not self._streams_installed:
             self._streams_installed = self.streams.install(self.patcher)
         if idx in self.sample_steps:
-            self._start_sampling(sys._getframe(2))
-        steady_i = idx - self.warmup_steps
-        special = idx + POLL_EVERY - (idx % POLL_EVERY)  # the next periodic check
-        if steady_i < 1:
-            special = idx + 1
-        else:
-            if self._gpu is not None and not self._torch.cuda.is_initialized():
-                pass  # the program has not touched CUDA (yet): creating events would initialize it
-            elif self._gpu is not None:
-                self._gpu.poll()
-                if (steady_i - 1) % self.timing_every == 0 and idx not in self.sample_steps:
-                    self._gpu.begin_step(idx, self.clock.cur, now)
-                    self.clock.refresh()
-                    if self._nvtx_mode == "sampled" and self._nvtx is not None:
-                        self.clock.nvtx_on(self._nvtx)
-                special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
-                if self._gpu.active:
-                    special = idx + 1  # close the timed step at the next boundary
-            if steady_i <= self._timeline_steps:
-                self.clock.trace = [(self.clock.cur, now)]
-                special = idx + 1
-            if self.verify and self._verify is None and self._gpu is not None and self._torch.cuda.is_initialized():
-                self._start_verify(idx)
-            if self._verify is not None:
-                self._verify.boundary(idx)
-                if self._verify.prof is not None:
-                    special = idx + 1
+            self.sampler.start(sys._getframe(3), idx)
+        special = self._schedule_steady(now, idx)
         later_samples = [i for i in self.sample_steps if i >= idx]
         if later_samples:
             special = min(special, later_samples[0])
         if idx in self.sample_steps or not self._timed(idx) or not self._timed(idx + 1):
             special = idx + 1
-        self._next_special = max(special, idx + 1)
+        clock.next_special = max(special, idx + 1)
         # segment time is cumulative in the clock: open / close the timed span on changes of timed-ness
         timed = self._timed(idx)
-        if timed and not self._timed_open:
-            self._base_acc, self._base_calls = dict(self.clock.acc), dict(self.clock.calls)
-            self._timed_open = True
-        elif not timed and self._timed_open:
-            self._fold_timed_span()
+        segclock = self.segclock
+        if timed and not segclock.span_open:
+            segclock.open_span()
+        elif not timed and segclock.span_open:
+            segclock.close_span()
 
-    def _fold_timed_span(self) -> None:
-        acc, calls = self.clock.acc, self.clock.calls
-        for k, v in acc.items():
-            d = v - self._base_acc.get(k, 0.0)
-            if d:
-                self.seg_totals[k] = self.seg_totals.get(k, 0.0) + d
-        for k, v in calls.items():
-            d = v - self._base_calls.get(k, 0)
-            if d:
-                self.seg_calls[k] = self.seg_calls.get(k, 0) + d
-        self._timed_open = False
-
-    def end_step(self) -> None:
-        self.t_last_end = perf_counter()
+    def _schedule_steady(self, now: float, idx: int) -> int:
+        """Start what steady step ``idx`` does (GPU timing, timeline, verify); returns the next step the
+        scheduler must see."""
+        steady_i = idx - self.warmup_steps
+        special = idx + POLL_EVERY - (idx % POLL_EVERY)  # the next periodic check
+        if steady_i < 1:
+            return idx + 1
+        gpu = self._gpu
+        if gpu is not None and self._torch.cuda.is_initialized():  # else creating events would initialize CUDA
+            gpu.poll()
+            if (steady_i - 1) % self.timing_every == 0 and idx not in self.sample_steps:
+                gpu.begin_step(idx, self.segclock.cur, now)
+                self.segclock.refresh()
+                if self._nvtx_mode == "sampled" and self._nvtx is not None:
+                    self.segclock.nvtx_on(self._nvtx)
+            special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
+            if gpu.active:
+                special = idx + 1  # close the timed step at the next boundary
+        if steady_i <= self.config.timeline_steps:
+            self.segclock.trace = [(self.segclock.cur, now)]
+            special = idx + 1
+        if self.verify and self._verify is None and gpu is not None and self._torch.cuda.is_initialized():
+            self._start_verify(idx)
+        if self._verify is not None:
+            self._verify.boundary(idx)
+            if self._verify.prof is not None:
+                special = idx + 1
+        return special
 
     def _close_step(self, now: float, final: bool = False) -> None:
         """Account the step that runs from the last boundary to ``now`` (slow path and the end)."""
-        idx = self.step_index
+        clock = self.clock
+        idx = clock.index
+        segclock = self.segclock
         if idx == 0:
-            self.clock.tick(now)
+            segclock.tick(now)
             return
-        if final and not self.manual_steps and self.t_last_end is not None and self.t_last_end >= self.t_step_begin:
-            now_step = self.t_last_end  # auto steps: the last step ends when its call returns
+        if final and not clock.manual and clock.last_end is not None and clock.last_end >= clock.begin_t:
+            now_step = clock.last_end  # auto steps: the last step ends when its call returns
         else:
             now_step = now
-        self.clock.tick(now_step)
-        if self.clock.trace is not None:
-            trace = self.clock.trace + [(None, now_step)]
+        segclock.tick(now_step)
+        if segclock.trace is not None:
+            trace = segclock.trace + [(None, now_step)]
             for (seg, t0), (_, t1) in zip(trace, trace[1:]):
                 if t1 > t0:
                     self.timeline.append({"step": idx, "segment": seg, "start_ms": round((t0 - self.t_start) * 1e3, 4),
                                           "dur_ms": round((t1 - t0) * 1e3, 4), "gpu": False})
-            self.clock.trace = None
+            segclock.trace = None
         if self._gpu is not None and self._gpu.active:
             self._gpu.end_step()
-            self.clock.refresh()
+            segclock.refresh()
             if self._nvtx_mode == "sampled":
-                self.clock.nvtx_off()
+                segclock.nvtx_off()
         if idx in self.sample_steps:
-            self._stop_sampling()
+            self.sampler.stop()
         if self._timed(idx):
-            self.step_times.append(now_step - self.t_step_begin)
-        if final and self._timed_open:
-            self._fold_timed_span()
+            clock.times.append(now_step - clock.begin_t)
+        if final and segclock.span_open:
+            segclock.close_span()
 
-    # ---- per-sync wait and the host work after it ------------------------------------------------
-    def _on_sync_wait(self, site: tuple, t0: float, t1: float) -> None:
-        """A real sync at ``site`` blocked the host from ``t0`` to ``t1`` (see :data:`hub.wait_listeners`).
-        Steady timed steps only; the gap after it is resolved at the next sync or when its step ends."""
-        idx = self.step_index
-        if self._sync_pending is not None:
-            self._resolve_gap(t0, idx)
-        if idx <= self.warmup_steps or not self._timed(idx):
-            return
-        key = (site[0], site[1])
-        acc = self._sync_waits.get(key)
-        if acc is None:
-            acc = self._sync_waits[key] = [0, 0.0, 0.0, 0]
-        acc[0] += 1
-        acc[1] += t1 - t0
-        self._sync_pending = (key, t1, idx, self.t_step_begin, len(self.step_times))
-
-    def _resolve_gap(self, t_next: float | None, idx_now: int) -> None:
-        """The host time from the end of the pending sync to the next sync in its step, else to its step's
-        end (its duration is ``step_times[k]`` once the step closed); unknown (dropped) otherwise."""
-        key, t_end, idx, t_begin, k = self._sync_pending
-        self._sync_pending = None
-        if t_next is not None and idx_now == idx:
-            gap = t_next - t_end
-        elif len(self.step_times) > k:
-            gap = t_begin + self.step_times[k] - t_end
-        else:
-            return
-        acc = self._sync_waits[key]
-        acc[2] += max(0.0, gap)
-        acc[3] += 1
-
-    def _sync_wait_record(self) -> dict[str, dict[str, float | None]]:
-        """``{"path:line": {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}}`` over the steady
-        timed steps; the gap is the mean measured gap per call times the calls per step."""
-        if self._sync_pending is not None:
-            self._resolve_gap(None, -1)
-        n = len(self.step_times)
-        out: dict[str, dict[str, float | None]] = {}
-        if not n:
-            return out
-        for (fn, line), (calls, wait, gap, n_gap) in self._sync_waits.items():
-            per_step = calls / n
-            out[f"{relpath(fn)}:{line}"] = {
-                "wait_ms_per_step": round(wait * 1e3 / n, 6),
-                "gap_ms_per_step_after": round(gap / n_gap * per_step * 1e3, 6) if n_gap else None,
-                "calls_per_step": round(per_step, 6),
-            }
-        return out
+    def _note_sync(self) -> None:
+        if self._verify is not None:
+            self._verify.note_sync()
 
     def _describe_env(self, obj: Any) -> None:
         from perfkit.batched_env import describe_env, num_envs_of
@@ -466,7 +321,7 @@ class Session:
         self.env_info = describe_env(obj)
 
     def _close_discovery(self) -> None:
-        self.discovery.stop(self.patcher)
+        self.discovery.stop()
         self._discovery_open = False
         try:
             self.rules.wrap_named(self.config.segment_names, sys._getframe(1))
@@ -474,41 +329,6 @@ class Session:
             self.notes.append(f"name-rule segments could not be applied: {type(e).__name__}: {e}")
         if self._torch is not None:
             self.rules.finish_policy_discovery()
-
-    # ---- sampling -----------------------------------------------------------------------------------
-    def _start_sampling(self, frame) -> None:
-        if self._sampling:
-            return
-        self._sampling = True
-        self._sample_index = self.step_index
-        self._cuda_alloc_start = None
-        if self._torch is not None:
-            from perfkit.collectors.alloc import alloc_mode, cuda_alloc_counter
-
-            self._cuda_alloc_start = cuda_alloc_counter()
-            self._alloc_mode = alloc_mode(self.op_counts)
-            self._alloc_mode.__enter__()
-        self.lines.start(frame)
-        self.streams.start()
-
-    def _stop_sampling(self) -> None:
-        if not self._sampling:
-            return
-        self.lines.stop()
-        self.streams.stop()
-        if self._alloc_mode is not None:
-            try:
-                self._alloc_mode.__exit__(None, None, None)
-            except Exception as e:  # another mode was pushed on top and not popped
-                self.notes.append(f"allocation sampling could not be closed cleanly: {e}")
-            self._alloc_mode = None
-            from perfkit.collectors.alloc import cuda_alloc_counter
-
-            end = cuda_alloc_counter()
-            if end is not None and self._cuda_alloc_start is not None:
-                self.cuda_alloc.append(end - self._cuda_alloc_start)
-        self.sampled_done.append(self._sample_index)
-        self._sampling = False
 
     # ---- GPU ----------------------------------------------------------------------------------------
     def _setup_gpu(self) -> None:
@@ -521,7 +341,7 @@ class Session:
         if torch is not None and torch.cuda.is_available():
             self._gpu = CudaEventTimer(torch)
             self._gpu.t0 = self.t_start
-            self._gpu.timeline_steps = self._timeline_steps
+            self._gpu.timeline_steps = self.config.timeline_steps
             if self._nvtx_mode != "off":
                 try:
                     import nvtx
@@ -530,11 +350,11 @@ class Session:
                 except ImportError:
                     self.notes.append("nvtx is not installed: no NVTX ranges")
             if self._nvtx_mode == "always" and self._nvtx is not None:
-                self.clock.nvtx_on(self._nvtx)
+                self.segclock.nvtx_on(self._nvtx)
         elif self.verify:
             self.notes.append("--verify needs CUDA; skipped on this machine")
         if self._gpu is not None:
-            self.clock.gpu = self._gpu
+            self.segclock.gpu = self._gpu
 
     def _start_verify(self, idx: int) -> None:
         from perfkit.collectors.verify import Verifier
@@ -543,81 +363,46 @@ class Session:
         self._verify.start(idx)
 
     # ---- the record -----------------------------------------------------------------------------------
-    def _build_run(self, status: str, t_end: float) -> Run:
+    def snapshot(self, status: str, t_end: float):
+        """What this session saw, as plain data (the session's hooks must be off)."""
+        from perfkit.collectors import alloc, loops, streams, torch_sync, warp_sync
         from perfkit.machine import describe, process_memory
+        from perfkit.snapshot import Snapshot
 
-        run = Run(command=self.command, status=status)
-        n_steps = self.step_index
-        steady = max(0, n_steps - self.warmup_steps)
-        run.num_envs = self.num_envs
-        run.env = dict(self.env_info)
-        if self.num_envs is not None:
-            run.env.setdefault("num_envs", self.num_envs)
-        times = self.step_times
-        run.steps = steady
-        run.step_times_ms = [round(t * 1e3, 4) for t in times]
-        timed = sum(times)
-        run.wall_s = round(timed, 6)
-        if self.t_steady0 is not None:
-            run.warmup_s = round(self.t_steady0 - self.t_start, 6)
-        else:
-            run.warmup_s = round(t_end - self.t_start, 6)
-        if times and timed > 0:
-            run.sps = round(len(times) * (self.num_envs or 1) / timed, 3)
-            import numpy as np
+        gpu = self._gpu
+        if gpu is not None:
+            gpu.poll(final=True)
+        clock = self.clock
+        lines = self.sampler.lines
+        notes = list(self.notes) + self.sampler.notes
+        if lines.skipped_reason:
+            notes.append(f"per-env loop sampling skipped: {lines.skipped_reason}")
+        step_detection = ("manual" if clock.manual else f"--step-fn {self.step_fn}" if self.step_fn
+                          else "auto" if clock.index else "none")
+        return Snapshot(
+            command=self.command, status=status, t_start=self.t_start, t_end=t_end, t_steady0=self.t_steady0,
+            warmup_steps=self.warmup_steps, total_steps=clock.index, step_detection=step_detection,
+            step_times=list(clock.times), num_envs=self.num_envs, env=dict(self.env_info),
+            seg_totals=dict(self.segclock.span_totals), seg_calls=dict(self.segclock.span_calls),
+            gpu_totals=dict(gpu.totals) if gpu is not None else None, gpu_steps=gpu.steps if gpu is not None else 0,
+            gpu_step_ms=list(gpu.step_ms) if gpu is not None else [],
+            counts=self.sink.counts, trail=dict(clock.trail), sampled_steps=list(self.sampler.done),
+            cuda_alloc=list(self.sampler.cuda_alloc), op_counts=dict(self.sampler.op_counts),
+            line_counts=lines.counts, line_calls=lines.calls, line_steps=lines.steps,
+            sync_waits=self.sync_waits.finish(),
+            timeline=self.timeline + (gpu.timeline if gpu is not None else []), notes=notes,
+            step_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.discovery.step_classes],
+            policy_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.rules.policy_classes],
+            count_cpu_tensors=hub.count_cpu if self._count_cpu is None else bool(self._count_cpu),
+            verify=self._verify.result() if self._verify is not None else None,
+            interop_sites=dict(self.streams.interop_sites), machine=describe(), memory=process_memory(self._torch),
+            fixes={**torch_sync.FIXES, **warp_sync.FIXES}, alloc_fix=alloc.FIX, stream_fix=streams.FIX, loop_fix=loops.FIX,
+        )
 
-            p50, p99 = np.percentile(times, [50, 99])  # linear interpolation between closest ranks
-            run.step_ms = {"p50": round(float(p50) * 1e3, 4), "p99": round(float(p99) * 1e3, 4),
-                           "mean": round(timed / len(times) * 1e3, 4)}
-        if self._gpu is not None:
-            tls.depth += 1
-            try:
-                self._gpu.poll(final=True)
-            finally:
-                tls.depth -= 1
-        run.segments = self._segment_stats(steady, n_steps)
-        run.findings = self._findings(steady, n_steps)
-        if self._setup_syncs:
-            run.extra["setup_syncs"] = self._setup_syncs
-        if self._teardown_syncs:
-            run.extra["teardown_syncs"] = self._teardown_syncs  # after the last step's start
-        sync_wait = self._sync_wait_record()
-        if sync_wait:
-            run.extra["sync_wait"] = sync_wait  # host time in each real sync, and the host work after it
-        if self.loop_ops:
-            run.extra["loop_ops"] = dict(self.loop_ops)  # torch ops per loop iteration (the cost model reads it)
-        run.machine = describe()
-        run.memory = process_memory(self._torch)
-        run.extra["total_steps"] = n_steps
-        run.extra["warmup_steps"] = min(self.warmup_steps, n_steps)
-        run.extra["step_detection"] = ("manual" if self.manual_steps else f"--step-fn {self.step_fn}" if self.step_fn
-                                       else "auto" if n_steps else "none")
-        if self.discovery.step_classes:
-            run.extra["step_classes"] = [f"{c.__module__}.{c.__qualname__}" for c in self.discovery.step_classes]
-        run.extra["sampled_steps"] = list(self.sampled_done)
-        if self.rules.policy_classes:
-            run.extra["policy_classes"] = [f"{c.__module__}.{c.__qualname__}" for c in self.rules.policy_classes]
-        if self.cuda_alloc:
-            run.extra["cuda_allocator_allocs_per_step"] = sum(self.cuda_alloc) / len(self.cuda_alloc)
-        run.extra["timeline"] = self.timeline + (self._gpu.timeline if self._gpu is not None else [])
-        run.extra["count_cpu_tensors"] = hub.count_cpu if self._count_cpu is None else bool(self._count_cpu)
-        if self._gpu is not None:
-            run.extra["gpu_timed_steps"] = self._gpu.steps
-            if self._gpu.step_ms:
-                run.extra["gpu_step_ms_mean"] = sum(self._gpu.step_ms) / len(self._gpu.step_ms)
-        if self._verify is not None:
-            run.extra["verify"] = self._verify.result()
-        if self.streams.interop_sites:
-            run.extra["warp_torch_interop"] = [
-                {"call": k[0], "path": relpath(k[1]), "line": k[2], "count": v} for k, v in self.streams.interop_sites.items()
-            ]
-        if self.lines.skipped_reason:
-            self.notes.append(f"per-env loop sampling skipped: {self.lines.skipped_reason}")
-        if n_steps == 0:
-            self.notes.append("no env step was detected: no `step` method on an object with an integer `num_envs` "
-                              "was called; use perfkit.step(), --step-fn or [tool.perfkit] step_fn")
-        if self.notes:
-            run.extra["notes"] = list(self.notes)
+    def _record(self, status: str, t_end: float) -> Run:
+        from perfkit.snapshot import build_run
+
+        run = build_run(self.snapshot(status, t_end))
         try:
             from perfkit.analysis.cost import price_run
         except ImportError:
@@ -628,116 +413,3 @@ class Session:
             except Exception as e:  # pricing is an annotation: never lose the record over it
                 run.extra.setdefault("notes", []).append(f"pricing failed: {type(e).__name__}: {e}")
         return run
-
-    def _segment_stats(self, steady: int, n_steps: int) -> dict[str, SegmentStats]:
-        stats: dict[str, SegmentStats] = {}
-
-        def get(name: str) -> SegmentStats:
-            if name not in stats:
-                stats[name] = SegmentStats()
-            return stats[name]
-
-        n = len(self.step_times)
-        for seg, secs in self.seg_totals.items():
-            get(seg).cpu_ms_per_step = round(secs * 1e3 / n, 6) if n else 0.0
-        for seg, c in self.seg_calls.items():
-            get(seg).calls_per_step = round(c / n, 4) if n else 0.0
-        if self._gpu is not None and self._gpu.steps:
-            for seg, ms in self._gpu.totals.items():
-                get(seg).gpu_ms_per_step = round(ms / self._gpu.steps, 6)
-        denom = steady or n_steps
-        n_sampled = len(self.sampled_done)
-        for key, (cnt, nbytes, segs) in self.sink.counts.items():
-            kind, phase = key[0], key[7]
-            if kind == "sync" and denom:
-                if steady and phase != "steady":
-                    continue
-                if not steady and phase == "setup":
-                    continue
-                for seg, k in segs.items():
-                    get(seg).syncs_per_step += k / denom
-            elif kind == "alloc" and n_sampled:
-                for seg, k in segs.items():
-                    s = get(seg)
-                    s.allocs_per_step += k / n_sampled
-                    s.alloc_bytes_per_step += (nbytes * k / cnt) / n_sampled if cnt else 0
-        for s in stats.values():
-            s.syncs_per_step = round(s.syncs_per_step, 6)
-            s.allocs_per_step = round(s.allocs_per_step, 6)
-            s.alloc_bytes_per_step = round(s.alloc_bytes_per_step, 3)
-        from perfkit.record import SEGMENTS
-
-        order = [s for s in SEGMENTS if s in stats] + sorted(s for s in stats if s not in SEGMENTS)
-        return {k: stats[k] for k in order}
-
-    def _findings(self, steady: int, n_steps: int) -> list[Finding]:
-        from perfkit.collectors import alloc as alloc_mod, loops as loops_mod, streams as streams_mod
-        from perfkit.collectors.torch_sync import FIXES as TORCH_FIXES
-        from perfkit.collectors.warp_sync import FIXES as WARP_FIXES
-
-        fixes = {**TORCH_FIXES, **WARP_FIXES}
-        agg: dict[tuple, dict] = {}
-        setup: list[dict] = []
-        teardown: list[dict] = []
-        # the steady steps' syncs are counted over their closed intervals (step start to next step start),
-        # the same intervals as step_times; what follows the last step start is teardown
-        trail = self._trail if steady > 1 else {}
-        intervals = steady - 1 if trail else steady
-        n_sampled = len(self.sampled_done)
-        for key, (cnt, nbytes, segs) in self.sink.counts.items():
-            kind, op, fn, line, func, thread, would, phase = key
-            if kind == "sync" and phase == "setup" and n_steps:
-                setup.append({"op": op, "path": relpath(fn), "line": line, "count": cnt})
-                continue
-            tail = trail.get(key, 0)
-            if tail and tail == cnt:  # this site synced only after the last step started: teardown
-                teardown.append({"op": op, "path": relpath(fn), "line": line, "count": tail})
-                continue
-            if kind in ("alloc", "stream") and not n_sampled:
-                continue
-            k = (kind, op, fn, line, func, thread, would)
-            a = agg.setdefault(k, {"count": 0, "steady": 0, "bytes": 0, "segs": {}})
-            a["count"] += cnt
-            a["bytes"] += nbytes
-            if phase in ("steady", "sampled"):
-                a["steady"] += cnt - tail  # over the closed intervals only
-            for s, m in segs.items():
-                a["segs"][s] = a["segs"].get(s, 0) + m
-        out: list[Finding] = []
-        for (kind, op, fn, line, func, thread, would), a in agg.items():
-            seg = max(a["segs"], key=a["segs"].get) if a["segs"] else "other"
-            f = Finding(kind=kind, op=op, path=relpath(fn), line=line, function=func, segment=seg,
-                        thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line))
-            if kind == "sync":
-                f.count = a["count"]
-                if intervals:
-                    f.per_step = round(a["steady"] / intervals, 6)
-                elif n_steps:
-                    f.per_step = round(a["count"] / n_steps, 6)
-                f.message = fixes.get(op, "")
-            else:  # sampled kinds: scale the sampled steps to the run
-                per = a["count"] / n_sampled
-                f.per_step = round(per, 6)
-                f.count = int(round(per * max(n_steps, 1)))
-                if kind == "alloc":
-                    f.bytes = int(round(a["bytes"] / n_sampled * max(n_steps, 1)))
-                    f.message = alloc_mod.FIX
-                else:
-                    f.message = streams_mod.FIX
-            out.append(f)
-        num_envs = self.num_envs
-        for lp in loops_mod.hot_loops(self.lines.counts, self.lines.steps, num_envs, self.lines.calls):
-            lo, hi = lp["span"]
-            ops = sum(n for (fn_, ln), n in self.op_counts.items() if fn_ == lp["filename"] and lo <= ln <= hi)
-            if ops and n_sampled and lp["per_step"]:
-                self.loop_ops[f"{relpath(lp['filename'])}:{lp['line']}"] = round(ops / n_sampled / lp["per_step"], 3)
-            out.append(Finding(kind="loop", op=lp["kind"], path=relpath(lp["filename"]), line=lp["line"],
-                               function=lp["function"], segment=lp["segment"], per_step=round(lp["per_step"], 3),
-                               count=int(round(lp["per_step"] * max(n_steps, 1))), message=loops_mod.FIX,
-                               code=source_line(lp["filename"], lp["line"])))
-        # kept apart: syncs before the first step (construction, reset) are not per-step costs
-        self._setup_syncs = sorted(setup, key=lambda d: -d["count"])
-        self._teardown_syncs = sorted(teardown, key=lambda d: -d["count"])
-        out.sort(key=lambda f: (-f.per_step, f.kind, f.path, f.line))
-        return out
-

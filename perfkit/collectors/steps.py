@@ -1,65 +1,146 @@
-"""Finding the env step with no code change, and the user functions the name rules put in a segment.
+"""Steps: the clock that marks env-step boundaries, and finding the env step with no code change.
 
-A short *discovery window* — from the session's start to the end of warm-up — runs a ``sys.setprofile``
-function. It looks at Python calls only by name:
+* :class:`StepClock` — one per session. Entering the outermost env ``step`` (through
+  :func:`step_wrapper`) or ``perfkit.step()`` is a *step boundary*: :meth:`StepClock.begin` records the
+  previous step's time (the fast path: one list append) or, on steps the session scheduled as
+  special (warm-up, sampled, CUDA-timed, ...), hands the boundary to the session's scheduler;
+  :meth:`StepClock.end` notes when the step call returned. The clock also knows the phase of the
+  current step (setup before the first step, warm-up, steady) and keeps the syncs seen since the last
+  boundary (``trail``: once the program stops stepping they are teardown).
+* :class:`PhaseSink` — the session's event sink: events keyed by that phase (allocation and stream
+  events only while a step is sampled).
+* :class:`Discovery` — a short *discovery window*, from the session's start to the end of warm-up,
+  runs a ``sys.setprofile`` function. It looks at Python calls only by name:
 
-* a call of a method named ``step`` whose receiver has an integer ``num_envs`` (instance or class) is an
-  env step: the method is wrapped on the class that defines it (so every later call is a step boundary
-  through a plain wrapper) and this very call is counted as the first step;
-* a user-code function whose name the rules put in a segment (``compute_reward`` → reward,
-  ``simulate`` → physics, ``log_metrics`` → logging, or a name from ``[tool.perfkit] segments``) runs in
-  that segment, and is remembered so that it can be wrapped where it lives (a class or module
-  attribute) when the window closes.
+  * a call of a method named ``step`` whose receiver has an integer ``num_envs`` (instance or class) is
+    an env step: the method is wrapped on the class that defines it (so every later call is a step
+    boundary through a plain wrapper) and this very call is counted as the first step;
+  * a user-code function whose name the rules put in a segment (``compute_reward`` → reward,
+    ``simulate`` → physics, ``log_metrics`` → logging, or a name from ``[tool.perfkit] segments``) runs
+    in that segment, and is remembered so that it can be wrapped where it lives (a class or module
+    attribute) when the window closes.
 
-When the window closes the profile function is removed: steady state runs with wrappers only.
-Nested functions and lambdas cannot be wrapped in place; they keep their segment only during warm-up.
+  When the window closes the profile function is removed: steady state runs with wrappers only.
+  Nested functions and lambdas cannot be wrapped in place; they keep their segment only during warm-up.
 """
 
 from __future__ import annotations
 
 import sys
+from time import perf_counter
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from perfkit import segments
 from perfkit.batched_env import num_envs_of
-from perfkit.collectors.sites import is_user_file
 from perfkit.collectors import hub
+from perfkit.collectors.hub import Sink
 from perfkit.collectors.patches import Patcher, wraps
+from perfkit.collectors.sites import is_user_file
 
-if TYPE_CHECKING:  # pragma: no cover
-    from perfkit.session import Session
+current: "StepClock | None" = None
+"""The active session's clock (None outside a session): what the step wrappers report to."""
 
 
-def step_wrapper(orig: Callable, session_getter: Callable[[], "Session | None"] | None = None) -> Callable:
-    """Wrap an env's ``step``: the outermost call is one step boundary (gym-style wrappers nest).
+class StepClock:
+    """Step boundaries, step times and the current phase (see module doc).
 
-    ``session_getter`` None reads the active session directly (one call less per step)."""
+    ``on_boundary(now, index, env)`` is called for every boundary whose index is not below
+    ``next_special`` (the session's scheduler sets ``next_special`` to the next step it wants to see);
+    all others take the fast path. ``times`` holds the duration of every step the scheduler counts as
+    timed (it appends those itself on the slow path)."""
 
-    from time import perf_counter
+    def __init__(self, warmup_steps: int, on_boundary: Callable[[float, int, Any], None]):
+        self.warmup_steps = warmup_steps
+        self.on_boundary = on_boundary
+        self.index = 0  # the current step (1, 2, ...); 0 before the first
+        self.times: list[float] = []  # seconds, timed steps only
+        self.begin_t = 0.0  # perf_counter() at the current step's boundary
+        self.last_end: float | None = None  # perf_counter() when the last step call returned
+        self.in_step = False  # inside an env step call (a nested step is not another boundary)
+        self.manual = False  # perfkit.step() was called: automatic detection is off
+        self.next_special = 1
+        self.trail: dict[tuple, int] = {}  # steady sync events since the last boundary, by sink key
 
-    import perfkit.session as session_mod
+    @property
+    def phase(self) -> str:
+        i = self.index
+        if i == 0:
+            return "setup"
+        return "warmup" if i <= self.warmup_steps else "steady"
+
+    def begin(self, env: Any = None, now: float | None = None) -> None:
+        """A step boundary: the previous step ends and step ``index + 1`` begins."""
+        if now is None:
+            now = perf_counter()
+        if self.trail:
+            self.trail = {}
+        idx = self.index + 1
+        if idx < self.next_special:
+            self.times.append(now - self.begin_t)
+            self.index = idx
+            self.begin_t = now
+            return
+        hub.tls.depth += 1  # the scheduler's own torch calls are not the user's
+        try:
+            self.on_boundary(now, idx, env)
+        finally:
+            hub.tls.depth -= 1
+
+    def end(self) -> None:
+        """The env step call returned (the last step of a run ends here, not at the session's end)."""
+        self.last_end = perf_counter()
+
+    def mark(self) -> None:
+        """``perfkit.step()``: a boundary by hand; automatic detection stops for the session."""
+        self.manual = True
+        self.begin(None)
+
+
+class PhaseSink(Sink):
+    """The session's sink: events keyed by the clock's phase (``setup``/``warmup``/``steady``);
+    allocation and stream events count only while ``sampling()`` says a step is sampled (phase
+    ``sampled``). Steady syncs are also kept in the clock's trail."""
+
+    def __init__(self, clock: StepClock, sampling: Callable[[], bool], on_sync: Callable[[], None] | None = None):
+        super().__init__()
+        self.clock = clock
+        self.sampling = sampling
+        self.on_sync = on_sync
+
+    def add(self, kind, op, site, segment, thread, nbytes, would, n=1) -> None:
+        if kind in ("alloc", "stream"):
+            if not self.sampling():
+                return
+            phase = "sampled"
+        else:
+            phase = self.clock.phase
+        key = (kind, op, site[0], site[1], site[2], thread, would, phase)
+        self.count(key, segment, nbytes, n)
+        if kind == "sync":
+            if phase == "steady":
+                trail = self.clock.trail
+                trail[key] = trail.get(key, 0) + n
+            if self.on_sync is not None:
+                self.on_sync()
+
+
+def step_wrapper(orig: Callable) -> Callable:
+    """Wrap an env's ``step``: the outermost call is one step boundary of the active clock (gym-style
+    wrappers nest; a step inside a step is not another one)."""
+    mod = sys.modules[__name__]
 
     def step(*args, **kwargs):
-        s = session_mod._active if session_getter is None else session_getter()
-        if s is None or s._in_step or s.manual_steps or hub.is_compiling():
+        c = mod.current
+        if c is None or c.in_step or c.manual or hub.is_compiling():
             return orig(*args, **kwargs)
-        s._in_step = True
-        now = perf_counter()
-        idx = s.step_index + 1
-        if idx < s._next_special:  # Session.begin_step's fast path, inlined: one call less per step
-            if s._trail:
-                s._trail = {}
-            s.step_times.append(now - s.t_step_begin)
-            s.step_index = idx
-            s.t_step_begin = now
-        else:
-            s.begin_step(args[0] if args else None, now)
+        c.in_step = True
+        c.begin(args[0] if args else None)
         try:
             return orig(*args, **kwargs)
         finally:
-            s._in_step = False
-            s.t_last_end = perf_counter()
+            c.in_step = False
+            c.end()
 
     wraps(orig)(step)
     step.__perfkit_step__ = True  # type: ignore[attr-defined]
@@ -67,6 +148,26 @@ def step_wrapper(orig: Callable, session_getter: Callable[[], "Session | None"] 
 
 
 hub.transparent.add(step_wrapper(lambda: None).__code__)
+
+
+def install_step_fn(patcher: Patcher, spec: str) -> None:
+    """``--step-fn module:Class.method`` (or ``module:function``): wrap it as the env step.
+    ValueError with what was wrong when it cannot be found."""
+    from perfkit import targets
+
+    try:
+        mod, dotted = targets.parse(spec, "--step-fn")
+        targets.cwd_on_path()
+        owner, name, value = targets.resolve(mod, dotted)
+    except targets.TargetError as e:
+        raise ValueError(str(e) if "must look like" in str(e) else f"--step-fn {spec}: {e}") from None
+    if not callable(value):
+        raise ValueError(f"--step-fn {spec}: {type(value).__name__} is not callable")
+    raw = vars(owner).get(name, value) if isinstance(owner, type) else value
+    if isinstance(owner, type):
+        patcher.set(owner, name, step_wrapper(raw))
+    else:
+        patcher.set_everywhere(owner, name, step_wrapper(raw))
 
 
 def defining_class(cls: type, name: str, code: Any = None) -> type | None:
@@ -81,7 +182,7 @@ def defining_class(cls: type, name: str, code: Any = None) -> type | None:
     return None
 
 
-def patch_step_method(patcher: Patcher, cls: type, name: str, session_getter) -> bool:
+def patch_step_method(patcher: Patcher, cls: type, name: str) -> bool:
     owner = defining_class(cls, name)
     if owner is None:
         return False
@@ -90,15 +191,16 @@ def patch_step_method(patcher: Patcher, cls: type, name: str, session_getter) ->
         return False
     if isinstance(raw, (staticmethod, classmethod)):
         return False
-    patcher.set(owner, name, step_wrapper(raw, session_getter))
+    patcher.set(owner, name, step_wrapper(raw))
     return True
 
 
 class Discovery:
     """The ``sys.setprofile`` function of the discovery window (see module doc)."""
 
-    def __init__(self, session: "Session", find_steps: bool, name_segments: dict[str, str]):
-        self.session = session
+    def __init__(self, clock: StepClock, patcher: Patcher, find_steps: bool, name_segments: dict[str, str]):
+        self.clock = clock
+        self.patcher = patcher
         self.find_steps = find_steps
         self.name_segments = name_segments
         self._open: dict[int, Any] = {}  # id(frame) -> "step" | segment token
@@ -136,8 +238,8 @@ class Discovery:
                 return
             name = code.co_name
             if name == "step" and self.find_steps and code not in self._rejected_step_codes:
-                s = self.session
-                if s._in_step or s.manual_steps:
+                c = self.clock
+                if c.in_step or c.manual:
                     return
                 obj = self._receiver(frame, code)
                 n = num_envs_of(obj)
@@ -145,10 +247,10 @@ class Discovery:
                     self._rejected_step_codes.add(code)
                     return
                 cls = type(obj)
-                if patch_step_method(s.patcher, cls, "step", None):
+                if patch_step_method(self.patcher, cls, "step"):
                     self.step_classes.append(cls)
-                s._in_step = True
-                s.begin_step(obj)
+                c.in_step = True
+                c.begin(obj)
                 self._open[id(frame)] = "step"
                 return
             if code in self._seen:
@@ -171,9 +273,8 @@ class Discovery:
             if tok is None:
                 return
             if tok == "step":
-                s = self.session
-                s._in_step = False
-                s.end_step()
+                self.clock.in_step = False
+                self.clock.end()
             else:
                 segments.pop(tok)
 
@@ -209,8 +310,10 @@ class Discovery:
         sys.setprofile(self)
         return True
 
-    def stop(self, patcher: Patcher) -> None:
-        """Close the window: drop the profile function, wrap what it found."""
+    def stop(self, wrap_found: bool = True) -> None:
+        """Close the window: drop the profile function and, with ``wrap_found``, wrap what it found
+        (through the session's patcher, so the session's end unwraps it). A session that ends during
+        warm-up closes the window without wrapping anything."""
         if sys.getprofile() is self:
             sys.setprofile(None)
         # frames still open keep their segment until they return through the wrappers' absence:
@@ -219,8 +322,9 @@ class Discovery:
         if toks:
             segments.pop(min(toks))
         self._open.clear()
-        from perfkit.collectors.segment_rules import wrap_attr
+        if wrap_found:
+            from perfkit.collectors.segment_rules import wrap_attr
 
-        for owner, name, seg, is_module in self.candidates:
-            wrap_attr(patcher, owner, name, seg, everywhere=is_module)
+            for owner, name, seg, is_module in self.candidates:
+                wrap_attr(self.patcher, owner, name, seg, everywhere=is_module)
         self.candidates.clear()

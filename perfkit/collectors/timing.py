@@ -130,6 +130,12 @@ class SegmentClock:
         self._nvtx_open = False
         self._trace: list | None = None  # [(segment, t)] while recording a timeline step
         self._slow = False
+        # the timed span: cumulative time and entries per segment over the steps the session times
+        self.span_totals: dict[str, float] = {}
+        self.span_calls: dict[str, int] = {}
+        self.span_open = False
+        self._base_acc: dict[str, float] = {}
+        self._base_calls: dict[str, int] = {}
 
     def refresh(self) -> None:
         self._slow = bool((self.gpu is not None and self.gpu._cur is not None) or self.nvtx is not None or self._trace is not None)
@@ -173,6 +179,22 @@ class SegmentClock:
         cur = self.cur
         self.acc[cur] = self.acc.get(cur, 0.0) + (now - self.t)
         self.t = now
+
+    def open_span(self) -> None:
+        """Timed steps begin: later :meth:`close_span` adds what accumulated since to the span totals."""
+        self._base_acc, self._base_calls = dict(self.acc), dict(self.calls)
+        self.span_open = True
+
+    def close_span(self) -> None:
+        for k, v in self.acc.items():
+            d = v - self._base_acc.get(k, 0.0)
+            if d:
+                self.span_totals[k] = self.span_totals.get(k, 0.0) + d
+        for k, v in self.calls.items():
+            d = v - self._base_calls.get(k, 0)
+            if d:
+                self.span_calls[k] = self.span_calls.get(k, 0) + d
+        self.span_open = False
 
     def nvtx_on(self, module: Any) -> None:
         if self.nvtx is None and module is not None:

@@ -39,3 +39,45 @@ def test_a_sync_every_step_stays_one_per_step_with_the_last_one_in_the_open_inte
     (f,) = s.run.findings_of("sync")
     assert f.count == 20 and f.per_step == 1.0
     assert "teardown_syncs" not in s.run.extra
+
+
+_REWARD_MODULE = '''
+import torch
+
+def compute_reward(x):
+    return x * 2.0
+
+class Env:
+    num_envs = 8
+
+    def __init__(self):
+        self.x = torch.zeros(8)
+
+    def compute_reward(self):
+        return self.x + 1.0
+
+    def step(self, a):
+        self.x.add_(a)
+        compute_reward(self.x)
+        return self.compute_reward()
+'''
+
+
+def test_a_session_that_ends_during_warm_up_leaves_nothing_wrapped(tmp_path):
+    """The discovery window remembers name-ruled functions (compute_reward) to wrap when it closes; a
+    session that ends before that must not wrap them on its way out."""
+    import importlib.util
+
+    path = tmp_path / "pk_warmup_leak_mod.py"
+    path.write_text(_REWARD_MODULE)
+    spec = importlib.util.spec_from_file_location("pk_warmup_leak_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn, method, step = mod.compute_reward, mod.Env.__dict__["compute_reward"], mod.Env.__dict__["step"]
+    env, a = mod.Env(), torch.ones(8)
+    with Session(warmup_steps=50) as s:
+        for _ in range(3):
+            env.step(a)
+    assert s.run.extra["total_steps"] == 3
+    assert mod.compute_reward is fn and mod.Env.__dict__["compute_reward"] is method and mod.Env.__dict__["step"] is step
+    assert not hasattr(mod.compute_reward, "__perfkit_segment__")
