@@ -1,6 +1,6 @@
 """perfkit: performance profiling and diagnostics for GPU-batched RL environments.
 
-Public API (DESIGN.md): ``segment``, ``step``, ``budget``, ``hot``, ``Run``, ``BudgetExceeded``.
+Public API (docs/design.md): ``segment``, ``step``, ``budget``, ``hot``, ``Run``, ``BudgetExceeded``.
 Heavy modules (torch hooks) are imported on first use, so ``import perfkit`` stays cheap.
 """
 

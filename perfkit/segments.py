@@ -1,7 +1,7 @@
 """Segments of a training loop (physics, policy, reward, learner, logging, other) and the segment API.
 
 ``perfkit.segment("reward")`` is a context manager and a decorator; segments nest and time goes to the
-innermost. Without any code change a profiling session assigns segments by rules (DESIGN.md):
+innermost. Without any code change a profiling session assigns segments by rules (docs/design.md):
 
 * physics: calls of ``mujoco_warp.step``, ``wp.capture_launch``, ``mujoco.mj_step``, ``mujoco.rollout``,
   and user functions whose name says physics/simulate;
@@ -41,7 +41,7 @@ _NOT_LOGGING = re.compile(r"(^|_)log_?(prob|probs|std|softmax|sigmoid|det|sum|li
 
 
 def segment_for_name(name: str) -> str | None:
-    """The segment a user function's *name* puts it in, or None (the name rules of DESIGN.md)."""
+    """The segment a user function's *name* puts it in, or None (the name rules of docs/design.md)."""
     low = name.lower()
     for seg, pat in _NAME_RULES:
         if seg == "logging":

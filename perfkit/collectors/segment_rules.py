@@ -1,4 +1,4 @@
-"""The automatic segment rules (DESIGN.md) as hooks: which library calls are physics, learner, logging,
+"""The automatic segment rules (docs/design.md) as hooks: which library calls are physics, learner, logging,
 and which module calls are the policy.
 
 * Known library entry points are wrapped in place (``mujoco_warp.step``, ``wp.capture_launch``,
