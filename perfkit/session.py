@@ -366,6 +366,7 @@ class Session:
     def snapshot(self, status: str, t_end: float):
         """What this session saw, as plain data (the session's hooks must be off)."""
         from perfkit.collectors import alloc, loops, streams, torch_sync, warp_sync
+        from perfkit.collectors.compiled import torchscript_note
         from perfkit.machine import describe, process_memory
         from perfkit.snapshot import Snapshot
 
@@ -375,6 +376,9 @@ class Session:
         clock = self.clock
         lines = self.sampler.lines
         notes = list(self.notes) + self.sampler.notes
+        ts = torchscript_note()
+        if ts:
+            notes.append(ts)
         if lines.skipped_reason:
             notes.append(f"per-env loop sampling skipped: {lines.skipped_reason}")
         step_detection = ("manual" if clock.manual else f"--step-fn {self.step_fn}" if self.step_fn

@@ -61,7 +61,7 @@ class Sink:
     def __init__(self) -> None:
         self.counts: dict[tuple, list] = {}
 
-    def add(self, kind, op, site, segment, thread, nbytes, would, n=1) -> None:
+    def add(self, kind, op, site, segment, thread, nbytes, would, n=1, frame=None) -> None:
         self.count((kind, op, site[0], site[1], site[2], thread, would), segment, nbytes, n)
 
     def count(self, key: tuple, segment: str, nbytes, n: int) -> None:
@@ -148,7 +148,8 @@ def api_sync_hook(orig: Callable, op: str) -> Callable:
 
 
 def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None, would: bool = False, n: int = 1) -> None:
-    """Report one event at the first user frame from ``frame`` outwards to every active sink."""
+    """Report one event at its site (:func:`perfkit.collectors.sites.site_of` of ``frame``) to every
+    active sink; a sink that keeps where an event came from reads ``frame`` itself."""
     if not sinks:
         return
     try:
@@ -159,7 +160,7 @@ def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None,
         if kind == "sync" and wait_listeners:
             tls.sync_site = site if (main and not would) else None
         for s in list(sinks):
-            s.add(kind, op, site, seg, thread, nbytes, would, n)
+            s.add(kind, op, site, seg, thread, nbytes, would, n, frame)
     except Exception:  # pragma: no cover - instrumentation must never break the program it watches
         pass
 

@@ -15,7 +15,7 @@ import sys
 from functools import lru_cache
 from types import CodeType, FrameType
 
-from perfkit.collectors.sites import is_user_file
+from perfkit.collectors.sites import is_program_file
 from perfkit.collectors.hub import tls
 
 MIN_ENVS = 8
@@ -45,7 +45,7 @@ class LineSampler:
 
     def _global(self, frame, event, arg):
         code = frame.f_code
-        if is_user_file(code.co_filename):
+        if is_program_file(code.co_filename):
             self.calls[code] = self.calls.get(code, 0) + 1
             return self._local
         return None
@@ -57,7 +57,7 @@ class LineSampler:
         sys.settrace(self._global)
         f = frame
         while f is not None:
-            if is_user_file(f.f_code.co_filename):
+            if is_program_file(f.f_code.co_filename):
                 f.f_trace = self._local
                 f.f_trace_lines = True
                 self._frames.append(f)

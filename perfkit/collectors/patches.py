@@ -20,6 +20,7 @@ class Patcher:
 
     def __init__(self) -> None:
         self._undo: list[tuple[Any, str, Any]] = []
+        self._callbacks: list[Callable[[], None]] = []  # extra undo steps (registrations elsewhere)
 
     def set(self, owner: Any, name: str, new: Any) -> Any:
         old_own = vars(owner).get(name, _MISSING)
@@ -41,7 +42,16 @@ class Patcher:
                     self.set(mod, k, new)
         return new
 
+    def on_undo(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on :meth:`undo` (before the attributes are put back, in reverse order of adding)."""
+        self._callbacks.append(fn)
+
     def undo(self) -> None:
+        while self._callbacks:
+            try:
+                self._callbacks.pop()()
+            except Exception:  # pragma: no cover - an undo step must not stop the others
+                pass
         while self._undo:
             owner, name, old_own = self._undo.pop()
             try:

@@ -1,29 +1,43 @@
-"""Sites: which frame of a stack is *user code* — the line a finding is reported at.
+"""Sites: where a finding is reported — the innermost frame outside the runtime perfkit instruments —
+and the chain of frames from there back to the user's own code.
 
-A sync that happens deep inside torch, warp or perfkit itself is reported at the first frame on the
-stack that belongs to the user's program: the line they can change. "User code" is every file that is
-not in the standard library, not in an installed package (site-packages), and not part of perfkit's
-own instrumentation. perfkit's reference env (``perfkit/envs``) and learner (``perfkit/rl``) count as
-user code: they are what ``perfkit.budget`` proves sync-free, so a sync there must point there.
+Every source file is one of three kinds (:func:`kind_of`, cached per file):
+
+* **runtime** — what perfkit instruments and no user can change: the standard library, torch, warp,
+  numpy (and whatever ``[tool.perfkit] runtime`` adds), and perfkit's own instrumentation (all of
+  perfkit except its reference env ``perfkit/envs`` and learner ``perfkit/rl``, which are programs
+  under test like any library);
+* **library** — installed packages (site-packages / dist-packages) and perfkit's env and learner:
+  rsl_rl, skrl, an env framework. A sync inside rsl_rl's logger is reported *there*, at its line,
+  with the chain back to the user's line that led to it (``rsl_rl/utils/logger.py:146 via
+  train.py:55``);
+* **user** — everything else: the user's scripts and packages.
+
+With ``user_code_only`` (``[tool.perfkit] user_code_only = true``) findings are reported at the first
+user frame instead, as a user who only wants to see their own lines asks.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import site
 import sys
 import sysconfig
+from functools import lru_cache
 from types import FrameType
+
+RUNTIME_PACKAGES = ("torch", "warp", "numpy", "functorch", "torchgen", "triton")
 
 _PERFKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Parts of the perfkit package that are programs under test, not instrumentation.
-_PERFKIT_USER_DIRS = tuple(os.path.join(_PERFKIT_DIR, d) + os.sep for d in ("envs", "rl"))
+_PERFKIT_PROGRAM_DIRS = tuple(os.path.join(_PERFKIT_DIR, d) + os.sep for d in ("envs", "rl"))
 
 
-def _library_roots() -> tuple[str, ...]:
+def _site_roots() -> tuple[str, ...]:
     roots: set[str] = set()
     paths = sysconfig.get_paths()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+    for key in ("purelib", "platlib"):
         if paths.get(key):
             roots.add(os.path.realpath(paths[key]))
     try:
@@ -39,43 +53,97 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(sorted(r + os.sep for r in roots))
 
 
-_LIB_ROOTS = _library_roots()
-_cache: dict[str, bool] = {}
+def _stdlib_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib") if paths.get(k)}
+    return tuple(sorted(r + os.sep for r in roots))
+
+
+def _package_dir(name: str) -> str | None:
+    """The directory of top-level package ``name`` without importing it (None when not installed)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.realpath(list(spec.submodule_search_locations)[0]) + os.sep
+
+
+_SITE_ROOTS = _site_roots()
+_STDLIB_ROOTS = _stdlib_roots()
+_runtime_dirs: tuple[str, ...] = ()
+_cache: dict[str, str] = {}
+user_code_only = False  # report findings at the first user frame (``[tool.perfkit] user_code_only``)
+
+
+def set_runtime(packages: tuple[str, ...] = ()) -> None:
+    """The packages treated as runtime: :data:`RUNTIME_PACKAGES` plus ``packages`` (config)."""
+    global _runtime_dirs
+    dirs = [d for d in (_package_dir(n) for n in (*RUNTIME_PACKAGES, *packages)) if d]
+    _runtime_dirs = tuple(dirs)
+    _cache.clear()
+
+
+set_runtime()
+
+
+def kind_of(filename: str) -> str:
+    """``"runtime"``, ``"library"`` or ``"user"`` for a code object's ``co_filename`` (see module doc)."""
+    k = _cache.get(filename)
+    if k is not None:
+        return k
+    if not filename or filename.startswith("<"):
+        k = "runtime"  # <frozen importlib._bootstrap>, <string>, <stdin>: nothing a user can edit
+    else:
+        real = os.path.realpath(filename)
+        if real.startswith(_PERFKIT_PROGRAM_DIRS):
+            k = "library"
+        elif real.startswith(_PERFKIT_DIR + os.sep) or real.startswith(_runtime_dirs):
+            k = "runtime"
+        elif real.startswith(_SITE_ROOTS):
+            k = "library"
+        elif real.startswith(_STDLIB_ROOTS):
+            k = "runtime"
+        else:
+            k = "user"
+    _cache[filename] = k
+    return k
 
 
 def is_user_file(filename: str) -> bool:
-    """True when ``filename`` (a code object's ``co_filename``) is the user's code. Cached per file."""
-    r = _cache.get(filename)
-    if r is not None:
-        return r
-    if not filename or filename.startswith("<"):
-        r = False  # <frozen importlib._bootstrap>, <string>, <stdin>
-    else:
-        real = os.path.realpath(filename)
-        if real.startswith(_PERFKIT_USER_DIRS):
-            r = True
-        elif real.startswith(_PERFKIT_DIR + os.sep):
-            r = False
-        else:
-            r = not real.startswith(_LIB_ROOTS)
-    _cache[filename] = r
-    return r
+    """The user's own code (not runtime, not an installed library)."""
+    return kind_of(filename) == "user"
+
+
+def is_program_file(filename: str) -> bool:
+    """Code perfkit reports on: the user's and libraries' (everything but the runtime it instruments)."""
+    return kind_of(filename) != "runtime"
+
+
+def reportable(filename: str) -> bool:
+    """Whether findings can sit in ``filename``: outside the runtime (the user's own code only with
+    ``user_code_only``). A call on a CPU tensor counts as would-sync-on-GPU only when made from such a
+    file: torch's own ``.item()`` on its bookkeeping tensors is nobody's sync."""
+    k = kind_of(filename)
+    return k == "user" if user_code_only else k != "runtime"
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:
-    """The first frame, walking outwards from ``frame``, that is user code; None when there is none."""
+    """The first frame, walking outwards from ``frame``, that findings are reported at (outside the
+    runtime; the user's own code with ``user_code_only``); None when there is none."""
     while frame is not None:
-        if is_user_file(frame.f_code.co_filename):
+        if reportable(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None
 
 
 def site_of(frame: FrameType | None) -> tuple[str, int, str]:
-    """``(filename, line, function)`` of the first user frame from ``frame`` outwards.
+    """``(filename, line, function)`` of the innermost reportable frame from ``frame`` outwards.
 
-    Where no frame is user code (a sync inside a library called from a library), the outermost
-    non-perfkit frame stands in, so nothing is ever silently dropped."""
+    Where no frame is (a sync inside the runtime called from the runtime), the outermost non-perfkit
+    frame stands in, so nothing is ever silently dropped."""
     f = user_frame(frame)
     if f is not None:
         return f.f_code.co_filename, f.f_lineno, f.f_code.co_name
@@ -88,3 +156,65 @@ def site_of(frame: FrameType | None) -> tuple[str, int, str]:
     if last is None:
         return "<unknown>", 0, ""
     return last.f_code.co_filename, last.f_lineno, last.f_code.co_name
+
+
+MAX_CHAIN = 12
+
+
+def chain_of(frame: FrameType | None) -> tuple[tuple[str, int], ...]:
+    """The frames from the site (the first reportable frame from ``frame``) outwards to the first frame
+    of the user's own code, runtime frames left out: ``((file, line), ...)``; empty when the site is
+    the user's own code. At most :data:`MAX_CHAIN` frames (the user's frame is always the last)."""
+    f = user_frame(frame)
+    if f is None or kind_of(f.f_code.co_filename) == "user":
+        return ()
+    out: list[tuple[str, int]] = []
+    while f is not None:
+        fn = f.f_code.co_filename
+        k = kind_of(fn)
+        if k != "runtime":
+            out.append((fn, f.f_lineno))
+            if k == "user":
+                break
+        f = f.f_back
+    if len(out) > MAX_CHAIN:
+        out = out[: MAX_CHAIN - 1] + out[-1:]
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _distributions() -> dict[str, list[str]]:
+    try:
+        from importlib.metadata import packages_distributions
+
+        return packages_distributions()
+    except Exception:  # pragma: no cover - broken metadata must not break a record
+        return {}
+
+
+@lru_cache(maxsize=1024)
+def library_of(filename: str) -> str | None:
+    """``"name version"`` of the installed distribution ``filename`` belongs to (``"rsl-rl-lib 5.5.1"``),
+    for library files; None for the user's code and the runtime."""
+    if kind_of(filename) != "library":
+        return None
+    real = os.path.realpath(filename)
+    top = None
+    if real.startswith(_PERFKIT_DIR + os.sep):
+        top = "perfkit"
+    else:
+        for root in _SITE_ROOTS:
+            if real.startswith(root):
+                top = real[len(root):].split(os.sep, 1)[0]
+                top = top[:-3] if top.endswith(".py") else top
+                break
+    if not top:
+        return None
+    dists = _distributions().get(top) or [top]
+    name = dists[0]
+    try:
+        from importlib.metadata import version
+
+        return f"{name} {version(name)}"
+    except Exception:
+        return name

@@ -36,7 +36,7 @@ from perfkit.batched_env import num_envs_of
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Sink
 from perfkit.collectors.patches import Patcher, wraps
-from perfkit.collectors.sites import is_user_file
+from perfkit.collectors.sites import chain_of, is_program_file
 
 current: "StepClock | None" = None
 """The active session's clock (None outside a session): what the step wrappers report to."""
@@ -107,8 +107,9 @@ class PhaseSink(Sink):
         self.clock = clock
         self.sampling = sampling
         self.on_sync = on_sync
+        self.chains: dict[tuple, tuple] = {}  # (kind, op, file, line) -> the chain back to user code, first seen
 
-    def add(self, kind, op, site, segment, thread, nbytes, would, n=1) -> None:
+    def add(self, kind, op, site, segment, thread, nbytes, would, n=1, frame=None) -> None:
         if kind in ("alloc", "stream"):
             if not self.sampling():
                 return
@@ -116,6 +117,10 @@ class PhaseSink(Sink):
         else:
             phase = self.clock.phase
         key = (kind, op, site[0], site[1], site[2], thread, would, phase)
+        if key not in self.counts:
+            where = (kind, op, site[0], site[1])
+            if where not in self.chains:
+                self.chains[where] = chain_of(frame)
         self.count(key, segment, nbytes, n)
         if kind == "sync":
             if phase == "steady":
@@ -259,7 +264,7 @@ class Discovery:
                     self._open[id(frame)] = segments.push(tok_seg)
                 return
             self._seen.add(code)
-            if not is_user_file(code.co_filename):
+            if not is_program_file(code.co_filename):
                 self._seen_seg[code] = None
                 return
             seg = self.name_segments.get(name) or segments.segment_for_name(name)

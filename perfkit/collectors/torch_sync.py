@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from perfkit.collectors.sites import is_user_file
+from perfkit.collectors.sites import reportable
 from perfkit.source import source_line
 from perfkit.collectors import hub
 from perfkit.collectors.hub import api_sync_hook, direct_caller, sync_call, tls
@@ -51,7 +51,7 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
         t = args[0] if args else None
         cuda = getattr(t, "is_cuda", False)
         if not cuda:
-            if not hub.count_cpu or not is_user_file(caller.f_code.co_filename):
+            if not hub.count_cpu or not reportable(caller.f_code.co_filename):
                 return orig(*args, **kwargs)
             last = state.last_cpu
             if last is not None and last == (id(caller), caller.f_lineno, id(t)):
@@ -108,7 +108,7 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
             if op is not None:
                 caller = direct_caller(sys._getframe(1))
                 cuda = self.is_cuda
-                if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
+                if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
                     return sync_call(orig, op, caller, (self, idx), {}, would=not cuda)
         return orig(self, idx)
 
@@ -131,7 +131,7 @@ def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
             if op is not None and not (op == "t[bool_mask]" and isinstance(value, (int, float, bool))):
                 caller = direct_caller(sys._getframe(1))
                 cuda = self.is_cuda
-                if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
+                if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
                     op = op + " = v"
                     return sync_call(orig, op, caller, (self, idx, value), {}, would=not cuda)
         return orig(self, idx, value)
@@ -163,7 +163,7 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
                 return orig(self, *args, **kwargs)
             caller = direct_caller(sys._getframe(1))
             cuda = self.is_cuda
-            if cuda or (hub.count_cpu and literal and is_user_file(caller.f_code.co_filename)):
+            if cuda or (hub.count_cpu and literal and reportable(caller.f_code.co_filename)):
                 out = sync_call(orig, '.to("cpu")', caller, (self, *args), kwargs, would=not cuda)
                 if not cuda:
                     state.last_cpu = (id(caller), caller.f_lineno, id(out))
@@ -226,7 +226,7 @@ def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
             if device is not None and not isinstance(data, Tensor):
                 caller = direct_caller(sys._getframe(1))
                 cuda = _is_cuda_device(device)
-                if cuda or (hub.count_cpu and is_user_file(caller.f_code.co_filename)):
+                if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
                     return sync_call(orig, "torch.tensor(list, device=cuda)", caller, args, kwargs, would=not cuda)
         return orig(*args, **kwargs)
 
@@ -352,7 +352,50 @@ FIXES = _fixes(PATCHES)
 def install(patcher: Patcher) -> list[str]:
     import torch
 
-    return _install(patcher, torch, PATCHES)
+    done = _install(patcher, torch, PATCHES)
+    _teach_torchscript(patcher, torch)
+    return done
+
+
+def _teach_torchscript(patcher: Patcher, torch: Any) -> None:
+    """TorchScript resolves ``torch.where`` in a scripted function by looking the Python object up in
+    its table of builtins (``aten::where``); it would meet the hook instead, try to compile it as
+    Python and fail. Each hook of a builtin is registered as that same builtin (and a hook of a
+    boolean-dispatched function such as ``torch.unique`` as that dispatch), so scripted code compiles
+    to the original op. The registrations are removed with the hooks. (Syncs inside compiled
+    TorchScript run in C++ and are not seen by these hooks: ``--verify`` counts them on a GPU.)"""
+    try:
+        from torch import _jit_internal
+        from torch.jit import _builtins
+    except ImportError:  # pragma: no cover - a torch without TorchScript
+        return
+    table = _builtins._get_builtin_table()
+    dispatched = _jit_internal.boolean_dispatched
+    added: list[int] = []
+    keys: list[Any] = []
+    for p in PATCHES:
+        owner = getattr(torch, p.owner.split(".")[0], None) if p.owner else torch
+        for part in p.owner.split(".")[1:] if p.owner else ():
+            owner = getattr(owner, part, None)
+        hook = getattr(owner, p.name, None) if owner is not None else None
+        orig = getattr(hook, "__perfkit_wrapped__", None)
+        if orig is None:
+            continue
+        op = table.get(id(orig))
+        if op is not None and id(hook) not in table:
+            table[id(hook)] = op
+            added.append(id(hook))
+        elif orig in dispatched and hook not in dispatched:
+            dispatched[hook] = dispatched[orig]
+            keys.append(hook)
+
+    def forget() -> None:
+        for i in added:
+            table.pop(i, None)
+        for k in keys:
+            dispatched.pop(k, None)
+
+    patcher.on_undo(forget)
 
 
 def originals() -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from perfkit.collectors.sites import is_user_file
+from perfkit.collectors.sites import reportable
 from perfkit.collectors import hub
 from perfkit.collectors.hub import api_sync_hook, direct_caller, sync_call, tls
 from perfkit.collectors.patches import Patch, Patcher, wraps
@@ -30,7 +30,7 @@ def _array_hook(orig: Callable, op: str) -> Callable:
         caller = direct_caller(sys._getframe(1))
         device = getattr(self, "device", None)
         cuda = bool(getattr(device, "is_cuda", False))
-        if not cuda and (not hub.count_cpu or not is_user_file(caller.f_code.co_filename)):
+        if not cuda and (not hub.count_cpu or not reportable(caller.f_code.co_filename)):
             return orig(self, *args, **kwargs)
         return sync_call(orig, op, caller, (self, *args), kwargs, would=not cuda)
 
