@@ -25,17 +25,50 @@ class BatchedEnv(Protocol):
     def step(self, actions: Any) -> Any: ...
 
 
-def num_envs_of(obj: Any) -> int | None:
-    """The integer ``num_envs`` of an env object (instance or class attribute, or a property), else None."""
-    if obj is None:
-        return None
+WRAPPED_ATTRS = ("unwrapped", "env", "venv", "_env")  # where wrappers keep the env they wrap
+MAX_WRAPPERS = 6
+
+
+def wrapped_chain(obj: Any) -> list[Any]:
+    """``obj`` and the envs it wraps, outermost first (gymnasium's ``env``/``unwrapped``, SB3's ``venv``,
+    an rsl_rl-style wrapper's ``env``), at most :data:`MAX_WRAPPERS` deep."""
+    out: list[Any] = []
+    while obj is not None and len(out) < MAX_WRAPPERS and all(o is not obj for o in out):
+        out.append(obj)
+        inner = None
+        for attr in WRAPPED_ATTRS:
+            try:
+                inner = getattr(obj, attr, None)
+            except Exception:
+                inner = None
+            if inner is not None and inner is not obj and not callable(getattr(inner, "__func__", None)):
+                break
+            inner = None
+        obj = inner
+    return out
+
+
+def _int_num_envs(obj: Any) -> int | None:
     try:
         n = getattr(obj, "num_envs", None)
     except Exception:
         return None
-    if isinstance(n, bool) or not isinstance(n, int):
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def num_envs_of(obj: Any) -> int | None:
+    """The integer ``num_envs`` of an env object (instance or class attribute, or a property), else of the
+    env it wraps (:func:`wrapped_chain`), else None."""
+    if obj is None:
         return None
-    return n
+    n = _int_num_envs(obj)
+    if n is not None:
+        return n
+    for inner in wrapped_chain(obj)[1:]:
+        n = _int_num_envs(inner)
+        if n is not None:
+            return n
+    return None
 
 
 def _scalar(v: Any) -> Any:
@@ -58,19 +91,26 @@ def describe_env(env: Any) -> dict[str, Any]:
     """The record's ``env`` block: the scalar settings of :data:`ENV_FIELDS`, ``policy_dt`` derived
     from ``sim_dt * decimation`` when absent, the device, whether it renders, and its type."""
     info: dict[str, Any] = {}
+    chain = wrapped_chain(env)
     for name in ENV_FIELDS:
-        try:
-            v = _scalar(getattr(env, name, None))
-        except Exception:
-            v = None
-        if v is not None:
-            info[name] = v
+        for obj in chain:  # a wrapper's own setting first, else the wrapped env's
+            try:
+                v = _scalar(getattr(obj, name, None))
+            except Exception:
+                v = None
+            if v is not None:
+                info[name] = v
+                break
     if "policy_dt" not in info and isinstance(info.get("sim_dt"), (int, float)) and isinstance(info.get("decimation"), int):
         info["policy_dt"] = info["sim_dt"] * info["decimation"]
-    try:
-        device = getattr(env, "device", None)
-    except Exception:
-        device = None
+    device = None
+    for obj in chain:
+        try:
+            device = getattr(obj, "device", None)
+        except Exception:
+            device = None
+        if device is not None:
+            break
     info["device"] = str(device) if device is not None else "cpu"
     try:
         info["rendering"] = bool(getattr(env, "rendering", False) or getattr(env, "render_mode", None))

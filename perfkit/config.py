@@ -7,9 +7,14 @@ its parents). Command-line options override them; they override the defaults bel
     segments = {"mypkg.env:MyEnv.compute_obs" = "policy", "apply_actuators" = "physics"}
     max_syncs_per_step = 0               # budgets for `perfkit profile`
     max_allocs_per_step = 0
-    timing_every = 8                     # CUDA-event timing on every k-th steady step
-    sample_steps = [2, 3]                # steps on which allocations / loops / stream hazards are sampled
+    timing_every = 7                     # CUDA-event timing on every k-th steady step (prime: no aliasing with rollouts)
+    sample_every = 31                    # sample allocations / loops / stream hazards on every k-th steady step
+    sample_budget = 0.01                 # ... and widen k so that sampling costs at most this share of the run
+    sample_steps = [6, 7]                # or exactly these steps (overrides sample_every)
     nvtx = "auto"                        # "auto" (every step under nsys, else timed steps), "always", "off"
+    step_methods = ["step"]              # method names that are an env step (on an object with `num_envs`)
+    user_code_only = false               # true: report findings at your own lines only, not inside libraries
+    runtime = ["tensordict"]             # more packages treated like torch (findings never sit inside them)
 """
 
 from __future__ import annotations
@@ -37,9 +42,14 @@ class Config:
     segments: dict[str, str] = field(default_factory=dict)
     max_syncs_per_step: float | None = None
     max_allocs_per_step: float | None = None
-    timing_every: int = 8
-    sample_steps: tuple[int, ...] = (2, 3)
+    timing_every: int = 7
+    sample_every: int = 31
+    sample_budget: float = 0.01
+    sample_steps: tuple[int, ...] | None = None  # explicit sampled steps; None: every sample_every-th steady step
     nvtx: str = "auto"
+    step_methods: tuple[str, ...] = ("step",)
+    user_code_only: bool = False
+    runtime: tuple[str, ...] = ()
     timeline_steps: int = 8
     verify_steps: int = 20
     source: str | None = None  # the pyproject.toml it came from
@@ -80,7 +90,7 @@ def from_dict(d: dict[str, Any], source: str = "<config>") -> Config:
         if not isinstance(d["step_fn"], str) or ":" not in d["step_fn"]:
             raise ConfigError(f"{source}: [tool.perfkit] step_fn must be 'module:Class.method', got {d['step_fn']!r}")
         cfg.step_fn = d["step_fn"]
-    for key, minimum in (("warmup_steps", 0), ("timing_every", 1), ("timeline_steps", 0), ("verify_steps", 1)):
+    for key, minimum in (("warmup_steps", 0), ("timing_every", 1), ("timeline_steps", 0), ("verify_steps", 1), ("sample_every", 1)):
         if key in d:
             setattr(cfg, key, _int(d[key], key, source, minimum))
     if "segments" in d:
@@ -99,6 +109,21 @@ def from_dict(d: dict[str, Any], source: str = "<config>") -> Config:
         if not isinstance(v, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 1 for i in v):
             raise ConfigError(f"{source}: [tool.perfkit] sample_steps must be a list of step numbers >= 1, got {v!r}")
         cfg.sample_steps = tuple(v)
+    if "sample_budget" in d:
+        v = d["sample_budget"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise ConfigError(f"{source}: [tool.perfkit] sample_budget must be a fraction in (0, 1], got {v!r}")
+        cfg.sample_budget = float(v)
+    for key in ("step_methods", "runtime"):
+        if key in d:
+            v = d[key]
+            if not isinstance(v, list) or not all(isinstance(x, str) and x.isidentifier() for x in v) or (key == "step_methods" and not v):
+                raise ConfigError(f"{source}: [tool.perfkit] {key} must be a list of names, got {v!r}")
+            setattr(cfg, key, tuple(v))
+    if "user_code_only" in d:
+        if not isinstance(d["user_code_only"], bool):
+            raise ConfigError(f"{source}: [tool.perfkit] user_code_only must be true or false, got {d['user_code_only']!r}")
+        cfg.user_code_only = d["user_code_only"]
     if "nvtx" in d:
         if d["nvtx"] not in ("auto", "always", "off"):
             raise ConfigError(f"{source}: [tool.perfkit] nvtx must be 'auto', 'always' or 'off', got {d['nvtx']!r}")

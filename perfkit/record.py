@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "perfkit.run/1"
+SCHEMA = "perfkit.run/2"
+"""/2: a finding's ``count`` is over the steady-state steps (/1 counted warm-up too); ``total_steps``,
+``warmup_steps``, ``sampling``, ``Finding.chain``/``library`` and ``SegmentStats.children`` added."""
+READABLE_SCHEMAS = ("perfkit.run/1", SCHEMA)
 
 SEGMENTS = ("physics", "policy", "reward", "learner", "logging", "other")
 """The segments of a training loop, in the order reports list them."""
@@ -35,7 +38,8 @@ class SegmentStats:
     syncs_per_step: float = 0.0
     allocs_per_step: float = 0.0
     alloc_bytes_per_step: float = 0.0
-    calls_per_step: float = 0.0
+    calls_per_step: float = 0.0  # entries into the segment per step
+    children: dict[str, "SegmentStats"] | None = None  # "other" only: its time by the env step's callees
 
 
 @dataclass
@@ -48,14 +52,16 @@ class Finding:
     line: int
     function: str = ""
     segment: str = "other"
-    count: int = 0  # over the whole run (warm-up included)
-    per_step: float = 0.0  # over steady-state steps
+    count: int = 0  # events over the steady-state steps (sampled kinds: estimated from the sampled steps)
+    per_step: float = 0.0  # count / the run's steps
     est_ms_per_step: float | None = None  # priced by perfkit.analysis.cost, None when unpriced
     bytes: int | None = None  # allocations: bytes over the run, where known
     thread: str | None = None  # thread name when not the main thread
     would_sync_on_gpu: bool = False  # caught on a CPU tensor: this call syncs when the tensor is on CUDA
     message: str = ""  # the fix, in words
     code: str = ""  # the source line, stripped
+    chain: list[str] = field(default_factory=list)  # "path:line" from the site out to the user's own code (library sites)
+    library: str | None = None  # "rsl-rl-lib 5.5.1" when the site is inside an installed library
 
     @property
     def site(self) -> str:
@@ -77,7 +83,7 @@ class Run:
     """The run record (``perfkit.run/1``)."""
 
     command: list[str] = field(default_factory=list)
-    steps: int = 0  # steady-state steps measured (warm-up excluded)
+    steps: int = 0  # steady-state steps (after warm-up): what every finding's per_step divides by
     num_envs: int | None = None
     wall_s: float = 0.0  # steady-state wall time
     warmup_s: float = 0.0  # warm-up / compile time, kept apart
@@ -93,6 +99,9 @@ class Run:
     step_times_ms: list[float] = field(default_factory=list)  # per steady-state step, for distributions
     memory: dict[str, Any] = field(default_factory=dict)  # peak_gpu_bytes, host_peak_rss_bytes, ... (machine.process_memory)
     extra: dict[str, Any] = field(default_factory=dict)  # anything else a stage wants to keep
+    total_steps: int = 0  # every step, warm-up included
+    warmup_steps: int = 0  # steps kept apart from steady state
+    sampling: dict[str, Any] = field(default_factory=dict)  # the sampled steps: {"steps": [...], "every": k, "weights": [...]}
     schema: str = SCHEMA
 
     # ---- derived views -------------------------------------------------------------------------
@@ -127,15 +136,15 @@ class Run:
         if not isinstance(d, dict):
             raise RecordError(f"{source}: not a perfkit run record (top level is {type(d).__name__}, not an object)")
         schema = d.get("schema")
-        if schema != SCHEMA:
+        if schema not in READABLE_SCHEMAS:
             raise RecordError(
-                f"{source}: schema {schema!r} is not {SCHEMA!r}; this perfkit reads {SCHEMA} run records only"
+                f"{source}: schema {schema!r} is not {SCHEMA!r}; this perfkit reads {' and '.join(READABLE_SCHEMAS)} run records"
             )
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in d.items() if k in known}
         unknown = {k: v for k, v in d.items() if k not in known}
         try:
-            kwargs["segments"] = {k: SegmentStats(**v) for k, v in (d.get("segments") or {}).items()}
+            kwargs["segments"] = {k: _segment_stats(v) for k, v in (d.get("segments") or {}).items()}
             finding_fields = {f.name for f in dataclasses.fields(Finding)}
             kwargs["findings"] = [
                 Finding(**{k: v for k, v in f.items() if k in finding_fields}) for f in (d.get("findings") or [])
@@ -195,6 +204,15 @@ class Run:
     def to_pandas(self):
         """The findings table (DESIGN.md's ``perfkit.Run.load(path).to_pandas()``)."""
         return self.findings_frame()
+
+
+def _segment_stats(d: dict[str, Any]) -> SegmentStats:
+    d = dict(d)
+    children = d.pop("children", None)
+    s = SegmentStats(**d)
+    if children:
+        s.children = {k: SegmentStats(**v) for k, v in children.items()}
+    return s
 
 
 def _json_default(o: Any) -> Any:

@@ -41,7 +41,7 @@ _NOT_LOGGING = re.compile(r"(^|_)log_?(prob|probs|std|softmax|sigmoid|det|sum|li
 
 
 def segment_for_name(name: str) -> str | None:
-    """The segment a user function's *name* puts it in, or None (the name rules of docs/design.md)."""
+    """The segment a function's *name* puts it in, or None (the name rules of docs/design.md)."""
     low = name.lower()
     for seg, pat in _NAME_RULES:
         if seg == "logging":
@@ -49,6 +49,42 @@ def segment_for_name(name: str) -> str | None:
                 return seg
         elif pat.search(low):
             return seg
+    return None
+
+
+# A learner update: a method named like one (rsl_rl's PPO.update, SB3's PPO.train, skrl's _update) that
+# runs the optimizer itself (its code calls backward or zero_grad).
+_LEARNER_NAME = re.compile(r"^_*(update|train|optimi[sz]e|learn_step|train_step)(_\w*)?$")
+_LEARNER_CALLS = frozenset({"backward", "zero_grad"})
+_LOGGING_OWNER = re.compile(r"(^|_)(log|logs|logging|logger|loggers)$|Logger$|^Logger")
+
+
+def segment_for(name: str, module: str | None = None, qualname: str | None = None, code=None) -> str | None:
+    """The segment a function belongs to by rule, library functions as user ones, or None:
+
+    * its name (:func:`segment_for_name`: ``compute_reward``, ``simulate``, ``log_metrics``);
+    * a learner update: named like ``update``/``train``/``optimize`` and calling ``backward`` or
+      ``zero_grad`` itself (``code``'s names);
+    * its class (``RewardManager.compute`` is reward; ``Logger.process_env_step`` is logging);
+    * its module (reward terms in ``mdp/rewards.py``; ``rsl_rl/utils/logger.py``)."""
+    seg = segment_for_name(name)
+    if seg is not None:
+        return seg
+    if code is not None and _LEARNER_NAME.match(name) and _LEARNER_CALLS & set(getattr(code, "co_names", ())):
+        return "learner"
+    parts = (qualname or "").split(".")
+    owner = parts[-2] if len(parts) >= 2 and parts[-2] != "<locals>" else ""
+    if owner:
+        if "reward" in owner.lower():
+            return "reward"
+        if _LOGGING_OWNER.search(owner):
+            return "logging"
+    leaf = (module or "").rsplit(".", 1)[-1]
+    if leaf:
+        if "reward" in leaf.lower():
+            return "reward"
+        if _LOGGING_OWNER.search(leaf.lower()):
+            return "logging"
     return None
 
 

@@ -10,11 +10,18 @@ Timeline of a session (step index k = 1, 2, ...; a step runs from one step bound
 
 * setup (before the first step): nothing is timed; syncs seen there are kept apart.
 * warm-up (k <= ``warmup_steps``): the discovery window (:mod:`perfkit.collectors.steps`) finds the
-  step and the name-ruled functions; the policy is found by the same window; on the sampled steps
-  (default 2 and 3) allocations, per-env loops and stream hazards are sampled
-  (:mod:`perfkit.collectors.sampling`).
+  step and the name-ruled functions; the policy is found by the same window. Nothing is counted as a
+  per-step cost: what happens only while a program warms up is not what its steps cost.
 * steady state: wrappers only. CPU time per segment on every step, GPU time per segment from CUDA
-  events on every ``timing_every``-th step (resolved lazily), optionally ``--verify``.
+  events on every ``timing_every``-th step (resolved lazily), optionally ``--verify``. Allocations,
+  per-env loops and stream hazards are counted on *sampled* steps spread over the whole steady state
+  (:mod:`perfkit.collectors.sampling`): the first steady step and every ``sample_every``-th after it,
+  the stride widened while sampling costs more than ``sample_budget`` of the run; the record lists
+  them with the number of steps each stands for.
+
+perfkit's own work at a boundary (closing the discovery window, resolving CUDA events, starting a
+sampled step) happens between steps: a step is timed from the end of that work to the next boundary,
+so it is never part of a step's time or of the steady wall time.
 
 Who does what: the :class:`~perfkit.collectors.steps.StepClock` marks boundaries and times steps
 (its fast path is all a plain steady step costs); :meth:`Session._on_boundary` is the scheduler for
@@ -69,6 +76,7 @@ class Session:
         sample_steps: tuple[int, ...] | None = None,
         timing_every: int | None = None,
         nvtx: str | None = None,
+        num_envs: int | None = None,
     ):
         cfg = config if config is not None else Config()
         self.config = cfg
@@ -77,7 +85,9 @@ class Session:
         self.warmup_steps = cfg.warmup_steps if warmup_steps is None else int(warmup_steps)
         if self.warmup_steps < 0:
             raise ValueError("warmup_steps must be >= 0")
-        self.sample_steps = tuple(sample_steps if sample_steps is not None else cfg.sample_steps)
+        explicit = sample_steps if sample_steps is not None else cfg.sample_steps
+        self.sample_steps: tuple[int, ...] | None = tuple(explicit) if explicit is not None else None
+        self.sample_every = max(1, int(cfg.sample_every))
         self.timing_every = max(1, int(timing_every or cfg.timing_every))
         self.nvtx_setting = nvtx or cfg.nvtx
         self.verify = verify
@@ -85,8 +95,16 @@ class Session:
         self.run: Run | None = None
         self.patcher = Patcher()
         self.clock = _steps.StepClock(self.warmup_steps, self._on_boundary)
-        self.num_envs: int | None = None
+        if num_envs is not None and (isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1):
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        self.given_num_envs = num_envs  # the user's word when the env object has none (or there is none)
+        self.num_envs: int | None = num_envs
         self.env_info: dict[str, Any] = {}
+        self._sampled: dict[int, int] = {}  # sampled step -> the steps it stands for (the stride then)
+        self._next_sample = self._first_sample()
+        self._sample_cost = 0.0  # seconds sampled steps took beyond a typical step
+        self._costed = 0  # samples whose cost was measured
+        self._recent: list[float] = []  # the last timed steps (for the typical step time)
         self.notes: list[str] = []
         self._entered = False
 
@@ -113,6 +131,10 @@ class Session:
         self.sampler = Sampler(torch, LineSampler(), StreamMonitor())
         self.streams = self.sampler.streams
         self._streams_installed = False
+        from perfkit.collectors import sites
+
+        sites.set_runtime(tuple(self.config.runtime))
+        sites.user_code_only = bool(self.config.user_code_only)
         self.rules = SegmentRules(self.patcher, self.config.segment_targets)
         self.sync_waits = SyncWaits(self.clock, self._timed)
         self.timeline: list[dict] = []
@@ -130,7 +152,8 @@ class Session:
             if self.step_fn:
                 _steps.install_step_fn(self.patcher, self.step_fn)
             self.discovery = _steps.Discovery(self.clock, self.patcher, find_steps=not self.step_fn,
-                                              name_segments=self.config.segment_names)
+                                              name_segments=self.config.segment_names,
+                                              step_methods=tuple(self.config.step_methods))
             if not self.discovery.start():
                 self.notes.append("another profiler was active: steps and name-ruled segments were not auto-detected")
             self._discovery_open = True
@@ -203,13 +226,26 @@ class Session:
             self._entered = False
         if _steps.current is self.clock:
             _steps.current = None
+        from perfkit.collectors import sites
+
+        sites.user_code_only = False
+        if self.config.runtime:
+            sites.set_runtime()
         if _active is self:
             _active = None
 
     # ---- the scheduler: every step boundary that is not a plain steady step --------------------------
+    def _first_sample(self) -> int:
+        if self.sample_steps is not None:
+            return min(self.sample_steps, default=0)
+        return self.warmup_steps + 1
+
+    def _is_sampled(self, idx: int) -> bool:
+        return idx in self._sampled or idx == self._next_sample
+
     def _timed(self, idx: int) -> bool:
         """Whether step ``idx`` counts in the steady-state timing (not warm-up, sampled or --verify)."""
-        if idx <= self.warmup_steps or idx in self.sample_steps:
+        if idx <= self.warmup_steps or self._is_sampled(idx):
             return False
         if self.verify and self._gpu is not None:
             start = self.warmup_steps + 1
@@ -222,7 +258,7 @@ class Session:
         self._close_step(now)
         clock.index = idx
         clock.begin_t = now
-        if obj is not None and self.num_envs is None:
+        if obj is not None and not self.env_info:
             self._describe_env(obj)
         if idx == self.warmup_steps + 1:
             self.t_steady0 = now
@@ -232,13 +268,13 @@ class Session:
         self.rules.poll()
         if not self._streams_installed:
             self._streams_installed = self.streams.install(self.patcher)
-        if idx in self.sample_steps:
-            self.sampler.start(sys._getframe(3), idx)
-        special = self._schedule_steady(now, idx)
-        later_samples = [i for i in self.sample_steps if i >= idx]
-        if later_samples:
-            special = min(special, later_samples[0])
-        if idx in self.sample_steps or not self._timed(idx) or not self._timed(idx + 1):
+        sampled = idx == self._next_sample
+        if sampled:
+            self._sampled[idx] = self._stride()
+        special = self._schedule_steady(now, idx, sampled)
+        if self._next_sample > idx:
+            special = min(special, self._next_sample)
+        if sampled or not self._timed(idx) or not self._timed(idx + 1):
             special = idx + 1
         clock.next_special = max(special, idx + 1)
         # segment time is cumulative in the clock: open / close the timed span on changes of timed-ness
@@ -248,8 +284,43 @@ class Session:
             segclock.open_span()
         elif not timed and segclock.span_open:
             segclock.close_span()
+        if sampled:  # last: the sampler's tracer must not see perfkit's own work
+            self.sampler.start(sys._getframe(3), idx)
+        # the step begins now, after perfkit's own work at this boundary
+        t = perf_counter()
+        clock.begin_t = t
+        segclock.skip(t)
+        if segclock.trace is not None:
+            segclock.trace = [(segclock.cur, t)]
+        gpu = self._gpu
+        if gpu is not None and self._gpu_pending is not None:
+            gpu.begin_step(self._gpu_pending, segclock.cur, t)
+            segclock.refresh()
+            self._gpu_pending = None
 
-    def _schedule_steady(self, now: float, idx: int) -> int:
+    def _stride(self) -> int:
+        """The steps a sample taken now stands for: the explicit list's gap, else the current stride."""
+        if self.sample_steps is not None:
+            return 1
+        return self.sample_every
+
+    def _schedule_next_sample(self, idx: int, took: float) -> None:
+        """After sampled step ``idx`` (which took ``took`` seconds): when is the next one. Spread mode
+        widens the stride while sampling costs more than ``sample_budget`` of the steady run."""
+        if self.sample_steps is not None:
+            later = [i for i in self.sample_steps if i > idx]
+            self._next_sample = min(later) if later else 0
+            return
+        typical = sorted(self._recent)[len(self._recent) // 2] if self._recent else None
+        if typical:  # what a sample costs beyond a typical step, spread over the steps each one stands for
+            self._sample_cost += max(0.0, took - typical)
+            self._costed += 1
+            need = self._sample_cost / self._costed / (self.config.sample_budget * typical)
+            if need > self.sample_every:
+                self.sample_every = _next_prime(int(need) + 1)
+        self._next_sample = idx + self.sample_every
+
+    def _schedule_steady(self, now: float, idx: int, sampled: bool) -> int:
         """Start what steady step ``idx`` does (GPU timing, timeline, verify); returns the next step the
         scheduler must see."""
         steady_i = idx - self.warmup_steps
@@ -259,14 +330,13 @@ class Session:
         gpu = self._gpu
         if gpu is not None and self._torch.cuda.is_initialized():  # else creating events would initialize CUDA
             gpu.poll()
-            if (steady_i - 1) % self.timing_every == 0 and idx not in self.sample_steps:
-                gpu.begin_step(idx, self.segclock.cur, now)
-                self.segclock.refresh()
+            if (steady_i - 1) % self.timing_every == 0 and not sampled:
+                self._gpu_pending = idx  # its first event is recorded once perfkit's work here is done
                 if self._nvtx_mode == "sampled" and self._nvtx is not None:
                     self.segclock.nvtx_on(self._nvtx)
-            special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
-            if gpu.active:
                 special = idx + 1  # close the timed step at the next boundary
+            else:
+                special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
         if steady_i <= self.config.timeline_steps:
             self.segclock.trace = [(self.segclock.cur, now)]
             special = idx + 1
@@ -303,10 +373,16 @@ class Session:
             segclock.refresh()
             if self._nvtx_mode == "sampled":
                 segclock.nvtx_off()
-        if idx in self.sample_steps:
+        if idx in self._sampled and self.sampler.active:
             self.sampler.stop()
+            self._schedule_next_sample(idx, now_step - clock.begin_t)
         if self._timed(idx):
-            clock.times.append(now_step - clock.begin_t)
+            took = now_step - clock.begin_t
+            clock.times.append(took)
+            recent = self._recent
+            recent.append(took)
+            if len(recent) > 64:
+                del recent[0]
         if final and segclock.span_open:
             segclock.close_span()
 
@@ -317,14 +393,15 @@ class Session:
     def _describe_env(self, obj: Any) -> None:
         from perfkit.batched_env import describe_env, num_envs_of
 
-        self.num_envs = num_envs_of(obj)
+        self.num_envs = num_envs_of(obj) or self.given_num_envs
         self.env_info = describe_env(obj)
 
     def _close_discovery(self) -> None:
         self.discovery.stop()
         self._discovery_open = False
         try:
-            self.rules.wrap_named(self.config.segment_names, sys._getframe(1))
+            self.rules.wrap_named(self.config.segment_names, sys._getframe(1), modules=self.discovery.modules_seen,
+                                  skip=self.discovery.disqualified)
         except Exception as e:  # pragma: no cover - a scan error must not break the program
             self.notes.append(f"name-rule segments could not be applied: {type(e).__name__}: {e}")
         if self._torch is not None:
@@ -335,6 +412,7 @@ class Session:
         from perfkit.collectors.timing import CudaEventTimer, nvtx_wanted
 
         self._gpu = None
+        self._gpu_pending: int | None = None
         self._nvtx = None
         self._nvtx_mode = nvtx_wanted(self.nvtx_setting)
         torch = self._torch
@@ -392,8 +470,10 @@ class Session:
             gpu_step_ms=list(gpu.step_ms) if gpu is not None else [],
             counts=self.sink.counts, trail=dict(clock.trail), sampled_steps=list(self.sampler.done),
             cuda_alloc=list(self.sampler.cuda_alloc), op_counts=dict(self.sampler.op_counts),
-            line_counts=lines.counts, line_calls=lines.calls, line_steps=lines.steps,
-            sync_waits=self.sync_waits.finish(),
+            line_counts=lines.counts, line_entries=lines.entries, line_steps=lines.steps,
+            sync_waits=self.sync_waits.finish(), sampled=dict(self._sampled),
+            sample_every=self.sample_every if self.sample_steps is None else None,
+            per_sample=self.sink.per_sample, chains=self.sink.chains, other_envs=dict(clock.others),
             timeline=self.timeline + (gpu.timeline if gpu is not None else []), notes=notes,
             step_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.discovery.step_classes],
             policy_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.rules.policy_classes],
@@ -417,3 +497,11 @@ class Session:
             except Exception as e:  # pricing is an annotation: never lose the record over it
                 run.extra.setdefault("notes", []).append(f"pricing failed: {type(e).__name__}: {e}")
         return run
+
+
+def _next_prime(n: int) -> int:
+    """The smallest prime >= n: sampling strides stay coprime with the periods programs have (2, 10, 32)."""
+    n = max(2, n)
+    while any(n % d == 0 for d in range(2, int(n ** 0.5) + 1)):
+        n += 1
+    return n

@@ -4,14 +4,20 @@
 The session (:mod:`perfkit.session`) fills a snapshot when it ends — counts from its sink, step times
 from its clock, segment and GPU times, what was sampled — and nothing in here touches a hook.
 
-Counting definitions the record follows:
+Counting definitions the record follows (``perfkit.run/2``):
 
-* ``steps`` are the steady-state steps (after ``warmup_steps``); step times cover the timed ones;
-* a sync finding's ``per_step`` is its steady events over the steady steps' closed intervals (step
-  start to next step start, the same intervals as the step times); syncs before the first step are
-  setup and syncs after the last step's start, at sites that synced nowhere else, teardown — both
-  are kept apart (``extra``), never per-step costs;
-* allocation, loop and stream findings come from the sampled steps and are scaled to per step.
+* ``steps`` are the steady-state steps (after ``warmup_steps``; ``total_steps`` counts them all);
+  step times cover the timed ones (not sampled, not ``--verify``);
+* every finding's ``count`` is its events over the steady-state steps and ``per_step = count /
+  steps``. Syncs are counted exactly (every call is seen). A step runs from its boundary to the next;
+  the last one has no next boundary, so at a site that also synced in earlier steps it is counted as
+  at most the site's typical per-step events, and a site that synced *only* after the last step began
+  is teardown. Syncs before the first step are setup. Setup and teardown are kept apart (``extra``),
+  never per-step costs. Warm-up events are in neither count;
+* allocation, loop and stream findings come from the sampled steps (``sampling``), each standing for
+  the steps until the next: ``per_step`` is their weighted mean — or, for an event whose sampled
+  occurrences follow one period exactly (every 10th step), one over that period — and ``count`` is
+  ``per_step * steps``.
 """
 
 from __future__ import annotations
@@ -47,9 +53,14 @@ class Snapshot:
     cuda_alloc: list[int] = field(default_factory=list)
     op_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     line_counts: dict[tuple, list] = field(default_factory=dict)  # (code, line) -> [n, {segment: n}]
-    line_calls: dict[Any, int] = field(default_factory=dict)
+    line_entries: dict[tuple, int] = field(default_factory=dict)  # (code, loop header) -> entries while sampled
     line_steps: int = 0
     sync_waits: dict[tuple, list] = field(default_factory=dict)  # (file, line) -> [calls, wait_s, gap_s, gaps]
+    sampled: dict[int, int] = field(default_factory=dict)  # sampled step -> the steps it stands for
+    sample_every: int | None = None  # the sampling stride at the end (None: explicit sampled steps)
+    per_sample: dict[tuple, dict[int, int]] = field(default_factory=dict)  # sampled kinds: site -> {step: events}
+    chains: dict[tuple, tuple] = field(default_factory=dict)  # (kind, op, file, line) -> ((file, line), ...)
+    other_envs: dict[tuple[str, str], int] = field(default_factory=dict)  # (thread, env type) -> steps not timed
     timeline: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     step_classes: list[str] = field(default_factory=list)
@@ -89,6 +100,10 @@ def build_run(snap: Snapshot) -> Run:
         p50, p99 = np.percentile(times, [50, 99])  # linear interpolation between closest ranks
         run.step_ms = {"p50": round(float(p50) * 1e3, 4), "p99": round(float(p99) * 1e3, 4),
                        "mean": round(timed / len(times) * 1e3, 4)}
+    run.total_steps = n_steps
+    run.warmup_steps = min(snap.warmup_steps, n_steps)
+    run.sampling = {"steps": sorted(snap.sampled), "weights": [snap.sampled[i] for i in sorted(snap.sampled)],
+                    "every": snap.sample_every}
     run.segments = segment_stats(snap, steady, n_steps)
     findings, setup, teardown, loop_ops = _findings(snap, steady, n_steps, loops_mod)
     run.findings = findings
@@ -106,6 +121,8 @@ def build_run(snap: Snapshot) -> Run:
     run.extra["total_steps"] = n_steps
     run.extra["warmup_steps"] = min(snap.warmup_steps, n_steps)
     run.extra["step_detection"] = snap.step_detection
+    if snap.other_envs:
+        run.extra["other_env_steps"] = [{"thread": t, "env": e, "steps": n} for (t, e), n in snap.other_envs.items()]
     if snap.step_classes:
         run.extra["step_classes"] = list(snap.step_classes)
     run.extra["sampled_steps"] = list(snap.sampled_steps)
@@ -126,6 +143,12 @@ def build_run(snap: Snapshot) -> Run:
             {"call": k[0], "path": relpath(k[1]), "line": k[2], "count": v} for k, v in snap.interop_sites.items()
         ]
     notes = list(snap.notes)
+    if snap.other_envs:
+        notes.append("steps of another env were seen (" + ", ".join(f"{e} on thread {t}: {n}" for (t, e), n in snap.other_envs.items())
+                     + "); only the first env stepped on the first stepping thread marks the steps")
+    if n_steps and not steady:
+        notes.append(f"no steady-state step (the run had {n_steps} steps, warm-up {snap.warmup_steps}): "
+                     "findings are counted over the warm-up steps")
     if n_steps == 0:
         notes.append("no env step was detected: no `step` method on an object with an integer `num_envs` "
                      "was called; use perfkit.step(), --step-fn or [tool.perfkit] step_fn")
@@ -134,7 +157,80 @@ def build_run(snap: Snapshot) -> Run:
     return run
 
 
+MAX_PERIOD = 64  # the longest period an event's sampled occurrences are checked for
+
+
+def sampled_rate(occurrences: dict[int, int], sampled: dict[int, int]) -> float:
+    """Events per step of one site from the sampled steps (``{step: weight}``, the weight being the steps
+    a sample stands for): one over the period when the occurrences follow one exactly — the same count
+    on exactly the sampled steps of one residue class, with every residue class sampled — else the
+    weighted mean."""
+    steps = sorted(sampled)
+    hits = [i for i in steps if occurrences.get(i)]
+    if 2 <= len(hits) < len(steps):
+        values = {occurrences[i] for i in hits}
+        if len(values) == 1:
+            n = values.pop()
+            hit_set = set(hits)
+            for period in range(2, min(MAX_PERIOD, len(steps)) + 1):
+                r = hits[0] % period
+                if len({i % period for i in steps}) < period:
+                    continue  # some residue never sampled: no evidence either way
+                if all((i % period == r) == (i in hit_set) for i in steps):
+                    return n / period
+    total = sum(sampled[i] for i in steps)
+    return sum(occurrences.get(i, 0) * sampled[i] for i in steps) / total if total else 0.0
+
+
+def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple, tuple[int, dict]], list[dict], list[dict]]:
+    """``{site key: (count, {segment: events})}`` of the syncs by the module doc's definition, and the
+    setup and teardown lists."""
+    per: dict[tuple, list] = {}  # site -> [steady events, {segment: events}, of them after the last boundary, warm-up events]
+    setup: list[dict] = []
+    teardown: list[dict] = []
+    for key, (cnt, _nbytes, segs) in snap.counts.items():
+        kind, op, fn, line, func, thread, would, phase = key
+        if kind != "sync":
+            continue
+        if phase == "setup" and n_steps:
+            setup.append({"op": op, "path": relpath(fn), "line": line, "count": cnt})
+            continue
+        e = per.setdefault(key[:7], [0, {}, 0, 0])
+        if steady and phase == "warmup":
+            e[3] += cnt  # warm-up events are no per-step cost; they only show the site recurs
+            continue
+        e[0] += cnt
+        e[2] += snap.trail.get(key, 0)
+        for sg, m in segs.items():
+            e[1][sg] = e[1].get(sg, 0) + m
+    out: dict[tuple, tuple[int, dict]] = {}
+    warm_steps = min(snap.warmup_steps, n_steps)
+    for k7, (cnt, segs, tail, warm) in per.items():
+        if not cnt:
+            continue
+        if steady >= 2 and tail:
+            closed = cnt - tail
+            if closed > 0:
+                typical = -(-closed // (steady - 1))
+            elif warm:
+                typical = -(-warm // max(1, warm_steps))
+            else:  # synced only after the last step began, never before: teardown
+                teardown.append({"op": k7[1], "path": relpath(k7[2]), "line": k7[3], "count": tail})
+                continue
+            cnt = closed + min(tail, typical)
+        out[k7] = (cnt, segs)
+    setup.sort(key=lambda d: -d["count"])
+    teardown.sort(key=lambda d: -d["count"])
+    return out, setup, teardown
+
+
+def _sampled_rates(snap: Snapshot) -> dict[tuple, float]:
+    return {k7: sampled_rate(occ, snap.sampled) for k7, occ in snap.per_sample.items()} if snap.sampled else {}
+
+
 def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, SegmentStats]:
+    """Per-segment costs per step; segments named ``other/<callee>`` (the env step's callees) are folded
+    into ``other`` (its totals include them) and listed as its ``children``."""
     stats: dict[str, SegmentStats] = {}
 
     def get(name: str) -> SegmentStats:
@@ -151,93 +247,98 @@ def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, Segmen
         for seg, ms in snap.gpu_totals.items():
             get(seg).gpu_ms_per_step = round(ms / snap.gpu_steps, 6)
     denom = steady or n_steps
-    n_sampled = len(snap.sampled_steps)
+    syncs, _, _ = _sync_counts(snap, steady, n_steps)
+    for cnt, segs in syncs.values():
+        total = sum(segs.values())
+        for seg, k in segs.items():
+            if denom and total:
+                get(seg).syncs_per_step += cnt * k / total / denom
+    rates = _sampled_rates(snap)
     for key, (cnt, nbytes, segs) in snap.counts.items():
-        kind, phase = key[0], key[7]
-        if kind == "sync" and denom:
-            if steady and phase != "steady":
-                continue
-            if not steady and phase == "setup":
-                continue
-            for seg, k in segs.items():
-                get(seg).syncs_per_step += k / denom
-        elif kind == "alloc" and n_sampled:
-            for seg, k in segs.items():
-                s = get(seg)
-                s.allocs_per_step += k / n_sampled
-                s.alloc_bytes_per_step += (nbytes * k / cnt) / n_sampled if cnt else 0
-    for s in stats.values():
+        if key[0] != "alloc" or not cnt:
+            continue
+        rate = rates.get(key[:7], 0.0)
+        for seg, k in segs.items():
+            s = get(seg)
+            s.allocs_per_step += rate * k / cnt
+            s.alloc_bytes_per_step += rate * k / cnt * (nbytes / cnt)
+    children = {name: st for name, st in stats.items() if name.startswith("other/")}
+    if children:
+        other = get("other")
+        other.children = {}
+        for name, st in children.items():
+            del stats[name]
+            other.children[name[len("other/"):]] = st
+            for f in ("cpu_ms_per_step", "syncs_per_step", "allocs_per_step", "alloc_bytes_per_step"):
+                setattr(other, f, getattr(other, f) + getattr(st, f))
+            if st.gpu_ms_per_step is not None:
+                other.gpu_ms_per_step = (other.gpu_ms_per_step or 0.0) + st.gpu_ms_per_step
+    for s in [*stats.values(), *(c for st in stats.values() for c in (st.children or {}).values())]:
+        s.cpu_ms_per_step = round(s.cpu_ms_per_step, 6)
         s.syncs_per_step = round(s.syncs_per_step, 6)
         s.allocs_per_step = round(s.allocs_per_step, 6)
         s.alloc_bytes_per_step = round(s.alloc_bytes_per_step, 3)
+        if s.gpu_ms_per_step is not None:
+            s.gpu_ms_per_step = round(s.gpu_ms_per_step, 6)
     order = [s for s in SEGMENTS if s in stats] + sorted(s for s in stats if s not in SEGMENTS)
     return {k: stats[k] for k in order}
 
 
+def _top_segment(segs: dict[str, int]) -> str:
+    seg = max(segs, key=segs.get) if segs else "other"
+    return "other" if seg.startswith("other/") else seg
+
+
 def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[list[Finding], list[dict], list[dict], dict[str, float]]:
     """(findings, setup syncs, teardown syncs, torch ops per loop iteration)."""
-    agg: dict[tuple, dict] = {}
-    setup: list[dict] = []
-    teardown: list[dict] = []
-    # the steady steps' syncs are counted over their closed intervals (step start to next step start),
-    # the same intervals as the step times; what follows the last step start is teardown
-    trail = snap.trail if steady > 1 else {}
-    intervals = steady - 1 if trail else steady
-    n_sampled = len(snap.sampled_steps)
-    for key, (cnt, nbytes, segs) in snap.counts.items():
-        kind, op, fn, line, func, thread, would, phase = key
-        if kind == "sync" and phase == "setup" and n_steps:
-            setup.append({"op": op, "path": relpath(fn), "line": line, "count": cnt})
-            continue
-        tail = trail.get(key, 0)
-        if tail and tail == cnt:  # this site synced only after the last step started: teardown
-            teardown.append({"op": op, "path": relpath(fn), "line": line, "count": tail})
-            continue
-        if kind in ("alloc", "stream") and not n_sampled:
-            continue
-        k = (kind, op, fn, line, func, thread, would)
-        a = agg.setdefault(k, {"count": 0, "steady": 0, "bytes": 0, "segs": {}})
-        a["count"] += cnt
-        a["bytes"] += nbytes
-        if phase in ("steady", "sampled"):
-            a["steady"] += cnt - tail  # over the closed intervals only
-        for s, m in segs.items():
-            a["segs"][s] = a["segs"].get(s, 0) + m
+    from perfkit.collectors.sites import library_of
+
+    steps = steady or n_steps  # what per_step divides by (warm-up only when there is no steady step)
     out: list[Finding] = []
-    for (kind, op, fn, line, func, thread, would), a in agg.items():
-        seg = max(a["segs"], key=a["segs"].get) if a["segs"] else "other"
-        f = Finding(kind=kind, op=op, path=relpath(fn), line=line, function=func, segment=seg,
-                    thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line))
-        if kind == "sync":
-            f.count = a["count"]
-            if intervals:
-                f.per_step = round(a["steady"] / intervals, 6)
-            elif n_steps:
-                f.per_step = round(a["count"] / n_steps, 6)
-            f.message = snap.fixes.get(op, "")
-        else:  # sampled kinds: scale the sampled steps to the run
-            per = a["count"] / n_sampled
-            f.per_step = round(per, 6)
-            f.count = int(round(per * max(n_steps, 1)))
-            if kind == "alloc":
-                f.bytes = int(round(a["bytes"] / n_sampled * max(n_steps, 1)))
-                f.message = snap.alloc_fix
-            else:
-                f.message = snap.stream_fix
+
+    def where(kind: str, op: str, fn: str, line: int) -> dict[str, Any]:
+        chain = snap.chains.get((kind, op, fn, line)) or ()
+        return {"chain": [f"{relpath(f)}:{ln}" for f, ln in chain], "library": library_of(fn)}
+
+    syncs, setup, teardown = _sync_counts(snap, steady, n_steps)
+    for (kind, op, fn, line, func, thread, would), (cnt, segs) in syncs.items():
+        out.append(Finding(kind=kind, op=op, path=relpath(fn), line=line, function=func, segment=_top_segment(segs),
+                           thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line), count=cnt,
+                           per_step=round(cnt / steps, 6) if steps else 0.0, message=snap.fixes.get(op, ""),
+                           **where(kind, op, fn, line)))
+    rates = _sampled_rates(snap)
+    sampled_kinds: dict[tuple, list] = {}
+    for key, (cnt, nbytes, segs) in snap.counts.items():
+        if key[0] in ("alloc", "stream"):
+            e = sampled_kinds.setdefault(key[:7], [0, 0, {}])
+            e[0] += cnt
+            e[1] += nbytes
+            for sg, m in segs.items():
+                e[2][sg] = e[2].get(sg, 0) + m
+    for (kind, op, fn, line, func, thread, would), (cnt, nbytes, segs) in sampled_kinds.items():
+        rate = rates.get((kind, op, fn, line, func, thread, would), 0.0)
+        if rate <= 0:
+            continue
+        f = Finding(kind=kind, op=op, path=relpath(fn), line=line, function=func, segment=_top_segment(segs),
+                    thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line),
+                    per_step=round(rate, 6), count=int(round(rate * steps)), **where(kind, op, fn, line))
+        if kind == "alloc":
+            f.bytes = int(round(nbytes / cnt * rate * steps)) if cnt else None
+            f.message = snap.alloc_fix
+        else:
+            f.message = snap.stream_fix
         out.append(f)
     loop_ops: dict[str, float] = {}
-    for lp in loops_mod.hot_loops(snap.line_counts, snap.line_steps, snap.num_envs, snap.line_calls):
+    n_sampled = snap.line_steps
+    for lp in loops_mod.hot_loops(snap.line_counts, snap.line_steps, snap.num_envs, snap.line_entries):
         lo, hi = lp["span"]
         ops = sum(n for (fn_, ln), n in snap.op_counts.items() if fn_ == lp["filename"] and lo <= ln <= hi)
         if ops and n_sampled and lp["per_step"]:
             loop_ops[f"{relpath(lp['filename'])}:{lp['line']}"] = round(ops / n_sampled / lp["per_step"], 3)
         out.append(Finding(kind="loop", op=lp["kind"], path=relpath(lp["filename"]), line=lp["line"],
-                           function=lp["function"], segment=lp["segment"], per_step=round(lp["per_step"], 3),
-                           count=int(round(lp["per_step"] * max(n_steps, 1))), message=snap.loop_fix,
-                           code=source_line(lp["filename"], lp["line"])))
-    # kept apart: syncs before the first step (construction, reset) are not per-step costs
-    setup.sort(key=lambda d: -d["count"])
-    teardown.sort(key=lambda d: -d["count"])
+                           function=lp["function"], segment=_top_segment({lp["segment"]: 1}), per_step=round(lp["per_step"], 3),
+                           count=int(round(lp["per_step"] * steps)), message=snap.loop_fix,
+                           code=source_line(lp["filename"], lp["line"]), library=library_of(lp["filename"])))
     out.sort(key=lambda f: (-f.per_step, f.kind, f.path, f.line))
     return out, setup, teardown, loop_ops
 

@@ -1,11 +1,13 @@
-"""Per-env Python loops: lines that run about ``num_envs`` times per step.
+"""Per-env Python loops: loops one entry of which iterates about ``num_envs`` times.
 
-On a few *sampled* steps a line tracer (``sys.settrace``) counts line events in user code only: the
-global trace function returns no local tracer for library frames, and the user frames already on the
-stack when sampling starts (the training loop around ``env.step``) get one set directly. Between
-samples no tracer runs at all. A line executed at least ``num_envs / 2`` times per sampled step (with
-``num_envs >= 8``) is hot; hot lines are reported at the header of the outermost enclosing loop whose
-header is hot itself (``for i in range(self.num_envs):``), one ``loop`` finding per loop.
+On the *sampled* steps a line tracer (``sys.settrace``) counts line events in program code (the
+user's and libraries', not the runtime's): the global trace function returns no local tracer for
+runtime frames, and the program frames already on the stack when sampling starts (the training loop
+around ``env.step``) get one set directly. Between samples no tracer runs at all. Besides the line
+counts it counts the *entries* into each loop (a header line reached from outside the loop's lines),
+so that the iterations of one entry are known: a loop is per-env when one entry iterates at least
+``num_envs / 2`` times (``num_envs >= 8``) — evidence that it scales with the batch, which a
+library's short loop that merely runs often does not give. One ``loop`` finding per outermost such loop.
 """
 
 from __future__ import annotations
@@ -25,15 +27,19 @@ FIX = "replace the per-env Python loop with one batched tensor op over all envs 
 class LineSampler:
     def __init__(self) -> None:
         self.counts: dict[tuple[CodeType, int], list] = {}  # (code, line) -> [n, {segment: n}]
-        self.calls: dict[CodeType, int] = {}  # user code objects entered while sampling
+        self.calls: dict[CodeType, int] = {}  # program code objects entered while sampling
+        self.entries: dict[tuple[CodeType, int], int] = {}  # (code, loop header line) -> entries into the loop
         self.steps = 0
+        self._heads: dict[CodeType, dict[int, tuple[int, int]]] = {}  # code -> {header line: (first, last line)}
+        self._last: dict[int, int] = {}  # id(frame) -> the last line it ran
         self.skipped_reason: str | None = None
         self._frames: list[FrameType] = []
         self._on = False
 
     def _local(self, frame, event, arg):
         if event == "line":
-            key = (frame.f_code, frame.f_lineno)
+            code, line = frame.f_code, frame.f_lineno
+            key = (code, line)
             c = self.counts.get(key)
             if c is None:
                 c = self.counts[key] = [0, {}]
@@ -41,6 +47,17 @@ class LineSampler:
             st = tls.stack
             seg = st[-1] if st else "other"
             c[1][seg] = c[1].get(seg, 0) + 1
+            heads = self._heads.get(code)
+            if heads is None:
+                heads = self._heads[code] = _loop_heads(code)
+            if heads:
+                fid = id(frame)
+                span = heads.get(line)
+                if span is not None:
+                    prev = self._last.get(fid)
+                    if prev is None or not span[0] <= prev <= span[1]:
+                        self.entries[key] = self.entries.get(key, 0) + 1
+                self._last[fid] = line
         return self._local
 
     def _global(self, frame, event, arg):
@@ -72,8 +89,19 @@ class LineSampler:
         for f in self._frames:
             f.f_trace = None
         self._frames.clear()
+        self._last.clear()
         self._on = False
         self.steps += 1
+
+
+def _loop_heads(code: CodeType) -> dict[int, tuple[int, int]]:
+    """``{header line: (first line, last line)}`` of the loops whose header lies in ``code``'s lines."""
+    first = code.co_firstlineno
+    try:
+        last = max((ln for _, _, ln in code.co_lines() if ln is not None), default=first)
+    except Exception:  # pragma: no cover
+        last = first
+    return {h: (lo, hi) for lo, hi, h, _, _ in _loops_of(code.co_filename) if first <= h <= last}
 
 
 @lru_cache(maxsize=256)
@@ -94,49 +122,38 @@ def _loops_of(filename: str) -> tuple[tuple[int, int, int, str, int], ...]:
     return tuple(out)
 
 
-def hot_loops(counts: dict, steps: int, num_envs: int | None, calls: dict | None = None) -> list[dict]:
-    """Loop sites from sampled line counts: ``{filename, line, function, kind, per_step, segment, span}``.
-
-    ``per_step`` is iterations per step: a loop header runs once per iteration plus once per entry, so
-    the entries (calls of the function that holds the loop, when the sampler saw them) are taken off."""
-    calls_by_line: dict[tuple[str, int], float] = {}
-    for (code, line), _ in counts.items():
-        # a frame already running when sampling began (the training loop itself) was not seen entering:
-        # its loops are taken to be entered once per step
-        c = (calls or {}).get(code, 0) / steps or 1.0
-        calls_by_line[(code.co_filename, line)] = calls_by_line.get((code.co_filename, line), 0) + c
+def hot_loops(counts: dict, steps: int, num_envs: int | None, entries: dict | None = None) -> list[dict]:
+    """Per-env loops from sampled line counts and loop entries: ``{filename, line, function, kind,
+    per_step, segment, span}`` (see module doc). A loop header runs once per entry and once per
+    iteration, so iterations = header events - entries; ``per_step`` is iterations per step."""
     if not steps or not num_envs or num_envs < MIN_ENVS:
         return []
+    entries = entries or {}
     threshold = num_envs / 2
-    per_line: dict[tuple[str, int], tuple[float, str, dict]] = {}
+    loops: dict[tuple[str, int], list] = {}  # (file, header) -> [iterations, entries, {segment: n}, function]
     for (code, line), (n, segs) in counts.items():
+        e = entries.get((code, line))
+        if e is None:
+            continue  # not a loop header (or never entered from outside while sampled)
         key = (code.co_filename, line)
-        prev = per_line.get(key)
-        total = n + (prev[0] * steps if prev else 0)
-        merged = dict(prev[2]) if prev else {}
-        for s, k in segs.items():
-            merged[s] = merged.get(s, 0) + k
-        per_line[key] = (total / steps, code.co_name, merged)
-    hot = {k: v for k, v in per_line.items() if v[0] >= threshold}
-    found: dict[tuple[str, int], dict] = {}
-    for (fn, line), (rate, func, segs) in hot.items():
-        loops = [lp for lp in _loops_of(fn) if lp[0] <= line <= lp[1]]
-        hot_headers = [lp for lp in loops if (fn, lp[2]) in hot]
-        if hot_headers:
-            outer = min(hot_headers, key=lambda lp: (lp[0], -lp[1]))
-        elif loops:
-            outer = max(loops, key=lambda lp: lp[0])  # innermost loop around the line
-        else:
-            outer = (line, line, line, "line run once per env", line)
-        key = (fn, outer[2])
-        head = hot.get(key, (rate,))[0]
-        entries = calls_by_line.get(key, 0.0) if outer[3] != "comprehension over envs" else 0.0
-        iters = head - entries if head - entries > 0 else head
-        cur = found.get(key)
-        if cur is None:
-            seg = max(segs, key=segs.get) if segs else "other"
-            found[key] = {"filename": fn, "line": outer[2], "function": func, "kind": outer[3],
-                          "per_step": iters, "segment": seg, "lines": 1, "span": (outer[0], outer[1])}
-        else:
-            cur["lines"] += 1
-    return sorted(found.values(), key=lambda d: -d["per_step"])
+        acc = loops.setdefault(key, [0, 0, {}, code.co_name])
+        acc[0] += n - e
+        acc[1] += e
+        for sg, k in segs.items():
+            acc[2][sg] = acc[2].get(sg, 0) + k
+        if not code.co_name.startswith("<"):
+            acc[3] = code.co_name
+    hot: list[tuple] = []
+    for (fn, header), (iters, ents, segs, func) in loops.items():
+        per_step = iters / steps
+        if ents <= 0 or per_step < threshold or iters / ents < threshold:
+            continue
+        span = next(((lo, hi, kind) for lo, hi, h, kind, _ in _loops_of(fn) if h == header), (header, header, "for-loop over envs"))
+        hot.append((fn, header, span, per_step, segs, func))
+    found: list[dict] = []
+    for fn, header, (lo, hi, kind), per_step, segs, func in hot:
+        if any(f2 == fn and lo2 <= lo and hi <= hi2 and (lo2, hi2) != (lo, hi) for f2, _, (lo2, hi2, _), *_ in hot):
+            continue  # inside another per-env loop: that one is the finding
+        found.append({"filename": fn, "line": header, "function": func, "kind": kind, "per_step": per_step,
+                      "segment": max(segs, key=segs.get) if segs else "other", "span": (lo, hi)})
+    return sorted(found, key=lambda d: -d["per_step"])

@@ -28,6 +28,20 @@ class Patcher:
         self._undo.append((owner, name, old_own))
         return new
 
+    def set_item(self, namespace: dict, key: str, new: Any) -> Any:
+        """Replace ``namespace[key]`` (a module's globals dict), put back on :meth:`undo`."""
+        old = namespace.get(key, _MISSING)
+        namespace[key] = new
+
+        def restore() -> None:
+            if old is _MISSING:
+                namespace.pop(key, None)
+            else:
+                namespace[key] = old
+
+        self.on_undo(restore)
+        return new
+
     def set_everywhere(self, owner: Any, name: str, new: Any) -> Any:
         """Replace ``owner.name`` and every module global that holds the same object
         (``from mujoco_warp import step`` made before the session began)."""

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from perfkit import segments
 from perfkit.targets import resolve
-from perfkit.collectors.sites import is_user_file
+from perfkit.collectors.sites import is_program_file, is_user_file
 from perfkit.collectors import hub
 from perfkit.collectors.hub import tls
 from perfkit.collectors.patches import Patcher
@@ -82,6 +82,16 @@ def wrap_attr(patcher: Patcher, owner: Any, name: str, seg: str, everywhere: boo
             patcher.set(owner, name, new)
     except (AttributeError, TypeError):
         return False
+    return True
+
+
+def wrap_item(patcher: Patcher, namespace: dict, name: str, seg: str) -> bool:
+    """Wrap the function ``namespace[name]`` (a module's globals where the module is not registered in
+    ``sys.modules``: a script loaded by hand) so its calls run in segment ``seg``."""
+    fn = namespace.get(name)
+    if fn is None or getattr(fn, "__perfkit_segment__", None) is not None:
+        return False
+    patcher.set_item(namespace, name, segments.wrap(fn, seg))
     return True
 
 
@@ -154,22 +164,26 @@ class SegmentRules:
         self._handles.append(("opt", opt.register_optimizer_step_post_hook(post)))
 
     # ---- name rules -----------------------------------------------------------------------------
-    def wrap_named(self, name_segments: dict[str, str] | None = None, frame: Any = None) -> list[str]:
-        """Wrap the functions and methods defined in user modules whose name puts them in a segment
-        (``name_segments`` — config names — first, then :func:`perfkit.segments.segment_for_name`).
-        The user modules are those in ``sys.modules`` plus the globals of ``frame`` and its callers (a
-        script loaded without registering its module); in an unregistered namespace only classes are
-        patched. Already-wrapped ones are left alone. Returns ``"module:qualname"`` of each wrapped one."""
+    def wrap_named(self, name_segments: dict[str, str] | None = None, frame: Any = None,
+                   modules: set[str] | None = None, skip: set | None = None) -> list[str]:
+        """Wrap the functions and methods whose rules put them in a segment (``name_segments`` — config
+        names — first, then :func:`perfkit.segments.segment_for`) in the user's modules, the library
+        modules named in ``modules`` (those that ran during the discovery window), and the globals of
+        ``frame`` and its callers (a script loaded without registering its module). Code objects in
+        ``skip`` (training loops named like a learner) and already-wrapped functions are left alone.
+        Returns ``"module:qualname"`` of each wrapped one."""
         names = dict(name_segments or {})
+        wanted = set(modules or ())
+        skip = skip or set()
         spaces: dict[int, tuple[Any, dict]] = {}
-        for mod in list(sys.modules.values()):
+        for modname, mod in list(sys.modules.items()):
             d = getattr(mod, "__dict__", None)
             file = getattr(mod, "__file__", None)
-            if isinstance(d, dict) and file and is_user_file(file):
+            if isinstance(d, dict) and file and (is_user_file(file) or (modname in wanted and is_program_file(file))):
                 spaces[id(d)] = (mod, d)
         while frame is not None:
             g = frame.f_globals
-            if id(g) not in spaces and is_user_file(frame.f_code.co_filename):
+            if id(g) not in spaces and is_program_file(frame.f_code.co_filename):
                 spaces[id(g)] = (None, g)
             frame = frame.f_back
         done: list[str] = []
@@ -179,15 +193,20 @@ class SegmentRules:
                 continue
             for attr, val in list(d.items()):
                 if inspect.isfunction(val) and val.__module__ == modname:
-                    if mod is None:
+                    if val.__code__ in skip:
                         continue
                     seg = _named_segment(attr, val, names)
-                    if seg is not None and wrap_attr(self.patcher, mod, attr, seg, everywhere=True):
+                    if seg is None:
+                        continue
+                    if mod is None:
+                        if wrap_item(self.patcher, d, attr, seg):
+                            done.append(f"{modname}:{attr}")
+                    elif wrap_attr(self.patcher, mod, attr, seg, everywhere=True):
                         done.append(f"{modname}:{attr}")
                 elif isinstance(val, type) and val.__module__ == modname:
                     for mname, raw in list(vars(val).items()):
                         fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-                        if not inspect.isfunction(fn):
+                        if not inspect.isfunction(fn) or fn.__code__ in skip:
                             continue
                         seg = _named_segment(mname, fn, names)
                         if seg is not None and wrap_attr(self.patcher, val, mname, seg):
@@ -226,17 +245,14 @@ class SegmentRules:
 
 
 def _named_segment(name: str, fn: Any, names: dict[str, str]) -> str | None:
-    """The name-rule segment of user function ``fn`` called ``name`` (None: no rule, dunder, generator,
-    a perfkit wrapper, or defined outside user code)."""
+    """The rule segment of function ``fn`` called ``name`` (None: no rule, dunder, generator, a perfkit
+    wrapper, or defined in the runtime)."""
     if name.startswith("__") or getattr(fn, "__perfkit_segment__", None) is not None:
         return None
-    seg = names.get(name) or segments.segment_for_name(name)
-    if seg is None:
-        return None
     code = getattr(fn, "__code__", None)
-    if code is None or not is_user_file(code.co_filename) or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+    if code is None or not is_program_file(code.co_filename) or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return None
-    return seg
+    return names.get(name) or segments.segment_for(name, getattr(fn, "__module__", None), getattr(fn, "__qualname__", name), code)
 
 
 def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Callable:

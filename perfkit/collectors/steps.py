@@ -27,6 +27,8 @@
 from __future__ import annotations
 
 import sys
+import threading
+import weakref
 from time import perf_counter
 from types import FrameType
 from typing import Any, Callable
@@ -61,6 +63,11 @@ class StepClock:
         self.manual = False  # perfkit.step() was called: automatic detection is off
         self.next_special = 1
         self.trail: dict[tuple, int] = {}  # steady sync events since the last boundary, by sink key
+        # whose steps are boundaries: the first stepping thread and env; another env's steps (an eval env,
+        # an env on another thread) are counted apart, by (thread name, env type), never as boundaries
+        self.thread: int | None = None
+        self._env_ref: Any = None
+        self.others: dict[tuple[str, str], int] = {}
 
     @property
     def phase(self) -> str:
@@ -68,6 +75,32 @@ class StepClock:
         if i == 0:
             return "setup"
         return "warmup" if i <= self.warmup_steps else "steady"
+
+    def owns(self, env: Any) -> bool:
+        """Whether a step of ``env`` on this thread is a boundary of this clock (binds on the first one)."""
+        tid = threading.get_ident()
+        if self.thread is None:
+            self.thread = tid
+            self._bind(env)
+            return True
+        ref = self._env_ref
+        bound = ref() if ref is not None else None
+        if tid == self.thread and (env is None or bound is None or bound is env):
+            if bound is None and env is not None:
+                self._bind(env)  # the first env is gone (rebuilt): follow the new one
+            return True
+        key = (threading.current_thread().name, type(env).__qualname__ if env is not None else "perfkit.step()")
+        self.others[key] = self.others.get(key, 0) + 1
+        return False
+
+    def _bind(self, env: Any) -> None:
+        if env is None:
+            self._env_ref = None
+            return
+        try:
+            self._env_ref = weakref.ref(env)
+        except TypeError:  # not weak-referenceable: hold its identity only while it lives here
+            self._env_ref = lambda e=env: e
 
     def begin(self, env: Any = None, now: float | None = None) -> None:
         """A step boundary: the previous step ends and step ``index + 1`` begins."""
@@ -94,7 +127,8 @@ class StepClock:
     def mark(self) -> None:
         """``perfkit.step()``: a boundary by hand; automatic detection stops for the session."""
         self.manual = True
-        self.begin(None)
+        if self.owns(None):
+            self.begin(None)
 
 
 class PhaseSink(Sink):
@@ -108,12 +142,19 @@ class PhaseSink(Sink):
         self.sampling = sampling
         self.on_sync = on_sync
         self.chains: dict[tuple, tuple] = {}  # (kind, op, file, line) -> the chain back to user code, first seen
+        self.per_sample: dict[tuple, dict[int, int]] = {}  # sampled kinds: site key -> {sampled step: events}
 
     def add(self, kind, op, site, segment, thread, nbytes, would, n=1, frame=None) -> None:
         if kind in ("alloc", "stream"):
             if not self.sampling():
                 return
             phase = "sampled"
+            where = (kind, op, site[0], site[1], site[2], thread, would)
+            per = self.per_sample.get(where)
+            if per is None:
+                per = self.per_sample[where] = {}
+            idx = self.clock.index
+            per[idx] = per.get(idx, 0) + n
         else:
             phase = self.clock.phase
         key = (kind, op, site[0], site[1], site[2], thread, would, phase)
@@ -139,8 +180,11 @@ def step_wrapper(orig: Callable) -> Callable:
         c = mod.current
         if c is None or c.in_step or c.manual or hub.is_compiling():
             return orig(*args, **kwargs)
+        env = args[0] if args else None
+        if not c.owns(env):
+            return orig(*args, **kwargs)
         c.in_step = True
-        c.begin(args[0] if args else None)
+        c.begin(env)
         try:
             return orig(*args, **kwargs)
         finally:
@@ -203,16 +247,25 @@ def patch_step_method(patcher: Patcher, cls: type, name: str) -> bool:
 class Discovery:
     """The ``sys.setprofile`` function of the discovery window (see module doc)."""
 
-    def __init__(self, clock: StepClock, patcher: Patcher, find_steps: bool, name_segments: dict[str, str]):
+    MAX_CALLEES = 16  # the env step's callees that break "other" down
+
+    def __init__(self, clock: StepClock, patcher: Patcher, find_steps: bool, name_segments: dict[str, str],
+                 step_methods: tuple[str, ...] = ("step",)):
         self.clock = clock
         self.patcher = patcher
+        self.step_methods = frozenset(step_methods)
         self.find_steps = find_steps
         self.name_segments = name_segments
-        self._open: dict[int, Any] = {}  # id(frame) -> "step" | segment token
+        self._open: dict[int, tuple] = {}  # id(frame) -> ("step",) | ("inner",) | (segment token, code)
         self._seen: set = set()
-        self.candidates: list[tuple[Any, str, str, bool]] = []  # (owner, name, segment, is_module)
+        self._seen_seg: dict = {}
+        self.candidates: list[tuple[Any, str, str, str]] = []  # (owner, name, segment, how: class|module|dict)
         self.step_classes: list[type] = []
         self._rejected_step_codes: set = set()
+        self._step_frames: list[int] = []  # ids of the open env-step frames, innermost last
+        self._callees: dict[Any, str] = {}  # code -> "other/<qualname>" of the env step's direct callees
+        self.disqualified: set = set()  # learner-named codes seen around an env step: a training loop
+        self.modules_seen: set[str] = set()  # modules of program code that ran while the window was open
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         try:
@@ -239,51 +292,95 @@ class Discovery:
                         cls = type(mod)
                         if cls not in self._policy_found:
                             self._policy_found.append(cls)
-                        self._open[id(frame)] = segments.push("policy")
+                        self._open[id(frame)] = (segments.push("policy"), None)
                 return
             name = code.co_name
-            if name == "step" and self.find_steps and code not in self._rejected_step_codes:
-                c = self.clock
-                if c.in_step or c.manual:
-                    return
-                obj = self._receiver(frame, code)
-                n = num_envs_of(obj)
-                if n is None:
-                    self._rejected_step_codes.add(code)
-                    return
-                cls = type(obj)
-                if patch_step_method(self.patcher, cls, "step"):
-                    self.step_classes.append(cls)
-                c.in_step = True
-                c.begin(obj)
-                self._open[id(frame)] = "step"
+            if name in self.step_methods and code not in self._rejected_step_codes and self._step_call(frame, code, name):
                 return
-            if code in self._seen:
-                tok_seg = self._seen_seg.get(code)
-                if tok_seg is not None:
-                    self._open[id(frame)] = segments.push(tok_seg)
-                return
-            self._seen.add(code)
-            if not is_program_file(code.co_filename):
-                self._seen_seg[code] = None
-                return
-            seg = self.name_segments.get(name) or segments.segment_for_name(name)
-            self._seen_seg[code] = seg
-            if seg is None:
-                return
-            self._open[id(frame)] = segments.push(seg)
-            self._remember(frame, code, seg)
+            if self._step_frames and code not in self._callees and self._called_by_step(frame):
+                self._callee(frame, code)
+            seg = self._rule_segment(frame, code) or self._callees.get(code)
+            if seg is not None and code not in self.disqualified:
+                self._open[id(frame)] = (segments.push(seg), code)
         elif event == "return" and self._open:
-            tok = self._open.pop(id(frame), None)
-            if tok is None:
+            entry = self._open.pop(id(frame), None)
+            if entry is None:
                 return
-            if tok == "step":
+            if entry[0] == "step":
+                self._step_frames.pop()
                 self.clock.in_step = False
                 self.clock.end()
+            elif entry[0] == "inner":
+                self._step_frames.pop()
             else:
-                segments.pop(tok)
+                segments.pop(entry[0])
 
-    _seen_seg: dict = {}
+    def _rule_segment(self, frame: FrameType, code: Any) -> str | None:
+        """The segment the rules give ``code`` (config names, then :func:`perfkit.segments.segment_for`),
+        decided at its first call; a function with one is remembered for wrapping."""
+        if code in self._seen:
+            return self._seen_seg.get(code)
+        self._seen.add(code)
+        seg = None
+        if is_program_file(code.co_filename):
+            module = frame.f_globals.get("__name__")
+            if module:
+                self.modules_seen.add(module)
+            name = code.co_name
+            seg = self.name_segments.get(name) or segments.segment_for(name, module, getattr(code, "co_qualname", name), code)
+            if seg is not None:
+                self._remember(frame, code, seg)
+        self._seen_seg[code] = seg
+        return seg
+
+    def _step_call(self, frame: FrameType, code: Any, name: str) -> bool:
+        """A call of a step-named method: an env step when its receiver has ``num_envs`` (True), else
+        remembered as not one (False)."""
+        c = self.clock
+        if c.manual or not self.find_steps:
+            return False
+        obj = self._receiver(frame, code)
+        if num_envs_of(obj) is None:
+            self._rejected_step_codes.add(code)
+            return False
+        if c.in_step:  # a step inside the step (a wrapper's env, or the wrapped method itself)
+            self._open[id(frame)] = ("inner",)
+            self._step_frames.append(id(frame))
+            return True
+        cls = type(obj)
+        if patch_step_method(self.patcher, cls, name):
+            self.step_classes.append(cls)
+        if not c.owns(obj):
+            return True
+        self._disqualify_open_learners()
+        c.in_step = True
+        c.begin(obj)
+        self._open[id(frame)] = ("step",)
+        self._step_frames.append(id(frame))
+        return True
+
+    def _disqualify_open_learners(self) -> None:
+        """A learner-named function open around an env step is a training loop, not a learner update."""
+        for key, entry in list(self._open.items()):
+            code = entry[1] if len(entry) > 1 else None
+            if code is not None and self._seen_seg.get(code) == "learner":
+                self.disqualified.add(code)
+                segments.pop(entry[0])
+                del self._open[key]
+
+    def _called_by_step(self, frame: FrameType) -> bool:
+        caller = hub.direct_caller(frame.f_back)
+        return caller is not None and id(caller) == self._step_frames[-1]
+
+    def _callee(self, frame: FrameType, code: Any) -> None:
+        """A direct callee of the innermost env step: what "other" is broken down by."""
+        if len(self._callees) >= self.MAX_CALLEES or not is_program_file(code.co_filename):
+            return
+        if code.co_name.startswith("<") or self._rule_segment(frame, code) is not None:
+            return
+        label = "other/" + getattr(code, "co_qualname", code.co_name).replace(".<locals>", "")
+        self._callees[code] = label
+        self._remember(frame, code, label)
 
     @staticmethod
     def _receiver(frame: FrameType, code: Any) -> Any:
@@ -297,8 +394,10 @@ class Discovery:
         fn = g.get(name)
         if getattr(fn, "__code__", None) is code:
             mod = sys.modules.get(g.get("__name__", ""))
-            if mod is not None:
-                self.candidates.append((mod, name, seg, True))
+            if mod is not None and getattr(mod, "__dict__", None) is g:
+                self.candidates.append((mod, name, seg, "module"))
+            else:  # a module loaded without registering it: patch its namespace
+                self.candidates.append((g, name, seg, "dict"))
             return
         obj = self._receiver(frame, code)
         if obj is None:
@@ -306,12 +405,11 @@ class Discovery:
         cls = obj if isinstance(obj, type) else type(obj)
         owner = defining_class(cls, name, code)
         if owner is not None:
-            self.candidates.append((owner, name, seg, False))
+            self.candidates.append((owner, name, seg, "class"))
 
     def start(self) -> bool:
         if sys.getprofile() is not None:
             return False
-        self._seen_seg = {}
         sys.setprofile(self)
         return True
 
@@ -323,13 +421,20 @@ class Discovery:
             sys.setprofile(None)
         # frames still open keep their segment until they return through the wrappers' absence:
         # pop their segment tokens now (outermost first) so nothing leaks past the window.
-        toks = [t for t in self._open.values() if t != "step"]
+        toks = [e[0] for e in self._open.values() if isinstance(e[0], int)]
         if toks:
             segments.pop(min(toks))
         self._open.clear()
+        self._step_frames.clear()
         if wrap_found:
-            from perfkit.collectors.segment_rules import wrap_attr
+            from perfkit.collectors.segment_rules import wrap_attr, wrap_item
 
-            for owner, name, seg, is_module in self.candidates:
-                wrap_attr(self.patcher, owner, name, seg, everywhere=is_module)
+            skip = {getattr(c, "co_name", None) for c in self.disqualified}
+            for owner, name, seg, how in self.candidates:
+                if seg == "learner" and name in skip:
+                    continue
+                if how == "dict":
+                    wrap_item(self.patcher, owner, name, seg)
+                else:
+                    wrap_attr(self.patcher, owner, name, seg, everywhere=how == "module")
         self.candidates.clear()

@@ -180,6 +180,10 @@ class SegmentClock:
         self.acc[cur] = self.acc.get(cur, 0.0) + (now - self.t)
         self.t = now
 
+    def skip(self, now: float) -> None:
+        """Charge nothing for the time up to ``now`` (perfkit's own work at a step boundary)."""
+        self.t = now
+
     def open_span(self) -> None:
         """Timed steps begin: later :meth:`close_span` adds what accumulated since to the span totals."""
         self._base_acc, self._base_calls = dict(self.acc), dict(self.calls)

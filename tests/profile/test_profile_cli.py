@@ -37,7 +37,9 @@ def test_script_args_and_complete_record(tmp_path):
     assert run.command == [script("exits.py"), "ok", "--flag", "-x"]
     assert run.extra["total_steps"] == 4 and run.num_envs == 8
     f = run.findings_of("sync")[0]
-    assert (f.op, f.line, f.count) == (".item()", line_of(script("exits.py"), "return self.x.sum().item()"), 4)
+    # perfkit.run/2: a finding's count is over the steady-state steps (4 steps, 1 of warm-up)
+    assert (f.op, f.line, f.count, f.per_step) == (".item()", line_of(script("exits.py"), "return self.x.sum().item()"), 3, 1.0)
+    assert (run.steps, run.total_steps, run.warmup_steps) == (3, 4, 1)
 
 
 def test_a_real_process_keeps_stdout_the_scripts_and_exits_like_python(tmp_path):
@@ -87,7 +89,8 @@ def test_module_mode_with_args(tmp_path, monkeypatch):
     run = Run.load(out)
     assert run.command == ["-m", "pkmod_demo.run", "--steps", "6"]
     f = run.findings_of("sync")[0]
-    assert f.op == "t[bool_mask]" and f.count == 6 and f.path.endswith("run.py")
+    # perfkit.run/2: count over the steady steps (6 steps, the default 5 of warm-up)
+    assert f.op == "t[bool_mask]" and (f.count, f.per_step, run.steps) == (1, 1.0, 1) and f.path.endswith("run.py")
 
 
 def test_budgets_exit_2_listing_sites(tmp_path):

@@ -58,12 +58,13 @@ def test_toy_env_exact_counts_lines_and_per_step():
     path = toy.__file__
     by = {(f.kind, f.op): f for f in run.findings}
     b = by[("sync", "bool(t)")]
-    assert (b.line, b.count, b.per_step, b.function) == (line_of(path, "if done.any():"), 10, 1.0, "step")
+    # perfkit.run/2: count is over the 8 steady-state steps, per_step = count / steps
+    assert (b.line, b.count, b.per_step, b.function) == (line_of(path, "if done.any():"), 8, 1.0, "step")
     it = by[("sync", ".item()")]
-    assert (it.line, it.count, it.per_step, it.function) == (line_of(path, "total += r.mean().item()"), 10, 1.0, "main")
+    assert (it.line, it.count, it.per_step, it.function) == (line_of(path, "total += r.mean().item()"), 8, 1.0, "main")
     assert it.would_sync_on_gpu and it.path.endswith("toy_env.py") and "item()" in it.code
     z = by[("alloc", "torch.zeros")]
-    assert (z.line, z.per_step, z.bytes) == (line_of(path, "extra = torch.zeros"), 1.0, 64 * 10)
+    assert (z.line, z.per_step, z.bytes) == (line_of(path, "extra = torch.zeros"), 1.0, 64 * 8)  # bytes over the steady steps
     loops = run.findings_of("loop")
     # per step: the body's iterations (num_envs), and the torch ops each iteration issues (one __setitem__)
     assert [(f.line, f.per_step, f.function) for f in loops] == [(line_of(path, "for i in range(self.num_envs)"), 16.0, "step")]
@@ -139,7 +140,7 @@ def test_manual_step_marks_override_auto_detection():
     assert s.run.extra["step_detection"] == "manual"
     assert s.run.extra["total_steps"] == 6
     f = [f for f in s.run.findings if f.op == "bool(t)"][0]
-    assert f.count == 12 and f.per_step == 2.0
+    assert f.count == 10 and f.per_step == 2.0  # over the 5 steady steps (perfkit.run/2)
 
 
 def test_step_fn_option_and_wrapped_envs_count_once():
@@ -248,7 +249,7 @@ def test_record_round_trips_and_has_timeline(tmp_path):
         toy.main(12)
     p = s.run.save(tmp_path / "r.json")
     back = Run.load(p)
-    assert back.schema == "perfkit.run/1" and back.command == ["toy.py"]
+    assert back.schema == "perfkit.run/2" and back.command == ["toy.py"]
     tl = back.extra["timeline"]
     assert {e["step"] for e in tl} == {3, 4, 5}
     assert all(set(e) == {"step", "segment", "start_ms", "dur_ms", "gpu"} for e in tl)
@@ -303,7 +304,11 @@ def test_per_env_loops_of_every_shape_and_not_loops_over_terms():
         (line_of(path, "# <- comprehension"), "comprehension over envs"): pytest.approx(33, abs=1),
         (line_of(path, "# <- while"), "while-loop over envs"): 32,
         (line_of(path, "# <- outer"), "for-loop over envs"): 32,
+        # entered twice a step, num_envs/2 iterations each: still one loop over (half) the envs
+        (line_of(path, "# <- half-batch"), "for-loop over envs"): 32,
     }
+    # a helper run num_envs times a step whose own loop goes over 3 arguments is not a per-env loop
+    assert not any(f.line == line_of(path, "# <- not per env: 3 iterations per entry") for f in s.run.findings_of("loop"))
 
 
 def test_no_loop_findings_below_eight_envs():
