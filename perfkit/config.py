@@ -9,7 +9,7 @@ its parents). Command-line options override them; they override the defaults bel
     max_allocs_per_step = 0
     timing_every = 7                     # CUDA-event timing on every k-th steady step (prime: no aliasing with rollouts)
     sample_every = 31                    # sample allocations / loops / stream hazards on every k-th steady step
-    sample_budget = 0.01                 # ... and widen k so that sampling costs at most this share of the run
+    sample_budget = 0.01                 # ... and widen k so that sampling costs at most this share of the run (1: never)
     sample_steps = [6, 7]                # or exactly these steps (overrides sample_every)
     nvtx = "auto"                        # "auto" (every step under nsys, else timed steps), "always", "off"
     step_methods = ["step"]              # method names that are an env step (on an object with `num_envs`)

@@ -52,12 +52,18 @@ def active() -> "Session | None":
     return _active
 
 
-def step() -> None:
+def step(num_envs: int | None = None) -> None:
     """Mark a step boundary by hand (call it once per iteration, at the top of the loop body).
 
-    Once called, automatic step detection is off for the session. No-op outside a session."""
+    ``num_envs`` says how many envs one step advances (for env-steps/s and per-env loop detection) when
+    no env object says it. Once called, automatic step detection is off for the session. No-op outside
+    a session."""
     s = _active
     if s is not None:
+        if num_envs is not None and s.num_envs is None:
+            if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+                raise ValueError(f"perfkit.step(num_envs=...) needs a positive int, got {num_envs!r}")
+            s.given_num_envs = s.num_envs = num_envs
         s.clock.mark()
 
 
@@ -312,7 +318,7 @@ class Session:
             self._next_sample = min(later) if later else 0
             return
         typical = sorted(self._recent)[len(self._recent) // 2] if self._recent else None
-        if typical:  # what a sample costs beyond a typical step, spread over the steps each one stands for
+        if typical and self.config.sample_budget < 1:  # a budget of 1 (the whole run): never widen  # what a sample costs beyond a typical step, spread over the steps each one stands for
             self._sample_cost += max(0.0, took - typical)
             self._costed += 1
             need = self._sample_cost / self._costed / (self.config.sample_budget * typical)

@@ -1,8 +1,12 @@
-"""Stream hazards: Warp work launched on a stream other than torch's current one while the two share
-memory (``wp.to_torch`` / ``wp.from_torch``).
+"""Stream hazards: Warp work launched on a stream that nothing orders with torch's current one while the
+two share memory (``wp.to_torch`` / ``wp.from_torch``).
 
-Warp's default stream on a device is its own, not torch's: a kernel Warp launches there reads or writes
-a buffer torch is still writing on its stream, with nothing ordering the two. ``wp.to_torch`` and
+Warp's default stream on a device is its own, not torch's. Whether that races depends on the streams'
+kinds: CUDA's *legacy default stream* (stream 0, where torch runs unless told otherwise) waits for
+and is waited on by every *blocking* stream, and Warp creates its streams blocking — so Warp on its
+stream and torch on the legacy default stream are ordered (measured on the H200: every element right).
+A launch is a hazard when the streams are really unordered: torch on a side stream (or the per-thread
+default stream) while Warp is on another, or Warp on a non-blocking stream. ``wp.to_torch`` and
 ``wp.from_torch`` are wrapped for the whole session (they run rarely: zero-copy views are made once)
 to learn that sharing happens; then, on sampled steps only, ``wp.launch`` and ``wp.capture_launch`` are
 wrapped to compare the launch stream with ``torch.cuda.current_stream()``. Each mismatching launch is
@@ -70,7 +74,7 @@ class StreamMonitor:
                 if stream is None:
                     stream = dev.stream
                 torch_stream = current_stream(dev.ordinal).cuda_stream
-                if int(stream.cuda_stream) != int(torch_stream):
+                if not ordered(int(stream.cuda_stream), int(torch_stream), stream_flags):
                     emit("stream", "Warp launch off torch's stream", frame)
             except Exception:  # never break the user's launch
                 pass
@@ -98,3 +102,41 @@ class StreamMonitor:
         if self._launch_patcher is not None:
             self._launch_patcher.undo()
             self._launch_patcher = None
+
+
+LEGACY_DEFAULT = 0  # cudaStreamLegacy as torch reports it (current_stream().cuda_stream == 0)
+NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
+
+
+def ordered(a: int, b: int, flags: Any) -> bool:
+    """Whether work on streams ``a`` and ``b`` (raw CUDA stream handles) is ordered by CUDA itself: the
+    same stream, or the legacy default stream with a blocking stream. ``flags(handle)`` gives a
+    stream's creation flags (None when unknown: taken as blocking, Warp's kind)."""
+    if a == b:
+        return True
+    if a == LEGACY_DEFAULT or b == LEGACY_DEFAULT:
+        other = b if a == LEGACY_DEFAULT else a
+        f = flags(other)
+        return f is None or not (f & NON_BLOCKING)
+    return False
+
+
+_flags_cache: dict[int, int | None] = {}
+
+
+def stream_flags(handle: int) -> int | None:
+    """A CUDA stream's creation flags through the driver (``cuStreamGetFlags``); None when unknown."""
+    if handle in _flags_cache:
+        return _flags_cache[handle]
+    value = None
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL("libcuda.so.1")
+        out = ctypes.c_uint(0)
+        if lib.cuStreamGetFlags(ctypes.c_void_p(handle), ctypes.byref(out)) == 0:
+            value = int(out.value)
+    except Exception:
+        value = None
+    _flags_cache[handle] = value
+    return value

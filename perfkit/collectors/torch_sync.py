@@ -13,14 +13,22 @@ Counting rules (what the tests pin down):
   *would-sync-on-GPU* event, but only where user code made the call itself: torch's own ``.item()`` on
   its CPU bookkeeping tensors (optimizer step counters, ...) is not the user's sync;
 * ``t.cpu().numpy()`` on one line is one event: on a GPU the ``.cpu()`` syncs and the ``.numpy()`` of
-  the host copy does not; on a CPU tensor the ``.numpy()`` of the tensor ``.cpu()`` just returned, on
-  the same line of the same frame, is not counted again. (``.cpu().detach().numpy()`` counts two on
-  a CPU-only machine: the ``detach`` hides the chain.)
+  the host copy does not; on a CPU tensor the ``.numpy()`` (``.tolist()``, ``np.asarray``) of the very
+  tensor ``.cpu()`` just returned (held by a weak reference: a recycled id never matches), on the same
+  line of the same frame, is not counted again. (``.cpu().detach().numpy()`` counts two on a CPU-only
+  machine: the ``detach`` hides the chain.)
+* writing a Python scalar through an index syncs on CUDA: torch makes the scalar a host tensor and
+  copies it to the device — ``x[idx] = 0.0`` with an index tensor (``index_put_``), and ``x[5] = 0.0``
+  where the indexed element is a single value (a copy into a 0-d view); writing into a slice or a row
+  (``x[:, 0] = 1.0``, ``x[5] = 0.0`` on a 2-d ``x``) is a fill, and ``x[mask] = 0.0`` a masked fill:
+  neither syncs (measured on the H200, torch 2.11).
 """
 
 from __future__ import annotations
 
+import numbers
 import sys
+import weakref
 from typing import Any, Callable
 
 from perfkit.collectors.sites import reportable
@@ -42,6 +50,7 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
     ``when(args, kwargs)`` says whether this particular call syncs (e.g. ``torch.where`` with one
     argument); ``chain`` marks ops whose result may feed ``.numpy()/.tolist()`` on the same line."""
     sinks, state = hub.sinks, tls
+    consumes = op in _CHAIN_CONSUMERS
 
     @wraps(orig)
     def hook(*args, **kwargs):
@@ -53,16 +62,34 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
         if not cuda:
             if not hub.count_cpu or not reportable(caller.f_code.co_filename):
                 return orig(*args, **kwargs)
-            last = state.last_cpu
-            if last is not None and last == (id(caller), caller.f_lineno, id(t)):
-                state.last_cpu = None
+            if consumes and _chained(state, caller, t):
                 return orig(*args, **kwargs)  # the .numpy() of `t.cpu().numpy()`: counted at .cpu()
         out = sync_call(orig, _op_name(op, caller), caller, args, kwargs, would=not cuda)
         if chain and not cuda:
-            state.last_cpu = (id(caller), caller.f_lineno, id(out))
+            _remember_chain(state, caller, out)
         return out
 
     return hook
+
+
+_CHAIN_CONSUMERS = frozenset({".numpy()", ".tolist()", "np.asarray(t)"})
+
+
+def _remember_chain(state: Any, caller: Any, out: Any) -> None:
+    """``out`` was just returned by a counted ``.cpu()``/``.to("cpu")`` at ``caller``'s line."""
+    try:
+        state.last_cpu = (id(caller), caller.f_lineno, weakref.ref(out))
+    except TypeError:  # not weak-referenceable: no chain
+        state.last_cpu = None
+
+
+def _chained(state: Any, caller: Any, t: Any) -> bool:
+    """Whether ``t`` is the very host copy the last counted ``.cpu()`` returned on this line of this frame."""
+    last = state.last_cpu
+    if last is None or last[0] != id(caller) or last[1] != caller.f_lineno or last[2]() is not t:
+        return False
+    state.last_cpu = None
+    return True
 
 
 _print_lines: dict[tuple[str, int], bool] = {}
@@ -115,25 +142,58 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
     return __getitem__
 
 
+def _is_scalar(value: Any, Tensor: type) -> bool:
+    """A Python number, or a 0-d host tensor: what torch turns into a host tensor before writing it."""
+    if isinstance(value, numbers.Number):
+        return True
+    return isinstance(value, Tensor) and value.dim() == 0 and not value.is_cuda
+
+
+def _setitem_op(self: Any, idx: Any, value: Any, Tensor: type, bool_dtypes: tuple) -> str | None:
+    """The sync ``self[idx] = value`` makes (see module doc), or None."""
+    tp = type(idx)
+    if tp is int:
+        return "t[i] = scalar" if self.dim() == 1 and _is_scalar(value, Tensor) else None
+    if tp is slice:
+        return None
+    op = _index_op(idx, Tensor, bool_dtypes)
+    if op == "t[bool_mask]":
+        return None if _is_scalar(value, Tensor) else "t[bool_mask] = v"  # a scalar: masked_fill_
+    if op == "t[list]":
+        return "t[list] = v"
+    if not _is_scalar(value, Tensor):
+        return None
+    if isinstance(idx, Tensor):
+        return "t[idx] = scalar"
+    if tp is tuple:
+        if any(isinstance(e, Tensor) for e in idx):
+            return "t[idx] = scalar"
+        if len(idx) == self.dim() and all(type(e) is int for e in idx):
+            return "t[i] = scalar"  # every dim indexed by an int: a 0-d target
+    return None
+
+
 def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
-    """``t[bool_mask] = values`` / ``t[list] = values``: index_put_ reads the mask back (nonzero) or copies
-    the list to the device. A Python-scalar value with a boolean mask is torch's masked_fill_ fast path
-    and is not counted."""
+    """``t[bool_mask] = values``: index_put_ reads the mask back (nonzero); ``t[list] = values`` copies
+    the list to the device; a Python scalar written through an index tensor or into a single element
+    is copied host-to-device (see module doc). ``t[bool_mask] = scalar`` (masked_fill_), writes into
+    slices and rows, and device values through an index tensor are not counted."""
     sinks, state = hub.sinks, tls
 
     @wraps(orig)
     def __setitem__(self, idx, value):
-        tp = type(idx)
-        if tp is slice or tp is int:
+        if type(idx) is slice or not sinks or state.depth or hub.is_compiling():
             return orig(self, idx, value)
-        if sinks and not state.depth and not hub.is_compiling():
-            op = _index_op(idx, Tensor, bool_dtypes)
-            if op is not None and not (op == "t[bool_mask]" and isinstance(value, (int, float, bool))):
-                caller = direct_caller(sys._getframe(1))
-                cuda = self.is_cuda
-                if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
-                    op = op + " = v"
-                    return sync_call(orig, op, caller, (self, idx, value), {}, would=not cuda)
+        state.depth += 1  # the checks' own tensor queries (dim, dtype) are not the program's ops
+        try:
+            op = _setitem_op(self, idx, value, Tensor, bool_dtypes)
+        finally:
+            state.depth -= 1
+        if op is not None:
+            caller = direct_caller(sys._getframe(1))
+            cuda = self.is_cuda
+            if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
+                return sync_call(orig, op, caller, (self, idx, value), {}, would=not cuda)
         return orig(self, idx, value)
 
     return __setitem__
@@ -166,7 +226,7 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
             if cuda or (hub.count_cpu and literal and reportable(caller.f_code.co_filename)):
                 out = sync_call(orig, '.to("cpu")', caller, (self, *args), kwargs, would=not cuda)
                 if not cuda:
-                    state.last_cpu = (id(caller), caller.f_lineno, id(out))
+                    _remember_chain(state, caller, out)
                 return out
         return orig(self, *args, **kwargs)
 
@@ -318,7 +378,11 @@ PATCHES: tuple[Patch, ...] = (
           also={"t[list]": "index with a preallocated index tensor on the device, not a Python list (a blocking host-to-device copy)"}),
     Patch("Tensor", "__setitem__", "t[bool_mask] = v", "use torch.where(mask, v, t, out=t) or masked_scatter_ / masked_fill_ instead of a boolean-mask write",
           lambda orig, p, torch: _setitem_hook(orig, torch.Tensor, _BOOL(torch)),
-          also={"t[list] = v": "write through a preallocated index tensor on the device (index_copy_), not a Python list"}),
+          also={"t[list] = v": "write through a preallocated index tensor on the device (index_copy_), not a Python list",
+                "t[idx] = scalar": "write a device value: x.index_fill_(0, idx, v), or x[idx] = a preallocated device tensor; "
+                                   "a Python scalar through an index is copied host-to-device and synced",
+                "t[i] = scalar": "write into a slice (x[i:i + 1] = v is a fill) or keep the value on the device; "
+                                 "a Python scalar into one element is copied host-to-device and synced"}),
     Patch("Tensor", "to", '.to("cpu")', "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
           lambda orig, p, torch: _to_hook(orig, torch), also={'.to("cuda")': _H2D}),
     Patch("Tensor", "copy_", "cpu_t.copy_(cuda_t)", "copy into a pinned host buffer with non_blocking=True and read it a step later",

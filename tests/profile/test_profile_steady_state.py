@@ -1,0 +1,239 @@
+"""Issue 11's counting rules on small CPU programs: counts over the whole steady state (not extrapolated
+from warm-up), exact rates for periodic events, perfkit's own time out of the steps, exact .cpu()
+counts, the index-write syncs, and the user-given num_envs."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+import perfkit
+from perfkit.config import Config
+from perfkit.session import Session
+
+
+class AllocEnv:
+    """Allocates a fresh tensor on the steps ``allocates(k)`` says (k = 1, 2, ... the call number)."""
+
+    num_envs = 8
+
+    def __init__(self, allocates):
+        self.allocates = allocates
+        self.calls = 0
+        self.x = torch.zeros(8)
+
+    def step(self, a):
+        self.calls += 1
+        if self.allocates(self.calls):
+            self.extra = torch.ones(8)  # <- the allocation
+        self.x.add_(a)
+        return self.x
+
+
+def _alloc_findings(run):
+    return [f for f in run.findings_of("alloc") if "the allocation" in f.code]
+
+
+def _run(env, steps, **kw):
+    a = torch.ones(8)
+    cfg = Config(sample_budget=1.0, **kw.pop("config", {}))  # no widening: the tests pin the stride
+    with Session(config=cfg, **kw) as s:
+        for _ in range(steps):
+            env.step(a)
+    return s.run
+
+
+def test_an_allocation_made_only_during_warm_up_is_not_reported():
+    run = _run(AllocEnv(lambda k: k <= 4), 200, warmup_steps=5)
+    assert _alloc_findings(run) == []
+    assert run.sampling["steps"][0] == 6 and len(run.sampling["steps"]) == len(run.sampling["weights"]) > 1
+
+
+def test_an_allocation_that_starts_late_is_reported_at_its_rate():
+    run = _run(AllocEnv(lambda k: k >= 101), 600, warmup_steps=5)
+    (f,) = _alloc_findings(run)
+    # every step from 101 of the 595 steady steps (6..600): 500/595 = 0.84 per step, estimated from samples
+    assert f.per_step == pytest.approx(500 / 595, abs=0.06)
+    assert f.count == round(f.per_step * run.steps)
+
+
+def test_an_allocation_every_tenth_step_reads_exactly_one_tenth():
+    run = _run(AllocEnv(lambda k: k % 10 == 0), 1000, warmup_steps=5)
+    (f,) = _alloc_findings(run)
+    assert f.per_step == 0.1 and f.count == round(0.1 * run.steps)
+    assert run.sampling["every"] == 31 and len(run.sampling["steps"]) >= 20
+
+
+def test_sampling_spreads_over_the_whole_steady_state():
+    run = _run(AllocEnv(lambda k: True), 700, warmup_steps=5)
+    steps = run.sampling["steps"]
+    assert steps[0] == 6 and steps[-1] > 600 and all(b - a == 31 for a, b in zip(steps, steps[1:]))
+    assert run.total_steps == 700 and run.warmup_steps == 5 and run.steps == 695
+
+
+def test_explicit_sample_steps_still_work():
+    run = _run(AllocEnv(lambda k: True), 20, warmup_steps=2, sample_steps=(2, 3))
+    assert run.sampling["steps"] == [2, 3] and run.sampling["every"] is None
+    (f,) = _alloc_findings(run)
+    assert f.per_step == 1.0
+
+
+def test_sampling_widens_its_stride_when_samples_cost_more_than_the_budget():
+    a = torch.ones(8)
+
+    class Heavy:
+        num_envs = 8
+
+        def step(self, x):
+            for _ in range(40):
+                x = x + 1.0  # 40 ops: a sampled step (every op intercepted) costs several plain ones
+            return x
+
+    env = Heavy()
+    with Session(warmup_steps=2, config=Config(sample_every=3, sample_budget=0.01)) as s:
+        for _ in range(400):
+            env.step(a)
+    assert s.run.sampling["every"] > 3  # widened to keep sampling near 1 % of the run
+    assert len(s.run.sampling["steps"]) < 400 / 3 / 2
+
+
+class FastEnv:
+    num_envs = 64
+
+    def __init__(self):
+        self.x = torch.zeros(64)
+
+    def step(self, a):
+        self.x.add_(a)
+        return self.x
+
+    def compute_reward(self):  # a name-ruled function: the discovery window has something to wrap
+        return self.x.sum()
+
+
+def _sps(warmup):
+    env, a = FastEnv(), torch.ones(64)
+    with Session(warmup_steps=warmup) as s:
+        for _ in range(3000):
+            env.step(a)
+            env.compute_reward()
+    return s.run.sps
+
+
+def test_warmup_zero_and_the_default_give_the_same_sps_within_noise():
+    """perfkit's own pause when the discovery window closes is not part of any step."""
+    a, b = _sps(0), _sps(5)
+    assert 0.5 < a / b < 2.0, (a, b)
+
+
+def test_cpu_then_numpy_counts_exactly_one_per_call():
+    class Env:
+        num_envs = 8
+
+        def __init__(self):
+            self.x = torch.zeros(8)
+
+        def step(self, a):
+            self.x.add_(a)
+            return self.x
+
+    env, a = Env(), torch.ones(8)
+    with Session(warmup_steps=0, count_cpu_tensors=True) as s:
+        for _ in range(200):
+            host = env.step(a).clone().cpu()  # a fresh tensor every step: recycled ids must not match
+            host.numpy()
+            del host
+    (cpu,) = [f for f in s.run.findings_of("sync") if f.op == ".cpu()"]
+    assert cpu.count == 200 and cpu.per_step == 1.0
+    assert not [f for f in s.run.findings_of("sync") if f.op == ".numpy()" and f.per_step < 1.0]
+
+
+def test_index_writes_of_python_scalars_are_syncs_and_fills_are_not():
+    class Env:
+        num_envs = 8
+
+        def __init__(self):
+            self.x = torch.zeros(8)
+            self.m = torch.zeros(8, 3)
+            self.idx = torch.tensor([1, 3])
+            self.mask = torch.zeros(8, dtype=torch.bool)
+            self.vals = torch.ones(8)
+
+        def step(self, a):
+            x, m, idx, mask = self.x, self.m, self.idx, self.mask
+            x[idx] = 0.0  # <- sync idx
+            x[5] = 0.0  # <- sync one element
+            m[2, 1] = 1.0  # <- sync one element 2d
+            x[mask] = self.vals[mask]  # <- sync mask tensor
+            x[mask] = 0.0
+            x.masked_fill_(mask, 0.0)
+            x.index_fill_(0, idx, 0.0)
+            x[idx] = self.vals[:2]
+            m[:, 0] = 1.0
+            m[5] = 0.0
+            x[2:4] = 1.0
+            return x
+
+    from _helpers import line_of
+
+    env, a = Env(), torch.ones(8)
+    with Session(warmup_steps=1, count_cpu_tensors=True) as s:
+        for _ in range(6):
+            env.step(a)
+    got = {(f.line, f.op) for f in s.run.findings_of("sync") if f.function == "step"}
+    path = __file__
+    assert got == {
+        (line_of(path, "# <- sync idx"), "t[idx] = scalar"),
+        (line_of(path, "# <- sync one element"), "t[i] = scalar"),
+        (line_of(path, "# <- sync one element 2d"), "t[i] = scalar"),
+        (line_of(path, "# <- sync mask tensor"), "t[bool_mask] = v"),
+        (line_of(path, "# <- sync mask tensor"), "t[bool_mask]"),  # the read on the right-hand side
+    }
+
+
+def test_user_given_num_envs_for_manual_steps():
+    x = torch.zeros(32)
+    with Session(warmup_steps=1) as s:
+        for _ in range(10):
+            perfkit.step(num_envs=32)
+            x.add_(1.0)
+    assert s.run.num_envs == 32 and s.run.sps > 0
+    with Session(warmup_steps=1, num_envs=16) as s2:
+        for _ in range(10):
+            perfkit.step()
+            x.add_(1.0)
+    assert s2.run.num_envs == 16
+    with pytest.raises(ValueError):
+        Session(num_envs=0)
+
+
+def test_an_env_stepping_on_another_thread_is_told_apart():
+    main_env, other_env, a = FastEnv(), FastEnv(), torch.ones(64)
+
+    def other():
+        for _ in range(7):
+            other_env.step(a)
+
+    with Session(warmup_steps=1) as s:
+        for _ in range(10):
+            main_env.step(a)
+        t = threading.Thread(target=other, name="eval-thread")
+        t.start()
+        t.join()
+        for _ in range(10):
+            main_env.step(a)
+    assert s.run.total_steps == 20
+    assert s.run.extra["other_env_steps"] == [{"thread": "eval-thread", "env": "FastEnv", "steps": 7}]
+
+
+def test_stream_ordering_follows_cuda_semantics():
+    from perfkit.collectors.streams import ordered
+
+    blocking, non_blocking = (lambda h: 0), (lambda h: 1)
+    assert ordered(7, 7, blocking)  # the same stream
+    assert ordered(0, 7, blocking) and ordered(7, 0, blocking)  # legacy default + a blocking stream (Warp's)
+    assert ordered(0, 7, lambda h: None)  # flags unknown: Warp's streams are blocking
+    assert not ordered(0, 7, non_blocking)  # a non-blocking stream is not ordered with the default one
+    assert not ordered(5, 7, blocking)  # torch on a side stream, Warp on its own
+    assert not ordered(2, 7, blocking)  # the per-thread default stream orders with nothing but itself
