@@ -211,7 +211,7 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
         if sinks and not state.depth and (args or kwargs) and not hub.is_compiling():
             dev = kwargs.get("device", args[0] if args else None)
             if isinstance(dev, str) and dev.startswith("cpu"):
-                literal = True
+                literal = self.is_cuda or _says_cpu(direct_caller(sys._getframe(1)))
             elif dev is not None and not isinstance(dev, dtype_t) and getattr(dev, "type", None) == "cpu":
                 literal = False
             elif (self.is_cuda is False and isinstance(dev, (str, int, device_t)) and not isinstance(dev, bool)
@@ -231,6 +231,20 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
         return orig(self, *args, **kwargs)
 
     return to
+
+
+_cpu_lines: dict[tuple[str, int], bool] = {}
+
+
+def _says_cpu(caller: Any) -> bool:
+    """Whether the calling line names the host itself (``.to("cpu")``), rather than passing a device
+    variable that happens to be "cpu" on this machine (``x.to(self.device)``: a no-op on a GPU run)."""
+    key = (caller.f_code.co_filename, caller.f_lineno)
+    v = _cpu_lines.get(key)
+    if v is None:
+        text = source_line(*key)
+        v = _cpu_lines[key] = '"cpu' in text or "'cpu" in text
+    return v
 
 
 def _copy_hook(orig: Callable) -> Callable:

@@ -45,17 +45,35 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
         for name, s in run.segments.items():
             t.add_row(name, _fmt(s.cpu_ms_per_step), _fmt(s.gpu_ms_per_step), _fmt(s.syncs_per_step),
                       _fmt(s.allocs_per_step), _fmt(s.calls_per_step))
+            for child, c in sorted((s.children or {}).items(), key=lambda kv: -(kv[1].gpu_ms_per_step or kv[1].cpu_ms_per_step)):
+                t.add_row(f"  {escape(child)}", _fmt(c.cpu_ms_per_step), _fmt(c.gpu_ms_per_step), _fmt(c.syncs_per_step),
+                          _fmt(c.allocs_per_step), _fmt(c.calls_per_step), style="dim")
         con.print(t)
+        if any(s.children for s in run.segments.values()):
+            con.print("  [dim](indented: what 'other' holds, by the env step's own callees)[/]")
     findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or 0.0), -f.per_step))
     if findings:
-        con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))})")
-        for f in findings[:top]:
-            extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
-            cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step" if f.est_ms_per_step is not None else ""
-            con.print(f"  [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
-                      f" {escape('[' + f.segment + ']')}  {_fmt(f.per_step)}/step{cost}{extra}")
-            if f.code:
-                con.print(f"         [dim]{escape(f.code)}[/]")
+        con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))}, by where they live)")
+        shown = findings[:top]
+        groups = [None] + sorted({f.library for f in shown if f.library})
+        for lib in groups:
+            group = [f for f in shown if f.library == lib]
+            if not group:
+                continue
+            if lib is None:
+                con.print("  [bold]your code[/]")
+            else:
+                con.print(f"  [bold]{escape(lib)}[/] [dim](a library: change the call in your code shown after 'via', "
+                          f"configure or subclass the library, or report it upstream)[/]")
+            for f in group:
+                extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
+                cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step" if f.est_ms_per_step is not None else ""
+                con.print(f"    [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
+                          f" {escape('[' + f.segment + ']')}  {_fmt(f.per_step)}/step{cost}{extra}")
+                if f.code:
+                    con.print(f"           [dim]{escape(f.code)}[/]")
+                if f.chain:
+                    con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
     else:
         con.print("[green]no syncs, allocations, per-env loops or stream hazards found[/]")
     wi = run.extra.get("what_if")
