@@ -14,7 +14,7 @@ its parents). Command-line options override them; they override the defaults bel
     nvtx = "auto"                        # "auto" (every step under nsys, else timed steps), "always", "off"
     step_methods = ["step"]              # method names that are an env step (on an object with `num_envs`)
     user_code_only = false               # true: report findings at your own lines only, not inside libraries
-    runtime = ["tensordict"]             # more packages treated like torch (findings never sit inside them)
+    runtime = ["my_tensor_lib"]          # more packages treated like torch (findings never sit inside them)
 """
 
 from __future__ import annotations

@@ -95,9 +95,7 @@ def build_run(snap: Snapshot) -> Run:
     run.warmup_s = round((snap.t_steady0 if snap.t_steady0 is not None else snap.t_end) - snap.t_start, 6)
     if times and timed > 0:
         run.sps = round(len(times) * (snap.num_envs or 1) / timed, 3)
-        import numpy as np
-
-        p50, p99 = np.percentile(times, [50, 99])  # linear interpolation between closest ranks
+        p50, p99 = _percentiles(times)
         run.step_ms = {"p50": round(float(p50) * 1e3, 4), "p99": round(float(p99) * 1e3, 4),
                        "mean": round(timed / len(times) * 1e3, 4)}
     run.total_steps = n_steps
@@ -155,6 +153,23 @@ def build_run(snap: Snapshot) -> Run:
     if notes:
         run.extra["notes"] = notes
     return run
+
+
+def _percentiles(values: list[float]) -> tuple[float, float]:
+    """p50 and p99 by linear interpolation between closest ranks (numpy's default; the standard
+    library's "inclusive" quantiles where numpy is not installed)."""
+    try:
+        import numpy as np
+
+        p50, p99 = np.percentile(values, [50, 99])
+        return float(p50), float(p99)
+    except ImportError:
+        import statistics
+
+        if len(values) < 2:
+            return float(values[0]), float(values[0])
+        q = statistics.quantiles(values, n=100, method="inclusive")
+        return q[49], q[98]
 
 
 MAX_PERIOD = 64  # the longest period an event's sampled occurrences are checked for

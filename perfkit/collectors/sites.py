@@ -4,7 +4,7 @@ and the chain of frames from there back to the user's own code.
 Every source file is one of three kinds (:func:`kind_of`, cached per file):
 
 * **runtime** — what perfkit instruments and no user can change: the standard library, torch, warp,
-  numpy (and whatever ``[tool.perfkit] runtime`` adds), and perfkit's own instrumentation (all of
+  numpy, tensordict (and whatever ``[tool.perfkit] runtime`` adds), and perfkit's own instrumentation (all of
   perfkit except its reference env ``perfkit/envs`` and learner ``perfkit/rl``, which are programs
   under test like any library);
 * **library** — installed packages (site-packages / dist-packages) and perfkit's env and learner:
@@ -27,7 +27,7 @@ import sysconfig
 from functools import lru_cache
 from types import FrameType
 
-RUNTIME_PACKAGES = ("torch", "warp", "numpy", "functorch", "torchgen", "triton")
+RUNTIME_PACKAGES = ("torch", "warp", "numpy", "functorch", "torchgen", "triton", "tensordict")
 
 _PERFKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Parts of the perfkit package that are programs under test, not instrumentation.

@@ -268,8 +268,13 @@ class Discovery:
         self.modules_seen: set[str] = set()  # modules of program code that ran while the window was open
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        """The ``sys.setprofile`` function (Python before 3.12, or when another tool holds
+        ``sys.monitoring``'s profiler slot)."""
         try:
-            self._event(frame, event)
+            if event == "call":
+                self._on_call(frame, frame.f_code)
+            elif event == "return" and self._open:
+                self._on_return(id(frame))
         except Exception:  # pragma: no cover - an error here must not reach the program (or drop the profiler)
             pass
 
@@ -282,38 +287,40 @@ class Discovery:
 
     _module_code: Any = None
 
-    def _event(self, frame: FrameType, event: str) -> None:
-        if event == "call":
-            code = frame.f_code
-            if code is self._module_code:
-                if not self._grad_on() and "policy" not in hub.tls.stack and hub.tls.main:
-                    mod = frame.f_locals.get("self")
-                    if mod is not None:
-                        cls = type(mod)
-                        if cls not in self._policy_found:
-                            self._policy_found.append(cls)
-                        self._open[id(frame)] = (segments.push("policy"), None)
-                return
-            name = code.co_name
-            if name in self.step_methods and code not in self._rejected_step_codes and self._step_call(frame, code, name):
-                return
-            if self._step_frames and code not in self._callees and self._called_by_step(frame):
-                self._callee(frame, code)
-            seg = self._rule_segment(frame, code) or self._callees.get(code)
-            if seg is not None and code not in self.disqualified:
-                self._open[id(frame)] = (segments.push(seg), code)
-        elif event == "return" and self._open:
-            entry = self._open.pop(id(frame), None)
-            if entry is None:
-                return
-            if entry[0] == "step":
-                self._step_frames.pop()
-                self.clock.in_step = False
-                self.clock.end()
-            elif entry[0] == "inner":
-                self._step_frames.pop()
-            else:
-                segments.pop(entry[0])
+    def _on_call(self, frame: FrameType, code: Any) -> bool:
+        """A Python function starts. Returns False when nothing about ``code`` can ever matter (runtime
+        code that is neither a step nor the module call): the monitoring backend then stops reporting it."""
+        if code is self._module_code:
+            if not self._grad_on() and "policy" not in hub.tls.stack and hub.tls.main:
+                mod = frame.f_locals.get("self")
+                if mod is not None:
+                    cls = type(mod)
+                    if cls not in self._policy_found:
+                        self._policy_found.append(cls)
+                    self._open[id(frame)] = (segments.push("policy"), None)
+            return True
+        name = code.co_name
+        if name in self.step_methods and code not in self._rejected_step_codes and self._step_call(frame, code, name):
+            return True
+        if self._step_frames and code not in self._callees and self._called_by_step(frame):
+            self._callee(frame, code)
+        seg = self._rule_segment(frame, code) or self._callees.get(code)
+        if seg is not None and code not in self.disqualified:
+            self._open[id(frame)] = (segments.push(seg), code)
+        return seg is not None or name in self.step_methods or is_program_file(code.co_filename)
+
+    def _on_return(self, frame_id: int) -> None:
+        entry = self._open.pop(frame_id, None)
+        if entry is None:
+            return
+        if entry[0] == "step":
+            self._step_frames.pop()
+            self.clock.in_step = False
+            self.clock.end()
+        elif entry[0] == "inner":
+            self._step_frames.pop()
+        else:
+            segments.pop(entry[0])
 
     def _rule_segment(self, frame: FrameType, code: Any) -> str | None:
         """The segment the rules give ``code`` (config names, then :func:`perfkit.segments.segment_for`),
@@ -408,15 +415,100 @@ class Discovery:
             self.candidates.append((owner, name, seg, "class"))
 
     def start(self) -> bool:
+        """Open the window: ``sys.monitoring`` where there is one (3.12+: each runtime function reports
+        its first call only), else ``sys.setprofile`` with imports of new modules run unobserved (an
+        import's module code is nobody's step). False when another profiler holds the slot."""
+        mon = getattr(sys, "monitoring", None)
+        if mon is not None and self._start_monitoring(mon):
+            return True
         if sys.getprofile() is not None:
             return False
         sys.setprofile(self)
+        self._hook_imports()
         return True
+
+    _tool: int | None = None
+    _import_patched = False
+
+    def _start_monitoring(self, mon: Any) -> bool:
+        tool = mon.PROFILER_ID
+        try:
+            mon.use_tool_id(tool, "perfkit")
+        except ValueError:  # another profiler holds the slot: the setprofile path decides
+            return False
+        E, DISABLE = mon.events, mon.DISABLE
+        on_call, on_return, open_ = self._on_call, self._on_return, self._open
+        getframe = sys._getframe
+
+        def py_start(code, offset):
+            try:
+                return None if on_call(getframe(1), code) else DISABLE
+            except Exception:  # pragma: no cover
+                return None
+
+        def py_return(code, offset, retval):
+            if open_:
+                fid = id(getframe(1))
+                if fid in open_:
+                    on_return(fid)
+                    return None
+            return None if code is self._module_code or is_program_file(code.co_filename) else DISABLE
+
+        def py_unwind(code, offset, exc):  # a frame left by an exception: no per-location disabling here
+            if open_:
+                fid = id(getframe(1))
+                if fid in open_:
+                    on_return(fid)
+
+        mon.register_callback(tool, E.PY_START, py_start)
+        mon.register_callback(tool, E.PY_RETURN, py_return)
+        mon.register_callback(tool, E.PY_UNWIND, py_unwind)
+        mon.set_events(tool, E.PY_START | E.PY_RETURN | E.PY_UNWIND)
+        self._tool = tool
+        return True
+
+    def _stop_monitoring(self) -> None:
+        mon = sys.monitoring
+        tool = self._tool
+        self._tool = None
+        mon.set_events(tool, 0)
+        for ev in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.PY_UNWIND):
+            mon.register_callback(tool, ev, None)
+        mon.free_tool_id(tool)  # (no restart_events: it would re-enable other tools' disabled events too)
+
+    def _hook_imports(self) -> None:
+        import builtins
+
+        orig = builtins.__import__
+        me = self
+
+        def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+            if level == 0 and name in sys.modules or sys.getprofile() is not me:
+                return orig(name, globals, locals, fromlist, level)
+            sys.setprofile(None)
+            try:
+                return orig(name, globals, locals, fromlist, level)
+            finally:
+                if me._import_patched:
+                    sys.setprofile(me)
+
+        __import__.__perfkit_import__ = True  # type: ignore[attr-defined]
+        self._import_orig = orig
+        builtins.__import__ = __import__
+        self._import_patched = True
 
     def stop(self, wrap_found: bool = True) -> None:
         """Close the window: drop the profile function and, with ``wrap_found``, wrap what it found
         (through the session's patcher, so the session's end unwraps it). A session that ends during
         warm-up closes the window without wrapping anything."""
+        if self._tool is not None:
+            self._stop_monitoring()
+        if self._import_patched:
+            import builtins
+
+            self._import_patched = False
+            if getattr(builtins.__import__, "__perfkit_import__", False):  # not replaced by someone since
+                builtins.__import__ = self._import_orig
         if sys.getprofile() is self:
             sys.setprofile(None)
         # frames still open keep their segment until they return through the wrappers' absence:

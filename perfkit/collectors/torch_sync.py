@@ -105,6 +105,10 @@ def _op_name(op: str, caller) -> str:
     return "print(t)" if p else op
 
 
+_PLAIN_INDEX = (slice, int, type(None), type(Ellipsis))  # index parts that never sync
+_SCALARS = (int, float, bool)
+
+
 def _index_op(idx: Any, Tensor: type, bool_dtypes: tuple) -> str | None:
     tp = type(idx)
     if tp is list:
@@ -114,6 +118,8 @@ def _index_op(idx: Any, Tensor: type, bool_dtypes: tuple) -> str | None:
             te = type(e)
             if te is list:
                 return "t[list]"
+            if te in _PLAIN_INDEX:
+                continue
             if isinstance(e, Tensor) and e.dtype in bool_dtypes:
                 return "t[bool_mask]"
         return None
@@ -122,21 +128,30 @@ def _index_op(idx: Any, Tensor: type, bool_dtypes: tuple) -> str | None:
     return None
 
 
+def _plain_tuple(idx: tuple) -> bool:
+    for e in idx:
+        if type(e) not in _PLAIN_INDEX:
+            return False
+    return True
+
+
 def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
+    """Reads through a boolean mask (a data-dependent shape: nonzero) or a Python list (copied to the
+    device). This hook runs for every index in the program, so the indices that never sync (ints,
+    slices and tuples of them) leave after a type check."""
     sinks, state = hub.sinks, tls
 
     @wraps(orig)
     def __getitem__(self, idx):
         tp = type(idx)
-        if tp is slice or tp is int:  # the common case first: nothing to check
+        if tp in _PLAIN_INDEX or (tp is tuple and _plain_tuple(idx)) or not sinks or state.depth:
             return orig(self, idx)
-        if sinks and not state.depth and not hub.is_compiling():
-            op = _index_op(idx, Tensor, bool_dtypes)
-            if op is not None:
-                caller = direct_caller(sys._getframe(1))
-                cuda = self.is_cuda
-                if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
-                    return sync_call(orig, op, caller, (self, idx), {}, would=not cuda)
+        op = _index_op(idx, Tensor, bool_dtypes)
+        if op is not None and not hub.is_compiling():
+            caller = direct_caller(sys._getframe(1))
+            cuda = self.is_cuda
+            if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
+                return sync_call(orig, op, caller, (self, idx), {}, would=not cuda)
         return orig(self, idx)
 
     return __getitem__
@@ -144,52 +159,72 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
 
 def _is_scalar(value: Any, Tensor: type) -> bool:
     """A Python number, or a 0-d host tensor: what torch turns into a host tensor before writing it."""
-    if isinstance(value, numbers.Number):
+    if type(value) in _SCALARS:
         return True
-    return isinstance(value, Tensor) and value.dim() == 0 and not value.is_cuda
+    if isinstance(value, Tensor):
+        return not value.is_cuda and _ndim(value) == 0
+    return isinstance(value, numbers.Number)
 
 
 def _setitem_op(self: Any, idx: Any, value: Any, Tensor: type, bool_dtypes: tuple) -> str | None:
-    """The sync ``self[idx] = value`` makes (see module doc), or None."""
+    """The sync ``self[idx] = value`` makes (see module doc), or None. One pass over the index, no
+    generator, no ``isinstance`` on the common parts: this runs for every item assignment."""
     tp = type(idx)
     if tp is int:
-        return "t[i] = scalar" if self.dim() == 1 and _is_scalar(value, Tensor) else None
-    if tp is slice:
-        return None
-    op = _index_op(idx, Tensor, bool_dtypes)
-    if op == "t[bool_mask]":
-        return None if _is_scalar(value, Tensor) else "t[bool_mask] = v"  # a scalar: masked_fill_
-    if op == "t[list]":
-        return "t[list] = v"
-    if not _is_scalar(value, Tensor):
-        return None
-    if isinstance(idx, Tensor):
-        return "t[idx] = scalar"
+        return "t[i] = scalar" if _is_scalar(value, Tensor) and _ndim(self) == 1 else None
     if tp is tuple:
-        if any(isinstance(e, Tensor) for e in idx):
+        all_int, index_tensor = True, False
+        for e in idx:
+            te = type(e)
+            if te is int:
+                continue
+            all_int = False
+            if te in _PLAIN_INDEX:
+                continue
+            if te is list:
+                return "t[list] = v"
+            if isinstance(e, Tensor):
+                if e.dtype in bool_dtypes:
+                    return None if _is_scalar(value, Tensor) else "t[bool_mask] = v"  # a scalar: masked_fill_
+                index_tensor = True
+        if not _is_scalar(value, Tensor):
+            return None
+        if index_tensor:
             return "t[idx] = scalar"
-        if len(idx) == self.dim() and all(type(e) is int for e in idx):
+        if all_int and len(idx) == _ndim(self):
             return "t[i] = scalar"  # every dim indexed by an int: a 0-d target
+        return None
+    if tp is list:
+        return "t[list] = v"
+    if isinstance(idx, Tensor):
+        if idx.dtype in bool_dtypes:
+            return None if _is_scalar(value, Tensor) else "t[bool_mask] = v"
+        return "t[idx] = scalar" if _is_scalar(value, Tensor) else None
     return None
+
+
+def _ndim(t: Any) -> int:
+    """``t.dim()`` without it counting as the program's op while allocations are sampled."""
+    tls.depth += 1
+    try:
+        return t.dim()
+    finally:
+        tls.depth -= 1
 
 
 def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
     """``t[bool_mask] = values``: index_put_ reads the mask back (nonzero); ``t[list] = values`` copies
     the list to the device; a Python scalar written through an index tensor or into a single element
     is copied host-to-device (see module doc). ``t[bool_mask] = scalar`` (masked_fill_), writes into
-    slices and rows, and device values through an index tensor are not counted."""
+    slices and rows, and device values through an index tensor are not counted. Slices leave at once."""
     sinks, state = hub.sinks, tls
 
     @wraps(orig)
     def __setitem__(self, idx, value):
-        if type(idx) is slice or not sinks or state.depth or hub.is_compiling():
+        if type(idx) is slice or not sinks or state.depth:
             return orig(self, idx, value)
-        state.depth += 1  # the checks' own tensor queries (dim, dtype) are not the program's ops
-        try:
-            op = _setitem_op(self, idx, value, Tensor, bool_dtypes)
-        finally:
-            state.depth -= 1
-        if op is not None:
+        op = _setitem_op(self, idx, value, Tensor, bool_dtypes)
+        if op is not None and not hub.is_compiling():
             caller = direct_caller(sys._getframe(1))
             cuda = self.is_cuda
             if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
