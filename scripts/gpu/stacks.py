@@ -1,13 +1,14 @@
 """Issues 11 and 12 on the H200: the manager env (examples/manager_env) trained through rsl_rl's
 OnPolicyRunner at 4096 envs, profiled, and perfkit's overhead on it.
 
-    python3 scripts/gpu/stacks.py --out DIR                      # the H200 run (one command, ~6-9 min; the first Warp kernel build adds ~1 min)
+    python3 scripts/gpu/stacks.py --out /tmp/stacks --results "$OUT"
+        # the H200 run: one command, ~6-9 min (the first Warp kernel build adds ~1 min)
     python3 scripts/gpu/stacks.py --out DIR --device cpu --num-envs 64 --iterations 3 --num-steps 8 --rounds 1
-                                                                 # a smoke test of this script on the CPU
+        # a smoke test of this script on the CPU (add --no-jit while perfkit breaks TorchScript)
 
 (a) ``perfkit profile`` of ``train_rsl_rl.py --num-envs N``: DIR/profile/record.json, the console
-    summary (console.txt), ``perfkit report`` (report/), and on CUDA a second run with ``--verify``
-    (CUPTI-counted runtime syncs against the attributed ones: verify.json, verify.txt).
+    output (console.out, console.err), ``perfkit report`` (report/), and on CUDA a second run with
+    ``--verify`` (CUPTI-counted runtime syncs against the attributed ones: verify.json, verify.*).
 (b) SPS of the same training plainly, under ``perfkit profile`` and under ``torch.profiler`` (CPU and
     CUDA activities, ``with_stack=True``, over the whole run), each in a fresh process, ``--rounds``
     interleaved rounds (the order rotates each round); each run's own ``SPS:`` line (the script times
@@ -16,8 +17,10 @@ OnPolicyRunner at 4096 envs, profiled, and perfkit's overhead on it.
     processing).
 
 Writes DIR/summary.md and DIR/stacks.json after every step (what is done so far survives a timeout)
-and packs everything into DIR/stacks-results.tgz at the end. Every child run has its own timeout;
-``--budget-s`` stops starting rounds that would not finish in time. Exit status: 0 when every run
+and packs everything into DIR/stacks-results.tgz at the end; ``--results R`` keeps those three files
+in R too (give it the device tool's $OUT, which returns at most 8 files, and keep DIR outside it).
+Every child run has its own timeout; ``--budget-s`` stops starting rounds that would not finish in
+time. Exit status: 0 when every run
 succeeded, 1 when some run failed (the reports say which), 2 when the set-up is missing.
 
 rsl-rl-lib and its pure-Python requirements are not on the GPU machine: stage them here with
@@ -32,6 +35,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -55,7 +59,10 @@ def log(msg: str) -> None:
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", required=True, help="output folder (logs, records, reports)")
+    p.add_argument("--results", default=None,
+                   help="also keep summary.md, stacks.json (after every step) and stacks-results.tgz (at the end) here: "
+                        "the device tool's $OUT, which returns at most 8 files")
     p.add_argument("--device", default="cuda", help="cuda (the benchmark) or cpu (a smoke test of this script)")
     p.add_argument("--backend", default="auto", choices=("auto", "mjwarp", "mujoco"))
     p.add_argument("--num-envs", type=int, default=4096)
@@ -398,8 +405,11 @@ def markdown(results: dict) -> str:
 
 
 def write_reports(out: Path, results: dict) -> None:
-    (out / "stacks.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    (out / "summary.md").write_text(markdown(results))
+    dirs = [out] + ([Path(results["args"]["results"])] if results["args"].get("results") else [])
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "stacks.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+        (d / "summary.md").write_text(markdown(results))
 
 
 def all_ok(results: dict) -> bool:
@@ -445,6 +455,8 @@ def main(argv=None) -> int:
         for p in sorted(out.iterdir()):
             if p.name != "stacks-results.tgz":
                 tar.add(p, arcname=p.name)
+    if args.results:
+        shutil.copy2(out / "stacks-results.tgz", Path(args.results) / "stacks-results.tgz")
     log(f"done in {results['elapsed_s']} s: {out / 'summary.md'}, {out / 'stacks-results.tgz'}")
     print((out / "summary.md").read_text(), flush=True)
     return 0 if all_ok(results) else 1

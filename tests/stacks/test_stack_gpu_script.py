@@ -5,6 +5,7 @@ a single shot. The whole pipeline on the CPU (``--device cpu --num-envs 64 --ite
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import textwrap
 
@@ -41,16 +42,22 @@ def test_overhead_summary_takes_medians_of_per_round_ratios(stacks):
     assert s["median_sps"] == {"plain": 100.0, "perfkit": 98.0, "torch_profiler": 40.0}
 
 
-def test_a_failed_run_is_left_out_of_the_ratios_and_listed_in_the_report(stacks):
+def test_a_failed_run_is_left_out_of_the_ratios_and_listed_in_the_report(stacks, tmp_path):
     rounds = [_row(1, 100.0, 97.0, 40.0), _row(2, 100.0, None, 50.0)]
     s = stacks.overhead_summary(rounds)
     assert s["perfkit"]["ratios"] == pytest.approx([0.97])
-    results = {"command": "stacks.py --out x", "args": {"device": "cpu"}, "started": "now", "versions": {},
+    results = {"command": "stacks.py --out x", "args": {"device": "cpu", "results": str(tmp_path / "device-out")},
+               "started": "now", "versions": {},
                "overhead": {"rounds": rounds, "summary": s, "config": {"num_envs": 8, "iterations": 2, "num_steps": 4}}}
     md = stacks.markdown(results)
     assert "round 2 perfkit: exit 1" in md
     assert "| 2 | 100 | — | 50 |" in md
     assert "overhead 3.0 %" in md
+    assert not stacks.all_ok(results)
+    stacks.write_reports(tmp_path / "out", results)  # and a copy where the device tool collects files
+    for d in ("out", "device-out"):
+        assert (tmp_path / d / "summary.md").read_text() == md
+        assert json.loads((tmp_path / d / "stacks.json").read_text())["overhead"]["summary"]["perfkit"]["ratios"] == [0.97]
 
 
 def test_commands_of_the_three_modes(stacks, tmp_path):
