@@ -186,13 +186,9 @@ class ObservationManager:
         for group in cfg.values():
             for term_cfg in group.terms.values():
                 _resolve_params(term_cfg.params, env.scene)
-        self.group_obs_dim = {name: None for name in cfg}
 
     def compute(self) -> dict[str, torch.Tensor]:
-        obs = {name: self.compute_group(name) for name in self._groups}
-        for name, value in obs.items():
-            self.group_obs_dim[name] = value.shape[1:]
-        return obs
+        return {name: self.compute_group(name) for name in self._groups}
 
     def compute_group(self, group_name: str) -> torch.Tensor:
         group = self._groups[group_name]
