@@ -102,11 +102,18 @@ def test_a_runaway_world_is_terminated_and_reset_alone():
     env.close()
 
 
-def test_hip_deviation_term_indexes_a_joint_subset_by_python_list():
+def test_a_joint_subset_resolves_to_a_python_list_and_all_joints_to_a_slice():
+    from manager_env.managers import SceneEntityCfg
+
     env = _make_env()
     cfg = env.cfg.rewards["joint_deviation_hip"].params["asset_cfg"]
-    assert cfg.joint_ids == [0, 2, 4, 6]  # fl/fr/bl/br hips: a list, resolved once (a subset)
-    assert env.cfg.observations["policy"].terms["joint_pos"].params == {}  # all joints: a slice, no list
+    assert cfg.joint_ids == [0, 2, 4, 6]  # fl/fr/bl/br hips: a list, resolved once by the reward manager
+    every = SceneEntityCfg("robot", joint_names=".*")
+    every.resolve(env.scene)
+    assert every.joint_ids == slice(None)  # all joints in order: a slice, no index copy
+    knees = SceneEntityCfg("robot", joint_names=[".._knee"])
+    knees.resolve(env.scene)
+    assert knees.joint_ids == [1, 3, 5, 7]
     env.close()
 
 
