@@ -1,9 +1,9 @@
 """Running the library-stack example scripts plainly and under ``perfkit profile``, in subprocesses.
 
 Each distinct run (script, arguments, plain/profiled, environment) is made once per test session and
-shared by every test that asks for it (:func:`run_script`): the tests of one script read one record.
-:func:`submit` starts a run without waiting (two at a time: a test module starts its plain and its
-profiled run together, and the two cores of a CI machine run them side by side).
+shared by every test that asks for it (:func:`submit`): the tests of one script read one record. Runs
+start without waiting, two at a time: a test module starts its plain and its profiled run together,
+and the two cores of a CI machine run them side by side.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 STACKS = EXAMPLES / "stacks"
 MANAGER_ENV = EXAMPLES / "manager_env"
-SITE_TIMEOUT_S = 240
+RUN_TIMEOUT_S = 240
 
 _SPS = re.compile(r"^SPS: ([0-9.eE+-]+)\s*$", re.M)
 
@@ -69,11 +69,6 @@ def submit(workdir: Path, script: Path, args: list[str], *, profile: bool, warmu
     return _cache[key]
 
 
-def run_script(workdir: Path, script: Path, args: list[str], **kwargs) -> ScriptRun:
-    """:func:`submit`, waited for."""
-    return submit(workdir, script, args, **kwargs).result()
-
-
 def _run(workdir: Path, script: Path, args: list[str], record: Path | None, warmup_steps: int | None,
          env: dict[str, str] | None) -> ScriptRun:
     run_env = os.environ.copy()
@@ -87,7 +82,7 @@ def _run(workdir: Path, script: Path, args: list[str], record: Path | None, warm
         cmd += [str(script), *args]
     else:
         cmd = [sys.executable, str(script), *args]
-    p = subprocess.run(cmd, cwd=workdir, env=run_env, capture_output=True, text=True, timeout=SITE_TIMEOUT_S)
+    p = subprocess.run(cmd, cwd=workdir, env=run_env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     return ScriptRun(cmd, p.returncode, p.stdout, p.stderr, record)
 
 
