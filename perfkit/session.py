@@ -131,6 +131,9 @@ class Session:
         from perfkit.collectors.sync_wait import SyncWaits
         from perfkit.collectors.timing import SegmentClock
 
+        from perfkit.collectors.compiled import torchscript_names
+
+        self._torchscript_before = set(torchscript_names())
         self.t_start = perf_counter()
         self.t_steady0: float | None = None
         self.segclock = SegmentClock()
@@ -460,7 +463,7 @@ class Session:
         clock = self.clock
         lines = self.sampler.lines
         notes = list(self.notes) + self.sampler.notes
-        ts = torchscript_note()
+        ts = torchscript_note(self._torchscript_before)
         if ts:
             notes.append(ts)
         if lines.skipped_reason:

@@ -40,10 +40,12 @@ def torchscript_names() -> list[str]:
     return sorted(names)
 
 
-def torchscript_note() -> str | None:
+def torchscript_note(before: set[str] | frozenset = frozenset()) -> str | None:
+    """The record's note; names compiled since ``before`` (the names at the session's start) first."""
     names = torchscript_names()
     if not names:
         return None
+    names = sorted(names, key=lambda n: (n in before, n))
     shown = ", ".join(names[:MAX_NAMES]) + (f" and {len(names) - MAX_NAMES} more" if len(names) > MAX_NAMES else "")
     return (f"TorchScript compiled in this process: {shown}. Ops inside TorchScript run in C++, where perfkit's "
             "Python hooks do not see syncs; on a GPU, --verify counts the runtime's syncs there too")

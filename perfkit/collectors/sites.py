@@ -163,10 +163,10 @@ MAX_CHAIN = 12
 
 def chain_of(frame: FrameType | None) -> tuple[tuple[str, int], ...]:
     """The frames from the site (the first reportable frame from ``frame``) outwards to the first frame
-    of the user's own code, runtime frames left out: ``((file, line), ...)``; empty when the site is
-    the user's own code. At most :data:`MAX_CHAIN` frames (the user's frame is always the last)."""
+    of the user's own code, runtime frames left out: ``((file, line), ...)`` — just the site when it
+    is the user's own code. At most :data:`MAX_CHAIN` frames (the user's frame is always the last)."""
     f = user_frame(frame)
-    if f is None or kind_of(f.f_code.co_filename) == "user":
+    if f is None:
         return ()
     out: list[tuple[str, int]] = []
     while f is not None:

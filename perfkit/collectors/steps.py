@@ -141,7 +141,7 @@ class PhaseSink(Sink):
         self.clock = clock
         self.sampling = sampling
         self.on_sync = on_sync
-        self.chains: dict[tuple, tuple] = {}  # (kind, op, file, line) -> the chain back to user code, first seen
+        self.chains: dict[tuple, tuple] = {}  # (kind, op, file, line) -> the chain back to user code, first seen in steady state if ever
         self.per_sample: dict[tuple, dict[int, int]] = {}  # sampled kinds: site key -> {sampled step: events}
 
     def add(self, kind, op, site, segment, thread, nbytes, would, n=1, frame=None) -> None:
@@ -158,10 +158,8 @@ class PhaseSink(Sink):
         else:
             phase = self.clock.phase
         key = (kind, op, site[0], site[1], site[2], thread, would, phase)
-        if key not in self.counts:
-            where = (kind, op, site[0], site[1])
-            if where not in self.chains:
-                self.chains[where] = chain_of(frame)
+        if key not in self.counts and (phase in ("steady", "sampled") or (kind, op, site[0], site[1]) not in self.chains):
+            self.chains[(kind, op, site[0], site[1])] = chain_of(frame)  # a steady-state path wins over set-up's
         self.count(key, segment, nbytes, n)
         if kind == "sync":
             if phase == "steady":

@@ -157,12 +157,20 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
     return __getitem__
 
 
-def _is_scalar(value: Any, Tensor: type) -> bool:
-    """A Python number, or a 0-d host tensor: what torch turns into a host tensor before writing it."""
+def _is_scalar(value: Any, Tensor: type, target: Any = None) -> bool:
+    """A Python number, or — written into a CUDA ``target`` — a 0-d host tensor: what torch turns into a
+    host tensor and copies over. (On a CPU-only run a tensor value is taken to live where the target
+    would, on the device: a would-sync only for Python numbers.)"""
     if type(value) in _SCALARS:
         return True
     if isinstance(value, Tensor):
-        return not value.is_cuda and _ndim(value) == 0
+        if target is None:
+            return False
+        tls.depth += 1  # these queries are perfkit's, not the program's ops
+        try:
+            return target.is_cuda and not value.is_cuda and value.dim() == 0
+        finally:
+            tls.depth -= 1
     return isinstance(value, numbers.Number)
 
 
@@ -171,7 +179,7 @@ def _setitem_op(self: Any, idx: Any, value: Any, Tensor: type, bool_dtypes: tupl
     generator, no ``isinstance`` on the common parts: this runs for every item assignment."""
     tp = type(idx)
     if tp is int:
-        return "t[i] = scalar" if _is_scalar(value, Tensor) and _ndim(self) == 1 else None
+        return "t[i] = scalar" if _is_scalar(value, Tensor, self) and _ndim(self) == 1 else None
     if tp is tuple:
         all_int, index_tensor = True, False
         for e in idx:
@@ -185,9 +193,9 @@ def _setitem_op(self: Any, idx: Any, value: Any, Tensor: type, bool_dtypes: tupl
                 return "t[list] = v"
             if isinstance(e, Tensor):
                 if e.dtype in bool_dtypes:
-                    return None if _is_scalar(value, Tensor) else "t[bool_mask] = v"  # a scalar: masked_fill_
+                    return None if _is_scalar(value, Tensor, self) else "t[bool_mask] = v"  # a scalar: masked_fill_
                 index_tensor = True
-        if not _is_scalar(value, Tensor):
+        if not _is_scalar(value, Tensor, self):
             return None
         if index_tensor:
             return "t[idx] = scalar"
@@ -198,8 +206,8 @@ def _setitem_op(self: Any, idx: Any, value: Any, Tensor: type, bool_dtypes: tupl
         return "t[list] = v"
     if isinstance(idx, Tensor):
         if idx.dtype in bool_dtypes:
-            return None if _is_scalar(value, Tensor) else "t[bool_mask] = v"
-        return "t[idx] = scalar" if _is_scalar(value, Tensor) else None
+            return None if _is_scalar(value, Tensor, self) else "t[bool_mask] = v"
+        return "t[idx] = scalar" if _is_scalar(value, Tensor, self) else None
     return None
 
 

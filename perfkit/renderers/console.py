@@ -72,7 +72,7 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                           f" {escape('[' + f.segment + ']')}  {_fmt(f.per_step)}/step{cost}{extra}")
                 if f.code:
                     con.print(f"           [dim]{escape(f.code)}[/]")
-                if f.chain:
+                if len(f.chain) > 1:
                     con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
     else:
         con.print("[green]no syncs, allocations, per-env loops or stream hazards found[/]")

@@ -48,7 +48,6 @@ def test_runs_under_perfkit_as_without(runs):
     assert rec.steps > 0
 
 
-@pytest.mark.xfail(strict=True, reason=WRAPPERS)
 def test_the_loops_step_is_the_outermost_wrappers_counted_once(run):
     assert run.extra["total_steps"] == STEPS
     assert run.steps == STEPS - WARMUP

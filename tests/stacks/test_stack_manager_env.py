@@ -144,7 +144,6 @@ def test_trains_through_rsl_rl(runs):
     assert "Learning iteration" in plain.stdout  # rsl_rl's own per-iteration log
 
 
-@pytest.mark.xfail(strict=True, reason=TORCHSCRIPT)
 def test_runs_under_perfkit_with_torchscript(runs):
     plain, profiled = runs["plain"], runs["profiled"]
     assert profiled.returncode == plain.returncode == 0, profiled.describe()
@@ -155,7 +154,6 @@ def test_runs_under_perfkit_with_torchscript(runs):
     assert rec.steps > 0
 
 
-@pytest.mark.xfail(strict=True, reason=TORCHSCRIPT)
 def test_perfkit_does_not_change_what_is_trained(runs):
     plain, profiled = runs["plain"], runs["profiled"]
     assert profiled.returncode == 0, profiled.describe()
@@ -186,7 +184,6 @@ def test_runs_under_perfkit_with_torchscript_off_and_finds_the_envs_syncs(nojit_
     assert item.op == ".item()" and item.per_step > 0
 
 
-@pytest.mark.xfail(strict=True, reason=SEGMENTS)
 def test_reward_terms_syncs_are_in_the_reward_segment(nojit_run):
     f = sync_at(nojit_run, "examples/manager_env/mdp/rewards.py", HIP_DEVIATION)
     assert f.segment == "reward"
@@ -194,7 +191,6 @@ def test_reward_terms_syncs_are_in_the_reward_segment(nojit_run):
     assert nojit_run.segments["reward"].cpu_ms_per_step > 0
 
 
-@pytest.mark.xfail(strict=True, reason=SEGMENTS)
 def test_ppo_update_syncs_are_in_the_learner_segment(nojit_run):
     f = sync_at(nojit_run, "rsl_rl/algorithms/ppo.py", "mean_value_loss += value_loss.item()")
     assert f.line == line_of(module_file("rsl_rl.algorithms.ppo"), "mean_value_loss += value_loss.item()")
@@ -203,12 +199,13 @@ def test_ppo_update_syncs_are_in_the_learner_segment(nojit_run):
     assert f.per_step == pytest.approx(rate, abs=tol)
 
 
-@pytest.mark.xfail(strict=True, reason=SEGMENTS)
 def test_other_is_broken_down_by_the_env_steps_callees(nojit_run):
     other = nojit_run.segments["other"]
     tol = 1.0 / nojit_run.steps + 1e-9
     commands = child_stats(other, "CommandManager.compute")
-    assert commands["syncs_per_step"] == pytest.approx(3.0, abs=3 * tol)  # timers, heading envs, standing envs
+    # timers, heading envs, standing envs (three nonzero) and the scalar written through the standing envs'
+    # index (vel_command_b[standing_env_ids, :] = 0.0: a host-to-device copy, measured on the H200)
+    assert commands["syncs_per_step"] == pytest.approx(4.0, abs=4 * tol)
     assert commands["cpu_ms_per_step"] > 0
     assert child_stats(other, "EventManager.apply")["syncs_per_step"] >= 1.0 - tol  # the interval timers' .any()
     assert child_stats(other, "ObservationManager.compute")["syncs_per_step"] == 0

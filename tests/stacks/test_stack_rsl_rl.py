@@ -77,7 +77,6 @@ def test_the_envs_own_reset_sync_is_found_once_per_step(run):
 # ---------------------------------------------------------------------------------------- issue 11 target
 
 
-@pytest.mark.xfail(strict=True, reason=ATTRIBUTION)
 def test_minibatch_item_is_reported_at_ppo_update_with_its_library(run):
     f = sync_at(run, "rsl_rl/algorithms/ppo.py", "mean_value_loss += value_loss.item()")
     assert f.line == line_of(module_file("rsl_rl.algorithms.ppo"), "mean_value_loss += value_loss.item()")
@@ -87,7 +86,6 @@ def test_minibatch_item_is_reported_at_ppo_update_with_its_library(run):
     assert f.per_step == pytest.approx(rate, abs=tol)
 
 
-@pytest.mark.xfail(strict=True, reason=ATTRIBUTION)
 def test_chain_runs_from_the_rsl_rl_line_to_the_scripts_learn_call(run):
     f = sync_at(run, "rsl_rl/algorithms/ppo.py", "mean_value_loss += value_loss.item()")
     chain = chain_of(f)
@@ -98,7 +96,6 @@ def test_chain_runs_from_the_rsl_rl_line_to_the_scripts_learn_call(run):
     assert len(chain) == 3, chain  # ppo.update <- OnPolicyRunner.learn <- the script
 
 
-@pytest.mark.xfail(strict=True, reason=SEGMENTS)
 def test_minibatch_items_are_in_the_learner_segment(run):
     for code in ("mean_value_loss += value_loss.item()", "mean_surrogate_loss += surrogate_loss.item()",
                  "mean_entropy += entropy.mean().item()"):
@@ -107,7 +104,6 @@ def test_minibatch_items_are_in_the_learner_segment(run):
     assert run.segments["learner"].syncs_per_step >= 3 * (rate - tol)
 
 
-@pytest.mark.xfail(strict=True, reason=SEGMENTS)
 def test_episode_logger_syncs_are_logging_once_per_step(run):
     code = "self.rewbuffer.extend(self.cur_reward_sum[new_ids][:, 0].cpu().numpy().tolist())"
     f = sync_at(run, "rsl_rl/utils/logger.py", code)
@@ -120,7 +116,6 @@ def test_episode_logger_syncs_are_logging_once_per_step(run):
     assert new_ids.segment == "logging" and new_ids.per_step == pytest.approx(1.0, abs=1.0 / run.steps + 1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason=ATTRIBUTION)
 def test_nan_checks_are_reported_in_rsl_rl_utils_once_per_step(run):
     for code in ("if torch.isnan(rewards).any():", "if torch.isnan(dones).any():", "if torch.isnan(tensor).any():"):
         f = sync_at(run, "rsl_rl/utils/utils.py", code)
@@ -129,7 +124,6 @@ def test_nan_checks_are_reported_in_rsl_rl_utils_once_per_step(run):
         assert f.per_step == pytest.approx(1.0, abs=1.0 / run.steps + 1e-9), code  # one observation group
 
 
-@pytest.mark.xfail(strict=True, reason=ATTRIBUTION)
 def test_user_code_findings_name_no_library(run):
     f = sync_at(run, "examples/stacks/torch_env.py", "reset_env_ids = self.reset_buf.nonzero(as_tuple=False).squeeze(-1)")
     assert f.library is None

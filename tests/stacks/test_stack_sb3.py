@@ -68,7 +68,6 @@ def test_the_wrappers_per_env_loop_and_its_syncs_are_found(run):
 # ---------------------------------------------------------------------------------------- issue 11 target
 
 
-@pytest.mark.xfail(strict=True, reason=ATTRIBUTION)
 def test_minibatch_item_is_reported_at_ppo_train_with_its_library(run):
     code = "pg_losses.append(policy_loss.item())"
     f = sync_at(run, "stable_baselines3/ppo/ppo.py", code)
@@ -78,7 +77,6 @@ def test_minibatch_item_is_reported_at_ppo_train_with_its_library(run):
     assert f.per_step == pytest.approx(rate, abs=tol)
 
 
-@pytest.mark.xfail(strict=True, reason=ATTRIBUTION)
 def test_chain_runs_from_the_sb3_line_to_the_scripts_learn_call(run):
     f = sync_at(run, "stable_baselines3/ppo/ppo.py", "pg_losses.append(policy_loss.item())")
     chain = chain_of(f)
@@ -88,14 +86,12 @@ def test_chain_runs_from_the_sb3_line_to_the_scripts_learn_call(run):
     assert chain[-1].endswith(f"examples/stacks/sb3_torch_env.py:{line_of(SCRIPT, TIMED_LEARN)}")
 
 
-@pytest.mark.xfail(strict=True, reason=SEGMENTS)
 def test_minibatch_items_are_in_the_learner_segment(run):
     for code in ("pg_losses.append(policy_loss.item())", "value_losses.append(value_loss.item())",
                  "entropy_losses.append(entropy_loss.item())"):
         assert sync_at(run, "stable_baselines3/ppo/ppo.py", code).segment == "learner", code
 
 
-@pytest.mark.xfail(strict=True, reason=ATTRIBUTION)
 def test_rollout_action_readback_is_reported_in_sb3_once_per_step(run):
     f = sync_at(run, "stable_baselines3/common/on_policy_algorithm.py", "actions = actions.cpu().numpy()")
     assert f.op == ".cpu()"
