@@ -47,7 +47,7 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
     from perfkit.lint.docs import explain_text
     from perfkit.lint.engine import Options
     from perfkit.lint.formats import render
-    from perfkit.lint.registry import all_rules, get_rule
+    from perfkit.lint.rules import all_rules, get_rule
     from perfkit.lint.run import lint_paths
 
     if explain:

@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from perfkit.lint.hotpaths import HOT_NAME
-from perfkit.lint.registry import CATEGORIES, Rule, all_rules
+from perfkit.lint.registry import CATEGORIES, Rule
+from perfkit.lint.rules import all_rules
 
 _FAMILY = {"sync": "PK1xx — host-device syncs", "alloc": "PK2xx — allocations", "loop": "PK3xx — per-env Python loops",
            "timing": "PK4xx — measurement bugs", "stream": "PK5xx — stream hazards"}

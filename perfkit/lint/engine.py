@@ -1,7 +1,7 @@
 """The linter's engine: parse a module, find its hot paths, walk each unit once, dispatch to rules.
 
 Rules live in ``perfkit.lint.rules`` (one family per module) and register *checks* by AST node type
-with :func:`check`. A check receives the :class:`Context` and the node and calls ``ctx.report``.
+with ``perfkit.lint.registry.check``. A check receives the :class:`Context` and the node and calls ``ctx.report``.
 Checks of hot-only rules are called only on hot paths; the others (PK4xx, PK5xx) everywhere.
 """
 
@@ -16,35 +16,8 @@ from perfkit.lint.hotpaths import find_hot
 from perfkit.lint.infer import typer_for
 from perfkit.lint.model import FileError, Violation
 from perfkit.lint.modinfo import ModuleInfo, Unit, unit_nodes
-from perfkit.lint.registry import RULES, matches
-
-_NODE_CHECKS: dict = {}  # ast type -> [(fn, everywhere)]
-_UNIT_CHECKS: list = []  # fn(ctx) run once per unit (every unit)
-
-
-def check(*node_types, everywhere: bool = False):
-    """Register ``fn(ctx, node)`` for these node types."""
-
-    def deco(fn):
-        for t in node_types:
-            _NODE_CHECKS.setdefault(t, []).append((fn, everywhere))
-        return fn
-
-    return deco
-
-
-def unit_check(prefilter=None):
-    """Register ``fn(ctx)``, run once per unit (module top level and each function).
-
-    ``prefilter(mod)`` -> the set of units worth checking (cheap, e.g. from a text search); None: all.
-    """
-
-    def deco(fn):
-        _UNIT_CHECKS.append((fn, prefilter))
-        return fn
-
-    return deco
-
+from perfkit.lint import rules as _rules  # noqa: F401  (importing the families registers their checks)
+from perfkit.lint.registry import NODE_CHECKS, RULES, UNIT_CHECKS, matches
 
 @dataclass
 class Options:
@@ -124,7 +97,7 @@ def _line(node) -> int:
 
 def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list):
     """Dispatch every node of ``unit`` to the checks registered for its type."""
-    table = _NODE_CHECKS
+    table = NODE_CHECKS
     for node in unit_nodes(unit):
         checks = table.get(type(node))
         if not checks:
@@ -142,8 +115,6 @@ def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list):
 def lint_module(tree: ast.Module, text: str, path: str, options: Options | None = None) -> list:
     """Findings of one parsed module (sorted)."""
     options = options or Options()
-    from perfkit.lint import rules  # noqa: F401  (registers the checks)
-
     dirs = _directives.parse(text)
     if dirs.ignore_file:
         return []
@@ -153,7 +124,7 @@ def lint_module(tree: ast.Module, text: str, path: str, options: Options | None 
     lines = text.splitlines()
     out: list = []
     cold_node_checks = mod.shares_torch_warp  # the only node checks that apply off hot paths (PK5xx)
-    unit_checks = [(fn, pre(mod) if pre else None) for fn, pre in _UNIT_CHECKS]
+    unit_checks = [(fn, pre(mod) if pre else None) for fn, pre in UNIT_CHECKS]
     for unit in mod.units:
         if unit.kernel:
             continue

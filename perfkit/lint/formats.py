@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from urllib.parse import quote
 
-from perfkit.lint.registry import all_rules
+from perfkit.lint.rules import all_rules
 
 FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

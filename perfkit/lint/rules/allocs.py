@@ -4,41 +4,40 @@ from __future__ import annotations
 
 import ast
 
-from perfkit.lint.engine import check
 from perfkit.lint.infer import CPU, DEVICE
 from perfkit.lint.modinfo import unit_nodes
-from perfkit.lint.registry import Rule, register
+from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.rules.common import kwarg
 
 register(Rule(
-    "PK201", "tensor-factory", "alloc",
-    "tensor factories (`torch.zeros/empty/ones/full/arange/rand*/eye/linspace`, `x.new_*`) on a hot path",
-    "{what} allocates a new tensor on every call; preallocate the buffer in `__init__` and refill it in place "
+    id="PK201", name="tensor-factory", category="alloc",
+    summary="tensor factories (`torch.zeros/empty/ones/full/arange/rand*/eye/linspace`, `x.new_*`) on a hot path",
+    message="{what} allocates a new tensor on every call; preallocate the buffer in `__init__` and refill it in place "
     "(`buf.zero_()`, `buf.fill_(v)`, `buf.normal_()`, `torch.arange(n, out=buf)`)",
-    "Each factory call goes through the CUDA caching allocator and launches a fill kernel; in a step loop "
+    rationale="Each factory call goes through the CUDA caching allocator and launches a fill kernel; in a step loop "
     "that is per-step overhead, memory churn, and an obstacle to CUDA-graph capture.",
-    "Allocate once in `__init__`; in the hot path write into the buffer in place or pass `out=`.",
+    fix="Allocate once in `__init__`; in the hot path write into the buffer in place or pass `out=`.",
     bad="noise = torch.randn(self.num_envs, self.act_dim, device=self.device)",
     good="self.noise.normal_()  # self.noise allocated in __init__",
 ))
 register(Rule(
-    "PK202", "clone-or-like", "alloc",
-    "`clone()` and `*_like` factories (`zeros_like`, `empty_like`, ...) on a hot path",
-    "{what} allocates a copy on every call; copy into a preallocated buffer with `buf.copy_(x)` "
+    id="PK202", name="clone-or-like", category="alloc",
+    summary="`clone()` and `*_like` factories (`zeros_like`, `empty_like`, ...) on a hot path",
+    message="{what} allocates a copy on every call; copy into a preallocated buffer with `buf.copy_(x)` "
     "(or `buf.zero_()`) instead",
-    "`clone()` and the `*_like` factories allocate a tensor of the same shape each call.",
-    "Keep a buffer from `__init__` and `buf.copy_(x)` / `buf.zero_()` into it.",
+    rationale="`clone()` and the `*_like` factories allocate a tensor of the same shape each call.",
+    fix="Keep a buffer from `__init__` and `buf.copy_(x)` / `buf.zero_()` into it.",
     bad="self.prev_actions = actions.clone()",
     good="self.prev_actions.copy_(actions)",
 ))
 register(Rule(
-    "PK203", "rebind-state-buffer", "alloc",
-    "an out-of-place op that rebinds a tensor state buffer (`self.x = self.x + y`)",
-    "rebinding `self.{attr}` to the result of an out-of-place op allocates a new tensor every call; update the "
+    id="PK203", name="rebind-state-buffer", category="alloc",
+    summary="an out-of-place op that rebinds a tensor state buffer (`self.x = self.x + y`)",
+    message="rebinding `self.{attr}` to the result of an out-of-place op allocates a new tensor every call; update the "
     "buffer in place (`self.{attr}.add_(...)`, `+=`, `.copy_(...)`, or `out=self.{attr}`)",
-    "Assigning a fresh result to a state buffer allocates, drops the old buffer, and breaks any view or "
+    rationale="Assigning a fresh result to a state buffer allocates, drops the old buffer, and breaks any view or "
     "CUDA graph that captured the old storage.",
-    "Use the in-place form: `self.x += y`, `self.x.mul_(g)`, `torch.clamp(self.x, lo, hi, out=self.x)`, "
+    fix="Use the in-place form: `self.x += y`, `self.x.mul_(g)`, `torch.clamp(self.x, lo, hi, out=self.x)`, "
     "`self.x.copy_(expr)`.",
     bad="self.episode_len = self.episode_len + 1",
     good="self.episode_len += 1",

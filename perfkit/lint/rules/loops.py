@@ -5,41 +5,40 @@ from __future__ import annotations
 import ast
 import re
 
-from perfkit.lint.engine import check
 from perfkit.lint.infer import DEVICE
-from perfkit.lint.registry import Rule, register
+from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.rules.common import is_builtin, last_name
 
 register(Rule(
-    "PK301", "range-over-envs", "loop",
-    "`for i in range(num_envs)` (or `range(len(envs))`, `range(x.shape[0])`) on a hot path",
-    "a Python loop over {what} launches the loop body's kernels once per env; replace it with one batched "
+    id="PK301", name="range-over-envs", category="loop",
+    summary="`for i in range(num_envs)` (or `range(len(envs))`, `range(x.shape[0])`) on a hot path",
+    message="a Python loop over {what} launches the loop body's kernels once per env; replace it with one batched "
     "tensor op over the env dimension (index with tensors, `torch.where`, broadcasting)",
-    "Each iteration launches its own small kernels (and often syncs); cost grows linearly with the number "
+    rationale="Each iteration launches its own small kernels (and often syncs); cost grows linearly with the number "
     "of environments while one batched op costs about the same for 1 or 10 000 envs.",
-    "Vectorize over the env dimension: broadcasting, advanced indexing with an index tensor, `torch.where`, "
+    fix="Vectorize over the env dimension: broadcasting, advanced indexing with an index tensor, `torch.where`, "
     "`scatter_`/`index_put_`, or a Warp kernel with `dim=num_envs`.",
     bad="for i in range(self.num_envs):\n    self.rew[i] = -self.pos[i].norm()",
     good="self.rew.copy_(-self.pos.norm(dim=-1))",
 ))
 register(Rule(
-    "PK302", "loop-over-env-container", "loop",
-    "iterating a per-env container (`for env in self.envs`, `for env_id in env_ids`) on a hot path",
-    "iterating {what} steps environments one at a time; keep env state in batched tensors and operate on all "
+    id="PK302", name="loop-over-env-container", category="loop",
+    summary="iterating a per-env container (`for env in self.envs`, `for env_id in env_ids`) on a hot path",
+    message="iterating {what} steps environments one at a time; keep env state in batched tensors and operate on all "
     "envs at once (index tensors / masks instead of per-env objects)",
-    "A list of per-env objects forces one Python iteration (and its kernel launches) per env.",
-    "Store env state as batched tensors with a leading env dimension; express per-env logic with masks and "
+    rationale="A list of per-env objects forces one Python iteration (and its kernel launches) per env.",
+    fix="Store env state as batched tensors with a leading env dimension; express per-env logic with masks and "
     "index tensors.",
     bad="for env_id in env_ids:\n    self.pos[env_id] = self.init_pos[env_id]",
     good="self.pos[env_ids] = self.init_pos[env_ids]",
 ))
 register(Rule(
-    "PK303", "loop-over-tensor", "loop",
-    "iterating a tensor row by row (`for row in t`, `enumerate(t)`, `zip(t, ...)`) on a hot path",
-    "iterating a tensor makes one indexing op per row (and usually a sync per row); use a batched op over the "
+    id="PK303", name="loop-over-tensor", category="loop",
+    summary="iterating a tensor row by row (`for row in t`, `enumerate(t)`, `zip(t, ...)`) on a hot path",
+    message="iterating a tensor makes one indexing op per row (and usually a sync per row); use a batched op over the "
     "first dimension instead",
-    "Iterating a tensor yields one view per row; whatever the body does is launched once per row.",
-    "Operate on the whole tensor with broadcasting / reductions along the first dimension.",
+    rationale="Iterating a tensor yields one view per row; whatever the body does is launched once per row.",
+    fix="Operate on the whole tensor with broadcasting / reductions along the first dimension.",
     bad="for a in actions:\n    self.apply(a)",
     good="self.apply_batched(actions)",
 ))

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import ast
 
-from perfkit.lint.engine import check
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.modinfo import unit_nodes
-from perfkit.lint.registry import Rule, register
+from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.rules.common import kwarg
 
 register(Rule(
-    "PK501", "warp-launch-stream", "stream",
-    "a Warp launch on Warp's own stream in a module that shares arrays with torch (`wp.to_torch`/`from_torch`)",
-    "{what} runs on Warp's current stream, not torch's, while the two share memory: a race; pass "
+    id="PK501", name="warp-launch-stream", category="stream",
+    summary="a Warp launch on Warp's own stream in a module that shares arrays with torch (`wp.to_torch`/`from_torch`)",
+    message="{what} runs on Warp's current stream, not torch's, while the two share memory: a race; pass "
     "`stream=wp.stream_from_torch()` or wrap it in `with wp.ScopedStream(wp.stream_from_torch()):`",
-    "Warp launches go to Warp's stream for the device; torch runs on its own current stream. With zero-copy "
+    rationale="Warp launches go to Warp's stream for the device; torch runs on its own current stream. With zero-copy "
     "sharing (`wp.to_torch`), torch may read a buffer before the Warp kernel that writes it has run (or the "
     "reverse), unless both use one stream or are explicitly ordered.",
-    "Launch on torch's stream: `wp.launch(..., stream=wp.stream_from_torch())`, "
+    fix="Launch on torch's stream: `wp.launch(..., stream=wp.stream_from_torch())`, "
     "`wp.capture_launch(g, stream=wp.stream_from_torch())`, or run the block under "
     "`wp.ScopedStream(wp.stream_from_torch())`; or set it once with `wp.set_stream`.",
     bad="wp.capture_launch(self.graph)\nobs = self.qpos_t * 2.0",

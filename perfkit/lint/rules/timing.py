@@ -9,22 +9,21 @@ from __future__ import annotations
 import ast
 import re
 
-from perfkit.lint.engine import unit_check
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.infer import DEVICE, WARP
 from perfkit.lint.modinfo import unit_nodes
-from perfkit.lint.registry import Rule, register
+from perfkit.lint.registry import Rule, register, unit_check
 
 register(Rule(
-    "PK401", "host-clock-without-sync", "timing",
-    "a host clock (`time.time()`, `perf_counter()`, `monotonic()`) read after GPU work with no sync in between",
-    "`{clock}()` is read after launching GPU work with no synchronize since: the interval measures kernel "
+    id="PK401", name="host-clock-without-sync", category="timing",
+    summary="a host clock (`time.time()`, `perf_counter()`, `monotonic()`) read after GPU work with no sync in between",
+    message="`{clock}()` is read after launching GPU work with no synchronize since: the interval measures kernel "
     "launches, not GPU time; call `torch.cuda.synchronize()` (or `wp.synchronize()`) before reading the clock, "
     "or time with CUDA events",
-    "Kernel launches return immediately; the GPU runs them later. Without a sync before the second clock "
+    rationale="Kernel launches return immediately; the GPU runs them later. Without a sync before the second clock "
     "read, the measured time is the launch overhead (and the real cost leaks into whichever later call "
     "happens to sync).",
-    "Synchronize right before each clock read that closes an interval, or use "
+    fix="Synchronize right before each clock read that closes an interval, or use "
     "`torch.cuda.Event(enable_timing=True)` pairs and read `elapsed_time` after `end.synchronize()` "
     "(or lazily, once `end.query()` is true). `perfkit profile` does this for you.",
     bad="t0 = time.perf_counter()\nenv.step(actions)\ndt = time.perf_counter() - t0",
@@ -33,13 +32,13 @@ register(Rule(
     hot_only=False, severity="error",
 ))
 register(Rule(
-    "PK402", "elapsed-time-without-sync", "timing",
-    "`start.elapsed_time(end)` right after `end.record()` with no `end.synchronize()` / `end.query()` between",
-    "`elapsed_time` needs `{end}` to have completed; call `{end}.synchronize()` first (off the hot path), or "
+    id="PK402", name="elapsed-time-without-sync", category="timing",
+    summary="`start.elapsed_time(end)` right after `end.record()` with no `end.synchronize()` / `end.query()` between",
+    message="`elapsed_time` needs `{end}` to have completed; call `{end}.synchronize()` first (off the hot path), or "
     "read it lazily once `{end}.query()` is true",
-    "`elapsed_time` on an event the GPU has not reached yet raises (or, wrapped in retries, measures "
+    rationale="`elapsed_time` on an event the GPU has not reached yet raises (or, wrapped in retries, measures "
     "nothing useful).",
-    "Synchronize the end event before reading, or keep events in a queue and resolve those whose "
+    fix="Synchronize the end event before reading, or keep events in a queue and resolve those whose "
     "`query()` is true.",
     bad="end.record()\nms = start.elapsed_time(end)",
     good="end.record()\nend.synchronize()\nms = start.elapsed_time(end)",
