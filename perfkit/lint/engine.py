@@ -12,12 +12,13 @@ import warnings
 from dataclasses import dataclass, field
 
 from perfkit.lint import directives as _directives
-from perfkit.lint.hotpaths import find_hot
+from perfkit.lint.hotpaths import HotPaths, find_hot_project
 from perfkit.lint.infer import typer_for
 from perfkit.lint.model import FileError, Violation
 from perfkit.lint.modinfo import ModuleInfo, Unit, unit_nodes
+from perfkit.lint.project import Project
 from perfkit.lint import rules as _rules  # noqa: F401  (importing the families registers their checks)
-from perfkit.lint.registry import NODE_CHECKS, RULES, UNIT_CHECKS, matches
+from perfkit.lint.registry import CONFIDENCES, NODE_CHECKS, RULES, UNIT_CHECKS, matches
 
 @dataclass
 class Options:
@@ -25,6 +26,7 @@ class Options:
     ignore: tuple = ()
     hot: tuple = ()  # extra hot function names / patterns (fnmatch, name or Class.method)
     all_functions: bool = False
+    min_confidence: str = "low"  # report only findings at least this confident: low | medium | high
 
     def enabled(self, rule_id: str) -> bool:
         if self.select and not matches(rule_id, self.select):
@@ -57,7 +59,10 @@ class Context:
     def qual(self, expr):
         return self.mod.qual(expr)
 
-    def report(self, rule_id: str, node, **fields):
+    def report(self, rule_id: str, node, confidence: str = "high", **fields):
+        """One finding of ``rule_id`` at ``node``. ``confidence``: high (the code shows a device tensor / the
+        sync for certain), medium (inferred from a sync-prone method on a receiver of unknown type), low.
+        Rules whose default severity is ``error`` report ``error`` only when confident (high)."""
         rule = RULES[rule_id]
         if rule.hot_only and not self.hot:
             return
@@ -65,10 +70,12 @@ class Context:
             return
         if not self.options.enabled(rule_id):
             return
+        if CONFIDENCES.index(confidence) > CONFIDENCES.index(self.options.min_confidence):
+            return
         line = getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0) + 1
         end_line = getattr(node, "end_lineno", None) or line
-        key = (rule_id, line, col)
+        key = (rule_id, line)  # one finding per rule and line: `a.any() or b.any()` is one site
         if key in self._seen:
             return
         self._seen.add(key)
@@ -83,7 +90,7 @@ class Context:
         source = text.strip()
         self.out.append(
             Violation(self.mod.path, line, col, rule_id, rule.category, rule.message.format(**fields),
-                      rule.severity, end_line, end_col, source)
+                      rule.severity if confidence == "high" else "warning", end_line, end_col, source, confidence)
         )
 
 
@@ -113,15 +120,29 @@ def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list):
 
 
 def lint_module(tree: ast.Module, text: str, path: str, options: Options | None = None) -> list:
-    """Findings of one parsed module (sorted)."""
+    """Findings of one parsed module, linted alone (sorted)."""
     options = options or Options()
     dirs = _directives.parse(text)
     if dirs.ignore_file:
         return []
     mod = ModuleInfo(tree, text, path)
-    hp = find_hot(mod, dirs, options.hot, options.all_functions)
-    mod._callers = hp.units | hp.loop_units  # whose calls type the callees' parameters (infer.param_hints)
-    lines = text.splitlines()
+    project = Project([mod])
+    hp = find_hot_project(project, lambda m: dirs, options.hot, options.all_functions)
+    return check_module(mod, dirs, hp, options)
+
+
+def hot_paths(project: Project, directives: dict, options: Options) -> HotPaths:
+    """Hot paths over every module of ``project``; ``directives``: ModuleInfo -> Directives."""
+    return find_hot_project(project, lambda m: directives[m], options.hot, options.all_functions)
+
+
+def check_module(mod: ModuleInfo, dirs, hp: HotPaths, options: Options) -> list:
+    """Run every check on one module whose hot paths are known (sorted findings)."""
+    holder = mod.project if mod.project is not None else mod
+    if holder.__dict__.get("_callers_of") is not hp:  # whose calls type the callees' parameters (infer.param_hints)
+        holder._callers = hp.units | hp.loop_units
+        holder._callers_of = hp
+    lines = mod.text.splitlines()
     out: list = []
     cold_node_checks = mod.shares_torch_warp  # the only node checks that apply off hot paths (PK5xx)
     unit_checks = [(fn, pre(mod) if pre else None) for fn, pre in UNIT_CHECKS]
@@ -143,6 +164,30 @@ def lint_source(text: str, path: str = "<string>", options: Options | None = Non
     """Lint Python source text. Raises SyntaxError/ValueError/RecursionError for unparsable text."""
     tree = ast.parse(text, filename=path)
     return lint_module(tree, text, path, options)
+
+
+def parse_safely(text: str, path: str):
+    """(tree, FileError | None): never raises for bad input."""
+    try:
+        with warnings.catch_warnings():  # the user's invalid escapes etc. are not our diagnostics
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path), None
+    except SyntaxError as e:
+        return None, FileError(path, f"syntax error: {e.msg}", e.lineno or 0, e.offset or 0)
+    except (ValueError, MemoryError) as e:  # null bytes; absurd sizes
+        return None, FileError(path, f"cannot parse: {e}")
+    except RecursionError:
+        return None, FileError(path, "cannot parse: nested too deeply")
+
+
+def guarded(path: str, fn, *args):
+    """(fn(*args), None) or ([], FileError) when analysing the file failed: one file, not the run."""
+    try:
+        return fn(*args), None
+    except RecursionError:
+        return [], FileError(path, "nested too deeply to analyse")
+    except Exception as e:  # a bug in a rule must not stop the run over the other files
+        return [], FileError(path, f"internal error in perfkit lint ({type(e).__name__}: {e}); please report it")
 
 
 def lint_text_safely(text: str, path: str, options: Options | None = None):

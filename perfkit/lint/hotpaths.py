@@ -14,19 +14,19 @@ import re
 from dataclasses import dataclass, field
 
 from perfkit.lint.modinfo import ModuleInfo, Unit, dotted, unit_nodes
+from perfkit.lint.project import GENERIC, Project
 
 HOT_NAME = re.compile(
     r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_pre_physics_step|_post_physics_step|"
     r"_apply_actions?|act|update|forward)$"
 )
+# per-step only as methods: a manager's compute()/apply(), a term's __call__, an algorithm's train(self)
+HOT_METHOD = re.compile(r"^(compute|apply|__call__|train)$")
 # receivers whose .step() is not an environment step
 _NOT_ENV_STEP = re.compile(r"(^|\.|_)(opt|optim|optimizer|optimiser|scheduler|sched|scaler|lr_scheduler)$", re.I)
-# method names too generic to resolve obj.name(...) to "the" method of that name in this module
-_GENERIC = {
-    "append", "extend", "get", "items", "keys", "values", "pop", "add", "copy", "clear", "insert", "remove",
-    "format", "join", "split", "strip", "read", "write", "close", "open", "run", "start", "stop", "send",
-    "put", "call", "__call__", "__init__", "to", "cpu", "cuda", "item", "numpy", "sum", "mean", "view",
-}
+# calls that advance the environments inside a rollout loop (besides a .step() method)
+_ENV_STEP_NAME = re.compile(r"^_*(env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)$")
+_GENERIC = GENERIC
 INIT_NAMES = ("__init__", "__post_init__", "__new__")
 _SETUP_NAME = re.compile(r"^_*(init|setup|alloc|allocate|build|create|prepare|make)(_|$)")
 
@@ -40,17 +40,22 @@ class HotPaths:
     loop_spans: dict = field(default_factory=dict)  # unit -> [(first, last line of a hot loop's body)]
 
 
-_STEP_TEXT = re.compile(r"\.step\s*\(")
+_STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
 
 
 def is_step_call(node, mod: ModuleInfo | None = None) -> bool:
-    """``env.step(...)``: a step *method* (not ``optimizer.step()``, not a module function ``mjw.step``)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
-        recv = dotted(node.func.value) or ""
+    """``env.step(...)``: a step *method* (not ``optimizer.step()``, not a module function ``mjw.step``),
+    or a call named like an env step: ``self.env_step(...)``, ``step_and_maybe_reset(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr == "step":
+        recv = dotted(f.value) or ""
         if mod is not None and recv in mod.aliases:
             return False
         return not _NOT_ENV_STEP.search(recv)
-    return False
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    return bool(_ENV_STEP_NAME.match(name))
 
 
 def _loop_calls_step(loop, mod) -> bool:
@@ -66,33 +71,39 @@ def _loop_calls_step(loop, mod) -> bool:
 
 
 def resolve_call(mod: ModuleInfo, unit: Unit, call: ast.Call) -> list:
-    f = call.func
-    if isinstance(f, ast.Name):
-        return list(mod.functions.get(f.id, ()))
-    if isinstance(f, ast.Attribute):
-        base, name = f.value, f.attr
-        if isinstance(base, ast.Name):
-            if unit.self_name and base.id == unit.self_name and unit.cls is not None:
-                for c in mod.class_chain(unit.cls):
-                    if name in c.methods:
-                        return [c.methods[name]]
-                # a method of a subclass defined here (template method pattern)
-                return list(mod.methods.get(name, ()))
-            if base.id in mod.classes:
-                m = mod.classes[base.id].methods.get(name)
-                return [m] if m else []
-            if base.id in mod.aliases:
-                return []  # a module function: torch.zeros, wp.launch
-        if name not in _GENERIC:
-            cands = mod.methods.get(name, ())
-            if len(cands) == 1:
-                return list(cands)
-    return []
+    """The units ``call`` may run, within the linted files (see perfkit.lint.project)."""
+    project = mod.project
+    if project is None:
+        project = Project([mod])
+    return project.resolve_call(mod, unit, call)
 
 
-def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) -> HotPaths:
-    hp = HotPaths()
-    seeds = []
+def _is_classmethod(unit: Unit) -> bool:
+    return any(dotted(d) == "classmethod" for d in getattr(unit.node, "decorator_list", ()))
+
+
+def name_hot(unit: Unit) -> bool:
+    """Hot by its name alone (a per-step name; never a classmethod, which builds rather than steps)."""
+    if _is_classmethod(unit):
+        return False
+    if HOT_NAME.match(unit.name):
+        return True
+    if unit.cls is not None and HOT_METHOD.match(unit.name):
+        if unit.name == "train":  # nn.Module.train(mode) is not a training step
+            args = unit.node.args
+            return len(args.args) == 1 and not args.kwonlyargs and args.vararg is None
+        return unit.name != "__call__" or (unit.cls.mod is not None and unit.cls.mod.uses_torch)
+    return False
+
+
+def is_setup(unit: Unit) -> bool:
+    return unit.name in INIT_NAMES or bool(_SETUP_NAME.match(unit.name))
+
+
+def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False, hp=None):
+    """(HotPaths with this module's setup units and rollout loops, [seed units], [units hot by name only])."""
+    hp = hp or HotPaths()
+    seeds, by_name = [], []
     for unit in mod.units:
         if unit.is_module or unit.kernel:
             continue
@@ -103,12 +114,14 @@ def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) 
             if _SETUP_NAME.match(unit.name):
                 hp.setup_units.add(unit)
             continue
-        if HOT_NAME.match(unit.name) or _marked(mod, unit, directives) or any(
+        if _marked(mod, unit, directives) or any(
             fnmatch.fnmatchcase(unit.name, p) or fnmatch.fnmatchcase(unit.qualname, p) for p in hot_patterns
         ):
             seeds.append(unit)
-    # rollout loops: any loop calling a .step() method, in any unit
-    step_units = mod.units_matching(_STEP_TEXT) if ".step" in mod.text else ()
+        elif name_hot(unit):
+            by_name.append(unit)
+    # rollout loops: any loop calling an env step, in any unit
+    step_units = mod.units_matching(_STEP_TEXT) if "step" in mod.text else ()
     for unit in mod.units:
         if unit.kernel or unit not in step_units:
             continue
@@ -121,19 +134,70 @@ def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) 
                     for sub in ast.walk(node):
                         if isinstance(sub, ast.Call):
                             seeds.extend(resolve_call(mod, unit, sub))
-    # callees in the same module
+    return hp, seeds, by_name
+
+
+def _setup_only(project, candidates: list) -> set:
+    """Of the units hot by name only, those whose every caller in the linted files is set-up code
+    (``__init__``, ``_build_*``...): a ``_compute_offsets`` helper run once from ``__init__``."""
+    if not candidates:
+        return set()
+    names = {u.name for u in candidates}
+    cand = set(candidates)
+    callers: dict = {}
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
+    for mod in project.mods:
+        if not any(n in mod.text for n in names):
+            continue
+        for unit in mod.units_matching(pattern):
+            if unit.kernel:
+                continue
+            for node in unit_nodes(unit):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    nm = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+                    if nm not in names:
+                        continue
+                    for callee in resolve_call(mod, unit, node):
+                        if callee in cand and callee is not unit:
+                            callers.setdefault(callee, []).append(unit)
+    return {u for u, cs in callers.items() if cs and all(is_setup(c) for c in cs)}
+
+
+def spread(hp: HotPaths, seeds) -> HotPaths:
+    """Everything the seeds call, transitively, across the linted files (set-up callees excluded)."""
     todo = list(seeds)
     while todo:
         unit = todo.pop()
         if unit in hp.units or unit.kernel:
             continue
         hp.units.add(unit)
+        mod = unit.mod
         for node in unit_nodes(unit):
             if isinstance(node, ast.Call):
                 for callee in resolve_call(mod, unit, node):
                     if callee not in hp.units and callee.name not in INIT_NAMES:
                         todo.append(callee)
     return hp
+
+
+def find_hot_project(project, directives_of, hot_patterns=(), all_functions=False) -> HotPaths:
+    """One HotPaths for all the modules of ``project`` (``directives_of(mod)`` -> its Directives)."""
+    hp = HotPaths()
+    seeds, by_name = [], []
+    for mod in project.mods:
+        _, s, n = module_seeds(mod, directives_of(mod), hot_patterns, all_functions, hp)
+        seeds += s
+        by_name += n
+    cold = _setup_only(project, by_name)
+    seeds += [u for u in by_name if u not in cold]
+    return spread(hp, seeds)
+
+
+def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) -> HotPaths:
+    """Hot paths of one module linted alone."""
+    project = mod.project or Project([mod])
+    return find_hot_project(project, lambda m: directives, hot_patterns, all_functions)
 
 
 def _marked(mod: ModuleInfo, unit: Unit, directives) -> bool:

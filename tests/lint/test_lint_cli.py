@@ -67,7 +67,8 @@ def test_json_schema(tree):
     data = json.loads(r.stdout)
     assert [d["rule"] for d in data] == ["PK101", "PK103"]
     for d in data:
-        assert set(d) == {"path", "line", "col", "rule", "category", "message", "severity"}
+        assert set(d) == {"path", "line", "col", "rule", "category", "message", "severity", "confidence"}
+        assert d["confidence"] in ("high", "medium", "low")
         assert d["category"] in {"sync", "alloc", "loop", "timing", "stream"}
         assert d["path"] == "pkg/bad.py" and d["severity"] in ("warning", "error")
 
