@@ -26,7 +26,8 @@ TDICT = "tensordict"  # a TensorDict: its values are tensors
 HOSTENV = "hostenv"  # a CPU vector env (gym / SB3 VecEnv): step()/reset() return numpy arrays
 DEVICE = frozenset({TENSOR, BOOL})  # reading these on the host syncs
 TORCH = frozenset({TENSOR, BOOL, CPU})
-HOSTISH = frozenset({HOST, NDARRAY, CPU})  # known to live on the host
+HOSTSEQ = "hostseq"  # a list/tuple whose items are host data (numpy views of pinned buffers, numbers)
+HOSTISH = frozenset({HOST, NDARRAY, CPU, HOSTSEQ})  # known to live on the host
 
 # torch.<name>(...) that do not return a tensor
 _TORCH_NON_TENSOR = {
@@ -409,6 +410,11 @@ class Typer:
             return None
         if t is ast.Constant:
             return None if e.value is None else HOST
+        if t is ast.ListComp or t is ast.List or t is ast.Tuple:
+            items = [e.elt] if t is ast.ListComp else e.elts
+            if items and all(self.kind(x) in HOSTISH for x in items):
+                return HOSTSEQ
+            return HOST
         if t in _HOST_NODES:
             return HOST
         if t is ast.Call:
@@ -447,6 +453,8 @@ class Typer:
             vk = self.kind(e.value)
             if vk in TORCH or vk == NDARRAY:
                 return vk
+            if vk == HOSTSEQ:
+                return NDARRAY  # an item of host data (NDARRAY: its methods stay on the host)
             if vk == TDICT:
                 return _tdict_item(e.slice)
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 
 from perfkit.lint import directives as _directives
@@ -31,8 +32,16 @@ def lint_paths(paths, options: Options | None = None, exclude=(), root: str | No
     files (the project's own imports resolved). Never raises for bad files: see ``result.errors``.
 
     ``exclude`` patterns match paths relative to ``root`` (default: the working directory)."""
-    options = options or Options()
-    result = result or LintResult()
+    gc_was_on = gc.isenabled()
+    gc.disable()  # every tree stays alive for the call graph: the cyclic GC would re-scan them all, again and again
+    try:
+        return _lint_paths(paths, options or Options(), exclude, root, result or LintResult())
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _lint_paths(paths, options, exclude, root, result) -> LintResult:
     parsed = []  # (ModuleInfo, Directives)
     for path, problem in discover(paths, exclude, root):
         shown = display_path(path)

@@ -43,6 +43,22 @@ register(Rule(
     good="self.episode_len += 1",
 ))
 
+register(Rule(
+    id="PK204", name="warp-alloc", category="alloc",
+    summary="Warp allocations (`wp.empty/zeros/ones/full/clone/array/*_like`) on a hot path, outside graph capture",
+    message="{what} allocates a Warp array on every call (and `wp.array(host_data)` also copies it to the device); "
+            "preallocate it in `__init__` and refill it in place (`arr.zero_()`, `wp.copy(arr, src)`, a kernel)",
+    rationale="Each Warp allocation goes through Warp's allocator (a CUDA allocation, or a pool's, per call); "
+              "arrays built from host data add a blocking host-to-device copy. Inside a step loop that is per-step "
+              "overhead, and it keeps the step out of a CUDA graph, whose buffers must stay put.",
+    fix="Allocate once in `__init__`; per step, write into the array with `arr.zero_()`, `arr.fill_(v)`, "
+        "`wp.copy(dst, src)` or a kernel. Allocations inside `wp.ScopedCapture` are recorded once, not repeated.",
+    bad="contacts = wp.zeros(self.num_envs, dtype=wp.vec3)",
+    good="self.contacts.zero_()  # allocated once in __init__",
+))
+
+_WARP_ALLOCS = {"empty", "zeros", "ones", "full", "clone", "array", "empty_like", "zeros_like", "ones_like",
+                "full_like", "from_numpy", "array1d", "array2d", "array3d", "array4d"}
 _FACTORIES = {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
               "linspace", "logspace", "eye", "empty_strided", "normal", "bernoulli", "multinomial", "poisson",
               "tril_indices", "triu_indices"}
@@ -141,3 +157,26 @@ def rebind_buffers(ctx, node: ast.Assign):
         return
     if _allocating_value(ctx, node.value) and not _lazy_init(ctx, node):
         ctx.report("PK203", node, attr=t.attr)
+
+
+def _captured_spans(ctx) -> list:
+    cache = ctx.mod.__dict__.setdefault("_pk2_capture", {})
+    spans = cache.get(ctx.unit)
+    if spans is None:
+        spans = cache[ctx.unit] = [
+            (n.body[0].lineno, n.end_lineno) for n in unit_nodes(ctx.unit) if isinstance(n, (ast.With, ast.AsyncWith))
+            and any((ctx.qual(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or "")
+                    in ("warp.ScopedCapture", "torch.cuda.graph") for i in n.items)]
+    return spans
+
+
+@check(ast.Call)
+def warp_allocs(ctx, node: ast.Call):
+    q = ctx.qual(node.func)
+    if not q or not q.startswith("warp.") or q[5:] not in _WARP_ALLOCS:
+        return
+    if q == "warp.array" and (kwarg(node, "ptr") is not None or kwarg(node, "capacity") is not None):
+        return  # wraps existing memory
+    if _lazy_init(ctx, node) or any(a <= node.lineno <= b for a, b in _captured_spans(ctx)):
+        return
+    ctx.report("PK204", node, what=f"`wp.{q[5:]}()`")

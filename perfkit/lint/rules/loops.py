@@ -1,11 +1,15 @@
-"""PK3xx: Python loops over environments on hot paths (n_envs times the kernel launches)."""
+"""PK3xx: Python loops over environments on hot paths (n_envs times the kernel launches).
+
+A loop is reported only when its body launches device work per iteration *with the loop variable*:
+indexes a device tensor with it, or passes it to a tensor op. Loops over seeds, agents, action
+heads, RNN-state tuples, numpy arrays or CPU envs (sequential by design) stay quiet."""
 
 from __future__ import annotations
 
 import ast
 import re
 
-from perfkit.lint.infer import DEVICE
+from perfkit.lint.infer import DEVICE, WARP
 from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.rules.common import is_builtin, last_name
 
@@ -67,6 +71,48 @@ def _env_count(ctx, e) -> str | None:
     return None
 
 
+def _names(target) -> set:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _uses(expr, names) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+_ON_DEVICE = DEVICE | {WARP}
+
+
+def _device_work_per_index(ctx, body, names) -> bool:
+    """Whether ``body`` (statements or one expression) launches device work that depends on the loop
+    variables ``names``: ``x[i]`` of a device tensor, a tensor op taking ``i``, or ``i`` itself a tensor row."""
+    if not names:
+        return False
+    stack = list(body) if isinstance(body, list) else [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.Subscript) and ctx.kind(n.value) in _ON_DEVICE and _uses(n.slice, names):
+            return True
+        if isinstance(n, ast.Call):
+            f = n.func
+            args = list(n.args) + [k.value for k in n.keywords]
+            if any(_uses(a, names) for a in args):
+                q = ctx.qual(f) or ""
+                if q.startswith(("torch.", "warp.")) or ctx.kind(n) in DEVICE:
+                    return True
+                if isinstance(f, ast.Attribute) and ctx.kind(f.value) in _ON_DEVICE:
+                    return True
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in names \
+                    and ctx.kind(f.value) in DEVICE:
+                return True  # row.clamp_(...): a kernel per row
+        if isinstance(n, (ast.BinOp, ast.AugAssign)) and ctx.kind(n.target if isinstance(n, ast.AugAssign) else n) \
+                in DEVICE and _uses(n, names):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
 def _check_iter(ctx, it, where):
     if isinstance(it, ast.Call) and is_builtin(ctx, it, "range"):
         args = it.args
@@ -97,11 +143,37 @@ def _check_iter(ctx, it, where):
     return False
 
 
+class _Probe:
+    """Runs _check_iter without reporting: which rule (and message) the loop's iterable would earn."""
+
+    def __init__(self, ctx):
+        self.ctx, self.found = ctx, None
+
+    def __getattr__(self, name):
+        return getattr(self.ctx, name)
+
+    def report(self, rule_id, node, **fields):
+        self.found = (rule_id, node, fields)
+
+
+def _report_if_per_index(ctx, it, body, target):
+    probe = _Probe(ctx)
+    _check_iter(probe, it, it)
+    if probe.found and _device_work_per_index(ctx, body, _names(target)):
+        rule_id, node, fields = probe.found
+        ctx.report(rule_id, node, **fields)
+
+
 @check(ast.For, ast.AsyncFor)
 def for_loops(ctx, node):
-    _check_iter(ctx, node.iter, node.iter)
+    _report_if_per_index(ctx, node.iter, node.body, node.target)
 
 
-@check(ast.comprehension)
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+@check(*_COMPS)
 def comprehensions(ctx, node):
-    _check_iter(ctx, node.iter, node.iter)
+    elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    for gen in node.generators:
+        _report_if_per_index(ctx, gen.iter, elts + list(gen.ifs), gen.target)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from perfkit.lint.infer import BOOL, CPU, DEVICE, NDARRAY, TENSOR, WARP, is_mask_name
+from perfkit.lint.infer import BOOL, CPU, DEVICE, HOST, HOSTISH, NDARRAY, TDICT, TENSOR, WARP, is_mask_name
 from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module
 
@@ -148,8 +148,24 @@ register(Rule(
     "zero-copy via `wp.to_torch(arr)` and keep computing on the GPU",
     rationale="A Warp array's `.numpy()` synchronizes and copies device memory to the host.",
     fix="Use `wp.to_torch(arr)` once (zero-copy view) and keep processing on the device.",
-    bad="qpos = self.data.qpos.numpy()",
-    good="qpos = self.qpos_t  # wp.to_torch(self.data.qpos), made once in __init__",
+    bad="qpos = self.qpos_wp.numpy()",
+    good="qpos = self.qpos_t  # wp.to_torch(self.qpos_wp), made once in __init__",
+))
+
+register(Rule(
+    id="PK113", name="index-write-sync", category="sync",
+    summary="writes through an index that synchronize: a Python scalar through an integer or index tensor "
+            "(`buf[env_ids] = 0.0`, `x[5] = 0.`), a tensor through a boolean mask (`x[mask] = y`)",
+    message="{what} makes the host wait for the GPU (sync); {fix}",
+    rationale="Measured on CUDA (H200, `benchmarks/lint_real/sync_probe.py`): `x[idx] = 0.0`, `x[idx, 1] = 0.0` and "
+              "`x[5] = 0.0` copy the Python scalar to the device synchronously, and `x[mask] = y` / `x[mask] += 1` "
+              "count the mask's true elements on the host. `x[mask] = 0.0`, `x[:, 0] = 0.0`, `x[idx] = y`, "
+              "`masked_fill_` and `index_fill_` do not wait.",
+    fix="Scalars: `x.index_fill_(0, idx, 0.0)`, `x.masked_fill_(mask, 0.0)`, or write a 0-dim device tensor made "
+        "once (`x[idx] = self.zero`). Tensors through a mask: `x.copy_(torch.where(mask, y, x))` or "
+        "`torch.where(mask, y, x, out=x)`.",
+    bad="self.episode_length_buf[env_ids] = 0",
+    good="self.episode_length_buf.index_fill_(0, env_ids, 0)",
 ))
 
 _SYNC_METHODS = {"item", "cpu", "numpy", "tolist", "list", "to", "cuda", "synchronize", "nonzero", "argwhere",
@@ -170,8 +186,18 @@ def _dev(ctx, e) -> bool:
 
 def _maybe_tensor(ctx, e) -> bool:
     """A tensor, or unknown in a module that uses torch (the method name itself is torch-specific)."""
+    return _confidence(ctx, e) is not None
+
+
+def _confidence(ctx, e):
+    """'high' for a device tensor, 'medium' for a receiver of unknown type in a module that uses torch
+    (the sync-prone method name is the evidence), None for host data or another type."""
     k = ctx.kind(e)
-    return k in DEVICE or (k is None and ctx.mod.uses_torch)
+    if k in DEVICE:
+        return "high"
+    if k is None and ctx.mod.uses_torch:
+        return "medium"
+    return None
 
 
 def _cpu_target(call: ast.Call) -> bool:
@@ -222,30 +248,31 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
     m = f.attr
     recv = f.value
     k = ctx.kind(recv)
-    if k in (CPU, NDARRAY) and m not in ("to", "cuda"):
+    if k in HOSTISH and m not in ("to", "cuda"):
         return
+    conf = "high" if k == TDICT and m in ("cpu", "to") else _confidence(ctx, recv)
     if m == "item":
-        if _maybe_tensor(ctx, recv):
-            ctx.report("PK101", node)
+        if conf:
+            ctx.report("PK101", node, confidence=conf)
     elif m in ("cpu", "tolist"):
         if k == WARP:
             return
         if m == "cpu" and is_true(kwarg(node, "non_blocking")):
             return
-        if _maybe_tensor(ctx, recv):
-            ctx.report("PK102", node, what=f"`.{m}()`")
+        if conf and not (m == "tolist" and k == TDICT):
+            ctx.report("PK102", node, what=f"`.{m}()`", confidence=conf)
     elif m == "numpy":
         if k == WARP or (k is None and ctx.mod.uses_warp and not ctx.mod.uses_torch):
             ctx.report("PK112", node, what="numpy")
-        elif _maybe_tensor(ctx, recv):
-            ctx.report("PK102", node, what="`.numpy()`")
+        elif conf:
+            ctx.report("PK102", node, what="`.numpy()`", confidence=conf)
     elif m == "list":
         if k == WARP:
             ctx.report("PK112", node, what="list")
     elif m == "to":
         non_blocking = is_true(kwarg(node, "non_blocking"))
-        if k in DEVICE and _cpu_target(node) and not non_blocking:
-            ctx.report("PK102", node, what="`.to('cpu')`")
+        if conf and _cpu_target(node) and not non_blocking:
+            ctx.report("PK102", node, what="`.to('cpu')`", confidence=conf)
         elif k == CPU and not non_blocking and not _cpu_target(node) and ctx.kind(node) in DEVICE:
             ctx.report("PK109", node, what="`.to(device)` of a host tensor")
     elif m == "cuda":
@@ -257,12 +284,9 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
             ctx.report("PK111", node, what=f"`{q.replace('warp.', 'wp.')}()`")
         else:
             ctx.report("PK110", node, what=f"`{_short(f)}()`")
-    elif m in ("nonzero", "argwhere", "unique", "unique_consecutive"):
-        if k in DEVICE:
-            ctx.report("PK106", node, what=f"`.{m}()`", fix=_fix_for(m))
-    elif m == "masked_select":
-        if _maybe_tensor(ctx, recv):
-            ctx.report("PK106", node, what="`.masked_select()`", fix=_NONZERO_FIX)
+    elif m in ("nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"):
+        if conf and k != TDICT:
+            ctx.report("PK106", node, what=f"`.{m}()`", fix=_fix_for(m), confidence=conf)
     elif m == "repeat_interleave":
         if k in DEVICE and kwarg(node, "output_size") is None:
             reps = node.args[0] if node.args else kwarg(node, "repeats")
@@ -332,31 +356,48 @@ _TRUTH_WHAT = {ast.If: "`if` on a tensor", ast.While: "`while` on a tensor (a sy
                ast.Assert: "`assert` on a tensor", ast.IfExp: "a conditional expression on a tensor"}
 
 
+def _truth(ctx, e):
+    """Confidence that Python's truth test of ``e`` reads a device tensor: 'high', 'medium' (``x.any()`` /
+    ``x.all()`` on a receiver of unknown type in a torch module) or None."""
+    if _dev(ctx, e):
+        return "high"
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("any", "all") \
+            and not e.args and not receiver_is_module(ctx, e.func):
+        if ctx.kind(e.func.value) is None and ctx.mod.uses_torch:
+            return "medium"
+    return None
+
+
 @check(ast.If, ast.While, ast.Assert, ast.IfExp)
 def truth_tests(ctx, node):
-    if _dev(ctx, node.test):
-        ctx.report("PK103", node.test, what=_TRUTH_WHAT[type(node)])
+    conf = _truth(ctx, node.test)
+    if conf:
+        ctx.report("PK103", node.test, what=_TRUTH_WHAT[type(node)], confidence=conf)
 
 
 @check(ast.comprehension)
 def comprehension_ifs(ctx, node):
     for cond in node.ifs:
-        if _dev(ctx, cond):
-            ctx.report("PK103", cond, what="a comprehension `if` on a tensor")
+        conf = _truth(ctx, cond)
+        if conf:
+            ctx.report("PK103", cond, what="a comprehension `if` on a tensor", confidence=conf)
 
 
 @check(ast.BoolOp)
 def bool_ops(ctx, node):
+    """``a or b`` on tensors: one finding for the expression, however many operands are tensors."""
     op = "and" if isinstance(node.op, ast.And) else "or"
-    for v in node.values:
-        if _dev(ctx, v):
-            ctx.report("PK103", v, what=f"`{op}` on a tensor")
+    confs = [_truth(ctx, v) for v in node.values[:-1]]  # the last operand is returned, not tested
+    if "high" in confs or "medium" in confs:
+        ctx.report("PK103", node, what=f"`{op}` on a tensor", confidence="high" if "high" in confs else "medium")
 
 
 @check(ast.UnaryOp)
 def not_op(ctx, node):
-    if isinstance(node.op, ast.Not) and _dev(ctx, node.operand):
-        ctx.report("PK103", node.operand, what="`not` of a tensor")
+    if isinstance(node.op, ast.Not):
+        conf = _truth(ctx, node.operand)
+        if conf:
+            ctx.report("PK103", node.operand, what="`not` of a tensor", confidence=conf)
 
 
 @check(ast.FormattedValue)
@@ -405,3 +446,41 @@ def masked_augassign(ctx, node: ast.AugAssign):
     if isinstance(t, ast.Subscript) and ctx.kind(t.value) in DEVICE:
         if any(_is_mask(ctx, p) for p in _index_parts(t.slice)):
             ctx.report("PK107", t)
+
+
+def _python_value(ctx, v) -> bool:
+    """A Python number (or other host data) written into a tensor: copied to the device on the host's time."""
+    if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
+        v = v.operand
+    if isinstance(v, ast.Constant):
+        return isinstance(v.value, (int, float, bool)) and v.value is not None
+    return ctx.kind(v) == HOST and isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.BinOp))
+
+
+def _int_index(ctx, p) -> bool:
+    if isinstance(p, ast.Constant):
+        return isinstance(p.value, int) and not isinstance(p.value, bool)
+    return isinstance(p, (ast.Name, ast.Attribute)) and ctx.kind(p) == HOST
+
+
+@check(ast.Assign)
+def index_writes(ctx, node: ast.Assign):
+    for t in node.targets:
+        if not isinstance(t, ast.Subscript) or ctx.kind(t.value) not in DEVICE:
+            continue
+        parts = _index_parts(t.slice)
+        masks = [p for p in parts if _is_mask(ctx, p)]
+        if masks:
+            if ctx.kind(node.value) in DEVICE:
+                ctx.report("PK113", t, what="writing a tensor through a boolean mask (`x[mask] = y`)",
+                           fix="use `x.copy_(torch.where(mask, y, x))` (or `masked_scatter_` when y is packed)")
+            continue
+        if not _python_value(ctx, node.value):
+            continue
+        index_tensor = any(ctx.kind(p) == TENSOR for p in parts)
+        if index_tensor:
+            ctx.report("PK113", t, what="writing a Python scalar through an index tensor (`x[idx] = 0.0`)",
+                       fix="use `x.index_fill_(dim, idx, value)`, or write a 0-dim device tensor made once")
+        elif not isinstance(t.slice, ast.Tuple) and _int_index(ctx, t.slice):
+            ctx.report("PK113", t, what="writing a Python scalar at an integer index (`x[5] = 0.0`)",
+                       fix="use `x[5:6].fill_(value)` (a slice is a view) or write a 0-dim device tensor made once")

@@ -61,14 +61,20 @@ _HOST_PREFIX = ("time.", "timeit.", "logging.", "numpy.", "math.", "os.", "sys."
                 "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.Stream", "torch.cuda.stream")
 
 
+_HOST_RECEIVER = re.compile(r"(^|\.|_)(sched|scheduler|schedulers|lr_scheduler|lr_schedule|schedule|lr|"
+                            r"timer|timers|logger|writer|meter|meters|pbar|progress|stats)$", re.I)
+
+
 def _classify(ctx, call: ast.Call):
-    """'clock', 'sync', 'work' or None."""
+    """'clock', 'sync', 'work' (known device work), 'work?' (inferred from a name) or None."""
     f = call.func
     q = ctx.qual(f)
     if q in _CLOCKS:
         return "clock"
     if isinstance(f, ast.Attribute) and f.attr in _SYNC_ATTRS:
         return "sync"
+    if isinstance(f, ast.Attribute) and _HOST_RECEIVER.search(_dotted_text(f.value)):
+        return None  # a host LR scheduler's .step()/.update(), a logger
     if q and (q.startswith("warp.synchronize") or q == "torch.cuda.synchronize"):
         return "sync"
     if isinstance(f, ast.Name) and f.id in ("float", "int", "bool", "print") and call.args:
@@ -85,28 +91,51 @@ def _classify(ctx, call: ast.Call):
     if q and q.startswith(("torch.", "warp.")):
         return "work" if ctx.kind(call) in (*DEVICE, WARP) else None
     if isinstance(f, ast.Attribute):
-        if f.attr in _WORK_METHODS:
-            return "work"
         k = ctx.kind(f.value)
         if k in DEVICE or k == WARP:
             return "work"
+        if f.attr in _WORK_METHODS:
+            return "work?"
     if any(ctx.kind(a) in DEVICE for a in call.args):
-        return "work"
+        return "work?"
     return None
 
 
-def _syncs_inside(ctx, unit) -> bool:
-    cache = ctx.mod.__dict__.setdefault("_pk4_syncs", {})
-    if unit not in cache:
-        cache[unit] = False
+def _dotted_text(e) -> str:
+    parts = []
+    while isinstance(e, ast.Attribute):
+        parts.append(e.attr)
+        e = e.value
+    if isinstance(e, ast.Name):
+        parts.append(e.id)
+    return ".".join(reversed(parts))
+
+
+def _syncs_inside(ctx, unit, depth: int = 0) -> bool:
+    """Whether running ``unit`` waits for the GPU: a synchronize, or a read-back (``.item()``, ``.cpu()``,
+    ``.numpy()``, ``.tolist()``), in it or in what it calls (two calls deep, across the linted files)."""
+    holder = ctx.mod.project if ctx.mod.project is not None else ctx.mod
+    cache = holder.__dict__.setdefault("_pk4_syncs", {})
+    if unit in cache:
+        return cache[unit]
+    cache[unit] = False
+    found = False
+    for n in unit_nodes(unit):
+        if isinstance(n, ast.Call):
+            f = n.func
+            q = (unit.mod.qual(f) if unit.mod else ctx.qual(f)) or ""
+            if (isinstance(f, ast.Attribute) and f.attr in _SYNC_ATTRS and f.attr != "query") \
+                    or q.startswith("warp.synchronize"):
+                found = True
+                break
+    if not found and depth < 2 and unit.mod is not None:
         for n in unit_nodes(unit):
-            if isinstance(n, ast.Call):
-                f = n.func
-                q = ctx.qual(f) or ""
-                if (isinstance(f, ast.Attribute) and f.attr == "synchronize") or q.startswith("warp.synchronize"):
-                    cache[unit] = True
-                    break
-    return cache[unit]
+            if isinstance(n, ast.Call) and any(_syncs_inside(ctx, t, depth + 1)
+                                               for t in resolve_call(unit.mod, unit, n)):
+                found = True
+                break
+    cache[unit] = found
+    return found
 
 
 def _pos(n):
@@ -150,7 +179,7 @@ def host_clock_intervals(ctx):
     compared = {id(x) for n in nodes if isinstance(n, ast.Compare)
                 for x in ast.walk(n) if isinstance(x, ast.Call)}  # deadline checks, not measurements
     if has_clock:
-        started, pending = False, False
+        started, pending = False, None  # pending: None, "work" (known device work) or "work?" (by name)
         captured = _captured(ctx)
         for c in events:
             if id(c) in captured:
@@ -160,12 +189,13 @@ def host_clock_intervals(ctx):
                 if id(c) in compared:
                     continue
                 if started and pending:
-                    ctx.report("PK401", c, clock=(ctx.qual(c.func) or "time").split(".")[-1])
-                started, pending = True, False
+                    ctx.report("PK401", c, clock=(ctx.qual(c.func) or "time").split(".")[-1],
+                               confidence="high" if pending == "work" else "medium")
+                started, pending = True, None
             elif kind == "sync":
-                pending = False
-            elif kind == "work" and started:
-                pending = True
+                pending = None
+            elif kind in ("work", "work?") and started and pending != "work":
+                pending = kind
     if has_elapsed:
         _elapsed(ctx, sorted(calls, key=_pos))
 
