@@ -20,8 +20,11 @@ HOT_NAME = re.compile(
     r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_pre_physics_step|_post_physics_step|"
     r"_apply_actions?|act|update|forward)$"
 )
-# per-step only as methods: a manager's compute()/apply(), a term's __call__, an algorithm's train(self)
+# per-step only as methods: a manager's compute()/apply(), a term's __call__(env, ...), an algorithm's train(self)
 HOT_METHOD = re.compile(r"^(compute|apply|__call__|train)$")
+# named like a hot path but set-up: nn.Module.reset_parameters() and friends
+_NOT_HOT_NAME = re.compile(r"^_*reset_\w*parameters$|^_*reset_(seed|cache|keys|spec|specs|stats|states?_dict)$")
+_MANAGER_CLASS = re.compile(r"(Manager|Term)s?$")
 # receivers whose .step() is not an environment step
 _NOT_ENV_STEP = re.compile(r"(^|\.|_)(opt|optim|optimizer|optimiser|scheduler|sched|scaler|lr_scheduler)$", re.I)
 # calls that advance the environments inside a rollout loop (besides a .step() method)
@@ -83,16 +86,25 @@ def _is_classmethod(unit: Unit) -> bool:
 
 
 def name_hot(unit: Unit) -> bool:
-    """Hot by its name alone (a per-step name; never a classmethod, which builds rather than steps)."""
-    if _is_classmethod(unit):
+    """Hot by its name alone: a function with a per-step name. Never a classmethod (it builds rather than
+    steps); a module-level function only in a module that imports torch: in a pure Warp module,
+    ``step(model, data)`` / ``forward(...)`` are physics entry points that callers capture into a CUDA
+    graph (they become hot through the call graph when a step calls them)."""
+    if _is_classmethod(unit) or _NOT_HOT_NAME.match(unit.name):
         return False
     if HOT_NAME.match(unit.name):
-        return True
-    if unit.cls is not None and HOT_METHOD.match(unit.name):
-        if unit.name == "train":  # nn.Module.train(mode) is not a training step
-            args = unit.node.args
-            return len(args.args) == 1 and not args.kwonlyargs and args.vararg is None
-        return unit.name != "__call__" or (unit.cls.mod is not None and unit.cls.mod.uses_torch)
+        return unit.cls is not None or (unit.mod is not None and unit.mod.uses_torch)
+    if unit.cls is None:
+        return False
+    if HOT_METHOD.match(unit.name):
+        args = unit.node.args
+        params = [a.arg for a in args.posonlyargs + args.args][1:] + [a.arg for a in args.kwonlyargs]
+        if unit.name == "train":  # an algorithm's train(self), not nn.Module.train(mode)
+            return not params and args.vararg is None
+        if unit.name == "__call__":  # a term evaluated on the env: __call__(self, env, ...)
+            return bool(params) and params[0] in ("env", "envs") and unit.mod is not None and unit.mod.uses_torch
+        names = [unit.cls.name] + list(unit.cls.bases)
+        return any(_MANAGER_CLASS.search(n) for n in names)  # a manager's compute()/apply()
     return False
 
 

@@ -29,7 +29,7 @@ GENERIC = {
     "named_parameters", "modules", "children", "zero_grad", "backward", "encode", "decode", "transform", "predict",
     "__enter__", "__exit__", "__getitem__", "__setitem__", "__len__", "__iter__", "__next__", "__repr__", "__str__",
 }
-_MAX_NAME_TARGETS = 24  # a "specific" name defined more often than this is generic in this project
+_MAX_NAME_TARGETS = 4  # a "specific" name defined more often than this is generic in this project
 
 
 def _package_dir_name(path: str, cache: dict) -> str:

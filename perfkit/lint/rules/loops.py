@@ -43,8 +43,8 @@ register(Rule(
     "first dimension instead",
     rationale="Iterating a tensor yields one view per row; whatever the body does is launched once per row.",
     fix="Operate on the whole tensor with broadcasting / reductions along the first dimension.",
-    bad="for a in actions:\n    self.apply(a)",
-    good="self.apply_batched(actions)",
+    bad="for a in actions:\n    a.clamp_(-1.0, 1.0)",
+    good="actions.clamp_(-1.0, 1.0)",
 ))
 
 _ENV_COUNT = re.compile(r"^(num_envs\w*|n_?envs?|nenvs|num_env|numenvs|n_?worlds?|nworlds?|num_worlds?|"
@@ -80,6 +80,16 @@ def _uses(expr, names) -> bool:
 
 
 _ON_DEVICE = DEVICE | {WARP}
+# views and metadata: no kernel launched
+_VIEWS = {"view", "view_as", "reshape", "reshape_as", "transpose", "permute", "unsqueeze", "squeeze", "narrow", "select",
+          "expand", "expand_as", "detach", "t", "unbind", "split", "chunk", "movedim", "flatten", "unflatten", "size",
+          "dim", "numel", "stride", "data_ptr", "is_contiguous", "requires_grad_", "get_device"}
+
+
+def _plain_view_read(sub) -> bool:
+    """``x[i]`` read: a view, no kernel by itself (what is done with it — ``x[i] = v``, ``x[i] + 1``,
+    ``x[i].clamp_()``, ``torch.f(x[i])`` — is caught by the other checks)."""
+    return isinstance(sub.ctx, ast.Load) and not isinstance(sub.slice, (ast.Tuple, ast.List))
 
 
 def _device_work_per_index(ctx, body, names) -> bool:
@@ -92,19 +102,21 @@ def _device_work_per_index(ctx, body, names) -> bool:
         n = stack.pop()
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        if isinstance(n, ast.Subscript) and ctx.kind(n.value) in _ON_DEVICE and _uses(n.slice, names):
+        if isinstance(n, ast.Subscript) and ctx.kind(n.value) in _ON_DEVICE and _uses(n.slice, names) \
+                and not _plain_view_read(n):
             return True
         if isinstance(n, ast.Call):
             f = n.func
             args = list(n.args) + [k.value for k in n.keywords]
-            if any(_uses(a, names) for a in args):
+            view = isinstance(f, ast.Attribute) and f.attr in _VIEWS
+            if any(_uses(a, names) for a in args) and not view:
                 q = ctx.qual(f) or ""
-                if q.startswith(("torch.", "warp.")) or ctx.kind(n) in DEVICE:
+                if q.startswith(("torch.", "warp.launch")) and ctx.kind(n) in DEVICE | {None}:
                     return True
                 if isinstance(f, ast.Attribute) and ctx.kind(f.value) in _ON_DEVICE:
                     return True
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in names \
-                    and ctx.kind(f.value) in DEVICE:
+                    and ctx.kind(f.value) in DEVICE and not view:
                 return True  # row.clamp_(...): a kernel per row
         if isinstance(n, (ast.BinOp, ast.AugAssign)) and ctx.kind(n.target if isinstance(n, ast.AugAssign) else n) \
                 in DEVICE and _uses(n, names):
