@@ -115,9 +115,8 @@ def _device_work_per_index(ctx, body, names) -> bool:
                     return True
                 if isinstance(f, ast.Attribute) and ctx.kind(f.value) in _ON_DEVICE:
                     return True
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in names \
-                    and ctx.kind(f.value) in DEVICE and not view:
-                return True  # row.clamp_(...): a kernel per row
+            if isinstance(f, ast.Attribute) and not view and _uses(f.value, names) and ctx.kind(f.value) in DEVICE:
+                return True  # row.clamp_(...), x[i].clamp_(...): a kernel per index
         if isinstance(n, (ast.BinOp, ast.AugAssign)) and ctx.kind(n.target if isinstance(n, ast.AugAssign) else n) \
                 in DEVICE and _uses(n, names):
             return True
