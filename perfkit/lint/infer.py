@@ -244,12 +244,19 @@ class Typer:
                     self._set(node.target.id, TENSOR, (node.end_lineno, node.end_col_offset))
             elif t is ast.For or t is ast.comprehension or t is ast.AsyncFor:
                 k = self.kind(node.iter)
+                pos = (node.iter.end_lineno, node.iter.end_col_offset)
                 if isinstance(node.target, ast.Name):
-                    pos = (node.iter.end_lineno, node.iter.end_col_offset)
-                    if k in TORCH:
+                    if k in TORCH or k == NDARRAY:
                         self._set(node.target.id, k, pos)
-                    elif k in (HOST, NDARRAY):
-                        self._set(node.target.id, k, pos)
+                    elif isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) \
+                            and node.iter.func.id == "range":
+                        self._set(node.target.id, HOST, pos)  # an int
+                    else:  # items of a list/dict/unknown iterable: a new, unknown value each iteration
+                        self._set(node.target.id, NDARRAY if k == HOSTSEQ else None, pos)
+                else:
+                    for t in ast.walk(node.target):
+                        if isinstance(t, ast.Name):
+                            self._set(t.id, None, pos)
             elif t is ast.NamedExpr:
                 self._bind(node.target, node.value, (node.end_lineno, node.end_col_offset))
             elif t is ast.withitem and node.optional_vars is not None:
