@@ -552,6 +552,8 @@ class Typer:
         return None
 
 
+_HOST_FACTORIES = {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
+                   "logspace", "eye", "empty_strided", "tril_indices", "triu_indices"}
 _HOST_NODES = {ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr}
 _HOST_RESULTS = {"cpu": CPU, "numpy": NDARRAY, "tolist": HOST, "item": HOST}
 _HOST_RESULT_BUILTINS = {"len", "str", "repr", "int", "float", "bool", "complex", "isinstance", "issubclass", "hash",
@@ -618,6 +620,8 @@ def _TORCH_DEVICE_RULES(mod, name, e):  # noqa: N802
             return CPU
     if name in ("tensor", "as_tensor") and not any(kw.arg == "device" for kw in e.keywords):
         return CPU  # default device; a later .to(device) / .cuda() is the host-to-device copy
+    if name in _HOST_FACTORIES and not any(kw.arg == "device" for kw in e.keywords) and not mod.sets_default_device:
+        return CPU  # a factory without device= allocates on the host (unless the module sets a default device)
     if name in ("where",) and len(e.args) >= 3:
         return TENSOR
     return TENSOR

@@ -82,6 +82,7 @@ class ModuleInfo:
             "to_torch" in text or "from_torch" in text or "__cuda_array_interface__" in text
         )
         self._return_kinds: dict = {}
+        self.sets_default_device = "set_default_device" in text or "set_default_tensor_type" in text
         self.project = None  # the Project (perfkit.lint.project) when linted with other files
         self.modname = ""  # dotted module name within its package tree (set by the Project)
 

@@ -263,7 +263,7 @@ def test_tensor_flow_through_names_methods_operators_and_returns():
     import torch
     import torch.nn.functional as F
     def make(n):
-        return torch.ones(n)
+        return torch.ones(n, device="cuda")
     class Env:
         def __init__(self):
             self.w = make(3)

@@ -178,6 +178,7 @@ def host_clock_intervals(ctx):
     events.sort(key=_pos)
     compared = {id(x) for n in nodes if isinstance(n, ast.Compare)
                 for x in ast.walk(n) if isinstance(x, ast.Call)}  # deadline checks, not measurements
+    closing = _closing_reads(nodes)
     if has_clock:
         started, pending = False, None  # pending: None, "work" (known device work) or "work?" (by name)
         captured = _captured(ctx)
@@ -188,7 +189,7 @@ def host_clock_intervals(ctx):
             if kind == "clock":
                 if id(c) in compared:
                     continue
-                if started and pending:
+                if started and pending and id(c) in closing:
                     ctx.report("PK401", c, clock=(ctx.qual(c.func) or "time").split(".")[-1],
                                confidence="high" if pending == "work" else "medium")
                 started, pending = True, None
@@ -198,6 +199,25 @@ def host_clock_intervals(ctx):
                 pending = kind
     if has_elapsed:
         _elapsed(ctx, sorted(calls, key=_pos))
+
+
+def _closing_reads(nodes) -> set:
+    """ids of clock calls that end an interval: ``clock() - t0`` itself, or ``t1 = clock()`` with ``t1`` later the
+    left side of a subtraction (``t1 - t0``). A read that only starts an interval measures nothing yet."""
+    minuends, out, assigned = set(), set(), []
+    for n in nodes:
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub):
+            left = n.left
+            if isinstance(left, ast.Call):
+                out.add(id(left))
+            elif isinstance(left, (ast.Name, ast.Attribute)):
+                minuends.add(_dotted_text(left))
+        elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.value, ast.BinOp):
+            pass  # total += clock() - t0: the BinOp above covers it
+        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and len(n.targets) == 1:
+            assigned.append((_dotted_text(n.targets[0]), id(n.value)))
+    out.update(call for target, call in assigned if target and target in minuends)
+    return out
 
 
 def _elapsed(ctx, calls):
