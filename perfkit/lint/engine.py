@@ -12,7 +12,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from perfkit.lint import directives as _directives
-from perfkit.lint.hotpaths import HotPaths, find_hot_project
+from perfkit.lint.hotpaths import HotPaths, find_hot_project, is_setup
 from perfkit.lint.infer import typer_for
 from perfkit.lint.model import FileError, Violation
 from perfkit.lint.modinfo import ModuleInfo, Unit, unit_nodes
@@ -66,8 +66,8 @@ class Context:
         rule = RULES[rule_id]
         if rule.hot_only and not self.hot:
             return
-        if rule.setup_ok and self.setup:
-            return
+        if rule.setup_ok and (self.setup or is_setup(self.unit)):
+            return  # __init__, _init_buffers, build_*: allocating is their point
         if not self.options.enabled(rule_id):
             return
         if CONFIDENCES.index(confidence) > CONFIDENCES.index(self.options.min_confidence):

@@ -552,6 +552,7 @@ class Typer:
         return None
 
 
+_DTYPE_NAME = re.compile(r"(^|_)(u?int\d*|float\d*|bool|long|half|double|bfloat16|complex\d*|dtype|tc_\w+)$|^(float|int|bool)")
 _HOST_FACTORIES = {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
                    "logspace", "eye", "empty_strided", "tril_indices", "triu_indices"}
 _HOST_NODES = {ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr}
@@ -645,8 +646,7 @@ def _method_kind(base: str, m: str, e: ast.Call):
                 if isinstance(arg, ast.Constant) and arg.value == "cpu":
                     return CPU
                 return TENSOR
-        if base == CPU and any(not (isinstance(a, ast.Attribute) and a.attr.startswith(("float", "int", "bool")))
-                               for a in e.args):
+        if base == CPU and any(not (isinstance(a, ast.Attribute) and _DTYPE_NAME.search(a.attr)) for a in e.args):
             # .to(self.device): to the compute device
             if e.args or any(kw.arg == "device" for kw in e.keywords):
                 return TENSOR

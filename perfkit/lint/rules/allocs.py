@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from perfkit.lint.infer import CPU, DEVICE
 from perfkit.lint.modinfo import unit_nodes
 from perfkit.lint.registry import Rule, check, register
-from perfkit.lint.rules.common import kwarg
+from perfkit.lint.rules.common import kwarg, last_name
+
+_COUNTER = re.compile(r"(count|counter|step|steps|iter|iters|iteration|calls|_n|^n)$", re.I)
 
 register(Rule(
     id="PK201", name="tensor-factory", category="alloc",
@@ -81,8 +84,17 @@ def _is_lazy_test(test) -> bool:
         if isinstance(op, (ast.Is, ast.NotIn)):
             return isinstance(op, ast.NotIn) or (isinstance(right, ast.Constant) and right.value is None)
         if isinstance(op, ast.Eq) and isinstance(right, ast.Constant) and right.value == 0:
-            return isinstance(test.left, ast.Call) and getattr(test.left.func, "id", "") == "len"
+            left = test.left
+            if isinstance(left, ast.Call):
+                return getattr(left.func, "id", "") == "len"
+            return _COUNTER.search(last_name(left) or "") is not None  # step_count == 0: the first call
     return False
+
+
+def _is_lazy_else(test) -> bool:
+    """``if x is not None: ... else: <first call>``."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and \
+        isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
 
 
 def _lazy_spans(ctx) -> list:
@@ -90,7 +102,9 @@ def _lazy_spans(ctx) -> list:
     spans = cache.get(ctx.unit)
     if spans is None:
         spans = cache[ctx.unit] = [(n.body[0].lineno, n.body[-1].end_lineno) for n in unit_nodes(ctx.unit)
-                                   if isinstance(n, ast.If) and _is_lazy_test(n.test)]
+                                   if isinstance(n, ast.If) and _is_lazy_test(n.test)] + \
+                                  [(n.orelse[0].lineno, n.orelse[-1].end_lineno) for n in unit_nodes(ctx.unit)
+                                   if isinstance(n, ast.If) and n.orelse and _is_lazy_else(n.test)]
     return spans
 
 
