@@ -31,7 +31,8 @@ _NOT_ENV_STEP = re.compile(r"(^|\.|_)(opt|optim|optimizer|optimiser|scheduler|sc
 _ENV_STEP_NAME = re.compile(r"^_*(env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)$")
 _GENERIC = GENERIC
 INIT_NAMES = ("__init__", "__post_init__", "__new__")
-_SETUP_NAME = re.compile(r"^_*(init|setup|alloc|allocate|build|create|prepare|make)(_|$)")
+_SETUP_NAME = re.compile(r"^_*(init|initialize|initialise|setup|set_up|alloc|allocate|build|create|prepare|make|"
+                         r"configure|construct|load|register|spawn|compile)(_|$)")
 
 
 @dataclass
