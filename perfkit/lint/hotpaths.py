@@ -109,6 +109,26 @@ def name_hot(unit: Unit) -> bool:
     return False
 
 
+_CAPTURES = ("warp.ScopedCapture", "torch.cuda.graph", "torch.cuda.graphs.graph", "warp.capture_begin")
+
+
+def capture_spans(unit: Unit) -> list:
+    """(first, last) lines of the ``with wp.ScopedCapture()`` / ``with torch.cuda.graph(g)`` blocks of ``unit``."""
+    spans = unit.__dict__.get("_capture_spans")
+    if spans is None:
+        spans = []
+        mod = unit.mod
+        if mod is not None and ("Capture" in mod.text or "graph(" in mod.text):
+            for n in unit_nodes(unit):
+                if isinstance(n, (ast.With, ast.AsyncWith)):
+                    for item in n.items:
+                        c = item.context_expr
+                        if (mod.qual(c.func if isinstance(c, ast.Call) else c) or "") in _CAPTURES:
+                            spans.append((n.body[0].lineno, n.end_lineno))
+        unit._capture_spans = spans
+    return spans
+
+
 def is_setup(unit: Unit) -> bool:
     return unit.name in INIT_NAMES or bool(_SETUP_NAME.match(unit.name))
 
@@ -186,8 +206,11 @@ def spread(hp: HotPaths, seeds) -> HotPaths:
             continue
         hp.units.add(unit)
         mod = unit.mod
+        captured = capture_spans(unit)
         for node in unit_nodes(unit):
             if isinstance(node, ast.Call):
+                if captured and any(a <= node.lineno <= b for a, b in captured):
+                    continue  # recorded once into a CUDA graph, replayed with capture_launch: not per-step Python
                 for callee in resolve_call(mod, unit, node):
                     if callee not in hp.units and callee.name not in INIT_NAMES:
                         todo.append(callee)

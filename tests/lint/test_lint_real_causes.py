@@ -398,3 +398,30 @@ def test_warp_allocations_in_per_step_code_outside_capture():
             return tmp, view, cap, scratch
     """
     assert lint(src) == [(7, "PK204")]
+
+
+def test_calls_recorded_into_a_cuda_graph_do_not_make_their_callees_hot(tmp_path):
+    got = lint_tree(tmp_path, {
+        "physics.py": """
+            import warp as wp
+            def integrate(d):
+                scratch = wp.zeros(16, dtype=float)
+                return scratch
+            def collide(d):
+                tmp = wp.empty(16, dtype=float)
+                return tmp
+        """,
+        "sim.py": """
+            import warp as wp
+            import physics
+            class Sim:
+                def __init__(self, d):
+                    self.d = d
+                def step(self):
+                    with wp.ScopedCapture() as capture:
+                        physics.integrate(self.d)
+                    physics.collide(self.d)
+                    return capture
+        """,
+    })
+    assert got == [("physics.py", 7, "PK204")]
