@@ -1,9 +1,10 @@
 """Which code is a hot path (DESIGN.md, "Linter").
 
-Seeds: functions named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., functions decorated
+Seeds: methods named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., functions decorated
 ``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, and
-the body of any loop that calls a ``step`` method (a runner's rollout loop). Then everything those
-call in the same module, transitively. ``--all`` makes every function hot.
+the body of any loop that calls an env step (a runner's rollout loop; what the innermost such loop
+calls is per-step). Then everything those call, transitively, across the linted files (see
+perfkit.lint.project). ``--all`` makes every function hot.
 """
 
 from __future__ import annotations
@@ -158,15 +159,18 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
     for unit in mod.units:
         if unit.kernel or unit not in step_units:
             continue
-        for node in unit_nodes(unit):
-            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and id(node) not in hp.loops:
-                if _loop_calls_step(node, mod):
-                    hp.loops.add(id(node))
-                    hp.loop_units.add(unit)
-                    hp.loop_spans.setdefault(unit, []).append((node.body[0].lineno, node.end_lineno))
-                    for sub in ast.walk(node):
-                        if isinstance(sub, ast.Call):
-                            seeds.extend(resolve_call(mod, unit, sub))
+        step_loops = [n for n in unit_nodes(unit) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+                      and id(n) not in hp.loops and _loop_calls_step(n, mod)]
+        inner = {id(n) for loop in step_loops for n in ast.walk(loop) if n is not loop and n in step_loops}
+        for node in step_loops:
+            hp.loops.add(id(node))
+            hp.loop_units.add(unit)
+            hp.loop_spans.setdefault(unit, []).append((node.body[0].lineno, node.end_lineno))
+            if any(id(n) in inner for n in ast.walk(node) if n is not node):
+                continue  # an iteration loop around a step loop: its own calls run once per iteration
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    seeds.extend(resolve_call(mod, unit, sub))
     return hp, seeds, by_name
 
 

@@ -335,9 +335,10 @@ class Project:
         if cls is not None:
             return self.methods_of(cls, name)
         if name not in GENERIC and not name.startswith("__"):
-            cands = self.methods.get(name, ())
+            top = mod.modname.split(".", 1)[0]  # a bare name stands for methods of the caller's own package only
+            cands = [u for u in self.methods.get(name, ()) if u.mod is mod or u.mod.modname.split(".", 1)[0] == top]
             if 0 < len(cands) <= _MAX_NAME_TARGETS:
-                return list(cands)
+                return cands
         return []
 
 

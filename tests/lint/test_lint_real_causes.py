@@ -425,3 +425,42 @@ def test_calls_recorded_into_a_cuda_graph_do_not_make_their_callees_hot(tmp_path
         """,
     })
     assert got == [("physics.py", 7, "PK204")]
+
+
+def test_a_write_through_nonzero_ids_is_covered_by_the_nonzero_finding():
+    src = """
+    import torch
+    class Env:
+        def step(self, done: torch.Tensor, ret: torch.Tensor, env_ids: torch.Tensor):
+            ids = done.nonzero(as_tuple=True)[0]
+            ret[ids] = 0.0
+            ret[env_ids] = 0.0
+    """
+    assert lint(src) == [(5, "PK106"), (7, "PK113")]
+
+
+def test_calls_of_the_iteration_loop_around_a_step_loop_are_not_per_step(tmp_path):
+    got = lint_tree(tmp_path, {
+        "algo.py": """
+            import torch
+            class Algo:
+                def log_iteration(self, x: torch.Tensor):
+                    return x.mean().item()
+                def record_step(self, x: torch.Tensor):
+                    return x.mean().item()
+        """,
+        "train.py": """
+            import torch
+            from algo import Algo
+            def main(env, policy, obs, iterations):
+                algo = Algo()
+                for it in range(iterations):
+                    for _ in range(24):
+                        obs, rew, done, info = env.step(policy(obs))
+                        algo.record_step(rew)
+                    algo.log_iteration(rew)
+                    print(rew.mean())
+        """,
+    })
+    # the step loop's callee is per-step; the iteration loop's own code is checked, its callees are not seeded
+    assert got == [("algo.py", 7, "PK101"), ("train.py", 11, "PK105")], got

@@ -10,6 +10,7 @@ import ast
 
 from perfkit.lint.infer import BOOL, CPU, DEVICE, HOST, HOSTISH, NDARRAY, TDICT, TENSOR, WARP, is_mask_name
 from perfkit.lint.registry import Rule, check, register
+from perfkit.lint.modinfo import unit_nodes
 from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module
 
 register(Rule(
@@ -457,6 +458,26 @@ def _python_value(ctx, v) -> bool:
     return ctx.kind(v) == HOST and isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.BinOp))
 
 
+def _from_nonzero(ctx, p) -> bool:
+    """``ids`` bound in this function from ``x.nonzero()`` / ``torch.where(mask)`` / ``argwhere``."""
+    if not isinstance(p, ast.Name):
+        return False
+    cache = ctx.mod.__dict__.setdefault("_pk113_nz", {})
+    names = cache.get(ctx.unit)
+    if names is None:
+        names = set()
+        for n in unit_nodes(ctx.unit):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                for c in ast.walk(n.value):
+                    if isinstance(c, ast.Call):
+                        f = c.func
+                        m = f.attr if isinstance(f, ast.Attribute) else ""
+                        if m in ("nonzero", "argwhere") or (m == "where" and len(c.args) == 1):
+                            names.add(n.targets[0].id)
+        cache[ctx.unit] = names
+    return p.id in names
+
+
 def _int_index(ctx, p) -> bool:
     if isinstance(p, ast.Constant):
         return isinstance(p.value, int) and not isinstance(p.value, bool)
@@ -478,6 +499,8 @@ def index_writes(ctx, node: ast.Assign):
         if not _python_value(ctx, node.value):
             continue
         index_tensor = any(ctx.kind(p) == TENSOR for p in parts)
+        if index_tensor and any(_from_nonzero(ctx, p) for p in parts):
+            continue  # ids = mask.nonzero(): PK106 is the finding, and its fix (use the mask) removes this write too
         if index_tensor:
             ctx.report("PK113", t, what="writing a Python scalar through an index tensor (`x[idx] = 0.0`)",
                        fix="use `x.index_fill_(dim, idx, value)`, or write a 0-dim device tensor made once")
