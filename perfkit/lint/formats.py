@@ -1,4 +1,4 @@
-"""Output formats: text (ruff/flake8 style), json (DESIGN.md schema), sarif (2.1.0), github (annotations)."""
+"""Output formats: text (ruff/flake8 style), json (a list of findings), sarif (2.1.0), github (annotations)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which code is a hot path (DESIGN.md, "Linter").
+"""Which code is a hot path.
 
 Seeds: methods named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., functions decorated
 ``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, and
