@@ -11,12 +11,20 @@ _FORMATS = ("text", "json", "sarif", "github")
 
 
 def _codes(values, what):
+    """Rule IDs/prefixes from the command line or the config; an unknown one is a usage error (exit 2)."""
+    from perfkit.cli.errors import BadInput
     from perfkit.lint.config import ConfigError, normalize_codes
+    from perfkit.lint.rules import all_rules
 
     try:
-        return normalize_codes(values, what)
+        codes = normalize_codes(values, what)
     except ConfigError as e:
-        raise click.BadParameter(str(e).split(": ", 1)[-1], param_hint=what) from None
+        raise BadInput(str(e)) from None
+    ids = [r.id for r in all_rules()]
+    unknown = [c for c in codes if not any(i.startswith(c) for i in ids)]
+    if unknown:
+        raise BadInput(f"{what}: no rule matches {', '.join(unknown)} (known rules: {', '.join(ids)})")
+    return codes
 
 
 @click.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,19 +43,23 @@ def _codes(values, what):
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), metavar="PYPROJECT",
               help="Read [tool.perfkit.lint] from this file (default: nearest pyproject.toml).")
 @click.option("--hot", multiple=True, metavar="NAME", help="Extra hot function names/patterns (Class.method ok).")
+@click.option("--min-confidence", type=click.Choice(("low", "medium", "high")), default="low", show_default=True,
+              help="Report only findings at least this confident (CI can gate on high).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
-def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, explain, config_path, hot, exit_zero):
+def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, explain, config_path, hot,
+         min_confidence, exit_zero):
     """Report host-device syncs, allocations and per-env loops on hot paths, and timing bugs anywhere.
 
     Reads Python source (AST); never imports it. Exit status: 0 clean, 1 findings remain (or a file
     could not be checked), 2 usage error. `perfkit lint --explain PK101` documents a rule.
     """
+    from perfkit.cli.errors import BadInput
     from perfkit.lint import baseline as baseline_mod
     from perfkit.lint import config as config_mod
     from perfkit.lint.docs import explain_text
     from perfkit.lint.engine import Options
     from perfkit.lint.formats import render
-    from perfkit.lint.registry import all_rules, get_rule
+    from perfkit.lint.rules import all_rules, get_rule
     from perfkit.lint.run import lint_paths
 
     if explain:
@@ -55,7 +67,7 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
             rule = get_rule(explain)
         except KeyError:
             known = ", ".join(r.id for r in all_rules())
-            raise click.BadParameter(f"no rule {explain!r}; known rules: {known}", param_hint="--explain") from None
+            raise BadInput(f"--explain: no rule {explain!r}; known rules: {known}") from None
         click.echo(explain_text(rule), nl=False)
         return
     if not paths:
@@ -65,26 +77,30 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
     try:
         cfg = config_mod.load(config_path, required=config_path is not None)
     except config_mod.ConfigError as e:
-        raise click.UsageError(str(e)) from None
+        raise BadInput(str(e)) from None
     options = Options(
-        select=tuple(_codes(select, "--select") or cfg.select),
-        ignore=tuple(_codes(ignore, "--ignore")) + tuple(cfg.ignore),
+        select=tuple(_codes(select, "--select") or _codes(cfg.select, f"{cfg.source}: select")),
+        ignore=tuple(_codes(ignore, "--ignore")) + tuple(_codes(cfg.ignore, f"{cfg.source}: ignore")),
         hot=tuple(hot) + tuple(cfg.hot),
         all_functions=all_functions or cfg.all,
+        min_confidence=min_confidence,
     )
     known = None
     if baseline:
         try:
             known = baseline_mod.load(baseline)
         except baseline_mod.BaselineError as e:
-            raise click.UsageError(str(e)) from None
+            raise BadInput(str(e)) from None
 
     root = os.path.dirname(os.path.abspath(cfg.source)) if cfg.source else None
     result = lint_paths(paths, options, exclude=cfg.exclude, root=root)
     for err in result.errors:
         click.echo(f"perfkit lint: {err}", err=True)
     if write_baseline:
-        n = baseline_mod.write(write_baseline, result.violations)
+        try:
+            n = baseline_mod.write(write_baseline, result.violations)
+        except OSError as e:
+            raise BadInput(f"cannot write baseline {write_baseline!r}: {e.strerror or e}") from None
         click.echo(f"wrote {n} finding(s) to {write_baseline}", err=True)
         sys.exit(0)
     violations = result.violations

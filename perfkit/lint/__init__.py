@@ -9,7 +9,8 @@ It never imports the code it reads, and importing it never imports torch::
 
 from perfkit.lint.engine import Options, lint_source
 from perfkit.lint.model import FileError, Violation
-from perfkit.lint.registry import Rule, all_rules, get_rule
+from perfkit.lint.registry import Rule
+from perfkit.lint.rules import all_rules, get_rule
 from perfkit.lint.run import LintResult, lint_file, lint_paths
 
 __all__ = ["Options", "lint_source", "lint_paths", "lint_file", "LintResult", "Violation", "FileError", "Rule",

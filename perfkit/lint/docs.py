@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
-from perfkit.lint.hotpaths import HOT_NAME
-from perfkit.lint.registry import CATEGORIES, Rule, all_rules
+from perfkit.lint.hotpaths import HOT_METHOD, HOT_NAME
+from perfkit.lint.registry import CATEGORIES, Rule
+from perfkit.lint.rules import all_rules
 
 _FAMILY = {"sync": "PK1xx — host-device syncs", "alloc": "PK2xx — allocations", "loop": "PK3xx — per-env Python loops",
            "timing": "PK4xx — measurement bugs", "stream": "PK5xx — stream hazards"}
@@ -52,18 +53,48 @@ def render_markdown() -> str:
         "",
         "PK1xx–PK3xx fire on **hot paths**: functions whose name matches "
         f"`{HOT_NAME.pattern}` (`step`, `reset*`, `compute_*`, `_reward_*`, `_get_observations`, "
-        "`_pre_physics_step`, `_apply_action`, `act`, `update`, `forward`), functions decorated `@perfkit.hot` or "
-        "marked `# perfkit: hot` on (or just above) their `def` line, names listed in `[tool.perfkit.lint] hot`, "
-        "the body of any loop that calls a `.step()` method (not an optimizer's), and every function of the same "
-        "module those call, transitively. `--all` makes every function hot. Allocation rules never fire in "
-        "`__init__`. PK4xx and PK5xx fire everywhere. Warp kernels (`@wp.kernel`, `@wp.func`) are device code "
-        "and are skipped.",
+        f"`_pre_physics_step`, `_apply_action`, `act`, `update`, `forward`), methods named `{HOT_METHOD.pattern}` "
+        "(a manager's `compute`/`apply`, a term's `__call__` in a module that imports torch, an algorithm's "
+        "`train(self)`), functions decorated `@perfkit.hot` or marked `# perfkit: hot` on (or just above) their "
+        "`def` line, names listed in `[tool.perfkit.lint] hot`, the body of any *rollout loop* (a loop that calls "
+        "an env's `.step()` — not an optimizer's or a scheduler's — or `env_step(...)`, `step_env(...)`, "
+        "`step_and_maybe_reset(...)`), and every function those call, transitively, **across the linted files**: "
+        "the files given on the command line form one project whose own imports (absolute and relative) are "
+        "resolved, so a NaN check, a logger's per-step method or a buffer's `add` defined in another module is hot "
+        "when a step calls it. Calls resolve through plain and imported functions, `self.method()` (the class, its "
+        "bases and its subclasses' overrides), objects whose class the code states (`self.buf = Buffer(...)`, a "
+        "parameter annotated `buf: Buffer`), and method names specific enough to stand for every project method "
+        "of that name. A function hot by its name alone whose every caller is set-up code (`__init__`, "
+        "`_build_*`, ...) is not hot, nor is a classmethod. `--all` makes every function hot. Allocation rules "
+        "never fire in `__init__`. PK4xx and PK5xx fire everywhere. Warp kernels (`@wp.kernel`, `@wp.func`) "
+        "are device code and are skipped. Code that is per-step but not reached this way can be named in "
+        "`[tool.perfkit.lint] hot` (below).",
         "",
-        "Rules fire on tensors, not Python numbers: a light local inference tracks names bound from torch/Warp "
-        "calls, `self` attributes assigned tensors (in `__init__` or any method), parameters annotated as tensors "
-        "(or passed tensors by hot callers in the same module, or named like `actions`/`obs`/`dones`), results of "
-        "tensor methods and operators, returns of same-module functions, and the outputs of `env.step()` / "
-        "`env.reset()`. NumPy arrays and tensors known to be on the host (`torch.from_numpy`, `.cpu()`) never sync.",
+        "Rules fire on tensors, not Python data: a light inference tracks names bound from torch/Warp calls "
+        "(a name has the kind of its latest assignment before the use: `x = float(x)` makes it a number), "
+        "`self` attributes assigned tensors in any method of the class or its bases (in other modules too) and "
+        "`register_buffer` buffers, parameters annotated as tensors (or passed tensors by hot callers, or named "
+        "like `actions`/`obs`/`dones`), TensorDict values (`td[\"obs\"]`, `td.get(...)`), results of tensor "
+        "methods and operators, returns of project functions, and the outputs of `env.step()` / `env.reset()`. "
+        "Host data never syncs: NumPy arrays (also what a CPU vector env's `step` returns, i.e. when its actions "
+        "are NumPy, or its type is a `VecEnv`), Python numbers, strings, lists and tuples, `.cpu()` / `.numpy()` / "
+        "`.tolist()` results; inside `if isinstance(x, np.ndarray):` (or the `else` of an "
+        "`isinstance(x, torch.Tensor)` test) `x` is host data.",
+        "",
+        "## Confidence and severity",
+        "",
+        "Every finding has a confidence, `high` or `medium` (SARIF `rank` 90 / 60; `[medium]` after the message in "
+        "text output; a `confidence` key in JSON). *High*: the code shows a device tensor (or the sync itself, "
+        "like `torch.cuda.synchronize()`). *Medium*: the receiver's type is unknown and the sync-prone method "
+        "(`.item()`, `.cpu()`, `.nonzero()`, `x.any()` in an `if`) in a module that imports torch is the evidence. "
+        "PK1xx–PK3xx findings are warnings (they cost time, they are not bugs). PK4xx and PK5xx are errors when "
+        "certain and warnings otherwise: PK401 is an error when the timed interval holds known device work (a "
+        "tensor op, a Warp launch) and a warning when the work is inferred from a method name; PK501 follows the "
+        "measured semantics (below). `--min-confidence high` reports only high-confidence findings, for a CI gate.",
+        "",
+        "Loop rules (PK301–PK303) fire only when the loop body launches device work with the loop variable "
+        "(indexes a device tensor with it, or passes it to a tensor op): loops over seeds, agents, action heads, "
+        "RNN-state tuples, NumPy arrays or sequential CPU envs stay quiet.",
         "",
         "## Configuration",
         "",
@@ -79,9 +110,12 @@ def render_markdown() -> str:
         "`# perfkit: ignore[PK101]` (IDs or prefixes, comma-separated) or a bare `# perfkit: ignore` suppresses "
         "findings on that line; `# perfkit: ignore-file` skips a file. `--baseline FILE` reports only findings "
         "not recorded by `--write-baseline FILE` (matched by path, rule and source line text). Exit status: 0 "
-        "clean, 1 findings (or files that could not be checked), 2 usage error. Formats: `text`, `json` (a list of "
-        "`{path, line, col, rule, category, message, severity}`), `sarif` (2.1.0, for GitHub code scanning), "
-        "`github` (workflow annotations).",
+        "clean, 1 findings (or files that could not be checked), 2 usage error (an unknown rule code in `--select`, "
+        "`--ignore` or the config, an unreadable baseline, an unwritable `--write-baseline` file: one line "
+        "`Error: ...`). Formats: `text`, `json` (a list of `{path, line, col, rule, category, message, severity, "
+        "confidence}`; a file that could not be checked is an entry with `rule: null`, `category: \"error\"`), "
+        "`sarif` (2.1.0, for GitHub code scanning; such files are tool execution notifications), `github` "
+        "(workflow annotations).",
         "",
         "## Rules",
         "",

@@ -1,7 +1,7 @@
 """The linter's engine: parse a module, find its hot paths, walk each unit once, dispatch to rules.
 
 Rules live in ``perfkit.lint.rules`` (one family per module) and register *checks* by AST node type
-with :func:`check`. A check receives the :class:`Context` and the node and calls ``ctx.report``.
+with ``perfkit.lint.registry.check``. A check receives the :class:`Context` and the node and calls ``ctx.report``.
 Checks of hot-only rules are called only on hot paths; the others (PK4xx, PK5xx) everywhere.
 """
 
@@ -12,39 +12,13 @@ import warnings
 from dataclasses import dataclass, field
 
 from perfkit.lint import directives as _directives
-from perfkit.lint.hotpaths import find_hot
+from perfkit.lint.hotpaths import HotPaths, find_hot_project, is_setup
 from perfkit.lint.infer import typer_for
 from perfkit.lint.model import FileError, Violation
 from perfkit.lint.modinfo import ModuleInfo, Unit, unit_nodes
-from perfkit.lint.registry import RULES, matches
-
-_NODE_CHECKS: dict = {}  # ast type -> [(fn, everywhere)]
-_UNIT_CHECKS: list = []  # fn(ctx) run once per unit (every unit)
-
-
-def check(*node_types, everywhere: bool = False):
-    """Register ``fn(ctx, node)`` for these node types."""
-
-    def deco(fn):
-        for t in node_types:
-            _NODE_CHECKS.setdefault(t, []).append((fn, everywhere))
-        return fn
-
-    return deco
-
-
-def unit_check(prefilter=None):
-    """Register ``fn(ctx)``, run once per unit (module top level and each function).
-
-    ``prefilter(mod)`` -> the set of units worth checking (cheap, e.g. from a text search); None: all.
-    """
-
-    def deco(fn):
-        _UNIT_CHECKS.append((fn, prefilter))
-        return fn
-
-    return deco
-
+from perfkit.lint.project import Project
+from perfkit.lint import rules as _rules  # noqa: F401  (importing the families registers their checks)
+from perfkit.lint.registry import CONFIDENCES, NODE_CHECKS, RULES, UNIT_CHECKS, matches
 
 @dataclass
 class Options:
@@ -52,6 +26,7 @@ class Options:
     ignore: tuple = ()
     hot: tuple = ()  # extra hot function names / patterns (fnmatch, name or Class.method)
     all_functions: bool = False
+    min_confidence: str = "low"  # report only findings at least this confident: low | medium | high
 
     def enabled(self, rule_id: str) -> bool:
         if self.select and not matches(rule_id, self.select):
@@ -84,18 +59,23 @@ class Context:
     def qual(self, expr):
         return self.mod.qual(expr)
 
-    def report(self, rule_id: str, node, **fields):
+    def report(self, rule_id: str, node, confidence: str = "high", **fields):
+        """One finding of ``rule_id`` at ``node``. ``confidence``: high (the code shows a device tensor / the
+        sync for certain), medium (inferred from a sync-prone method on a receiver of unknown type), low.
+        Rules whose default severity is ``error`` report ``error`` only when confident (high)."""
         rule = RULES[rule_id]
         if rule.hot_only and not self.hot:
             return
-        if rule.setup_ok and self.setup:
-            return
+        if rule.setup_ok and (self.setup or is_setup(self.unit)):
+            return  # __init__, _init_buffers, build_*: allocating is their point
         if not self.options.enabled(rule_id):
+            return
+        if CONFIDENCES.index(confidence) > CONFIDENCES.index(self.options.min_confidence):
             return
         line = getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0) + 1
         end_line = getattr(node, "end_lineno", None) or line
-        key = (rule_id, line, col)
+        key = (rule_id, line)  # one finding per rule and line: `a.any() or b.any()` is one site
         if key in self._seen:
             return
         self._seen.add(key)
@@ -110,7 +90,7 @@ class Context:
         source = text.strip()
         self.out.append(
             Violation(self.mod.path, line, col, rule_id, rule.category, rule.message.format(**fields),
-                      rule.severity, end_line, end_col, source)
+                      rule.severity if confidence == "high" else "warning", end_line, end_col, source, confidence)
         )
 
 
@@ -124,7 +104,7 @@ def _line(node) -> int:
 
 def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list):
     """Dispatch every node of ``unit`` to the checks registered for its type."""
-    table = _NODE_CHECKS
+    table = NODE_CHECKS
     for node in unit_nodes(unit):
         checks = table.get(type(node))
         if not checks:
@@ -140,20 +120,32 @@ def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list):
 
 
 def lint_module(tree: ast.Module, text: str, path: str, options: Options | None = None) -> list:
-    """Findings of one parsed module (sorted)."""
+    """Findings of one parsed module, linted alone (sorted)."""
     options = options or Options()
-    from perfkit.lint import rules  # noqa: F401  (registers the checks)
-
     dirs = _directives.parse(text)
     if dirs.ignore_file:
         return []
     mod = ModuleInfo(tree, text, path)
-    hp = find_hot(mod, dirs, options.hot, options.all_functions)
-    mod._callers = hp.units | hp.loop_units  # whose calls type the callees' parameters (infer.param_hints)
-    lines = text.splitlines()
+    project = Project([mod])
+    hp = find_hot_project(project, lambda m: dirs, options.hot, options.all_functions)
+    return check_module(mod, dirs, hp, options)
+
+
+def hot_paths(project: Project, directives: dict, options: Options) -> HotPaths:
+    """Hot paths over every module of ``project``; ``directives``: ModuleInfo -> Directives."""
+    return find_hot_project(project, lambda m: directives[m], options.hot, options.all_functions)
+
+
+def check_module(mod: ModuleInfo, dirs, hp: HotPaths, options: Options) -> list:
+    """Run every check on one module whose hot paths are known (sorted findings)."""
+    holder = mod.project if mod.project is not None else mod
+    if holder.__dict__.get("_callers_of") is not hp:  # whose calls type the callees' parameters (infer.param_hints)
+        holder._callers = hp.units | hp.loop_units
+        holder._callers_of = hp
+    lines = mod.text.splitlines()
     out: list = []
     cold_node_checks = mod.shares_torch_warp  # the only node checks that apply off hot paths (PK5xx)
-    unit_checks = [(fn, pre(mod) if pre else None) for fn, pre in _UNIT_CHECKS]
+    unit_checks = [(fn, pre(mod) if pre else None) for fn, pre in UNIT_CHECKS]
     for unit in mod.units:
         if unit.kernel:
             continue
@@ -172,6 +164,30 @@ def lint_source(text: str, path: str = "<string>", options: Options | None = Non
     """Lint Python source text. Raises SyntaxError/ValueError/RecursionError for unparsable text."""
     tree = ast.parse(text, filename=path)
     return lint_module(tree, text, path, options)
+
+
+def parse_safely(text: str, path: str):
+    """(tree, FileError | None): never raises for bad input."""
+    try:
+        with warnings.catch_warnings():  # the user's invalid escapes etc. are not our diagnostics
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path), None
+    except SyntaxError as e:
+        return None, FileError(path, f"syntax error: {e.msg}", e.lineno or 0, e.offset or 0)
+    except (ValueError, MemoryError) as e:  # null bytes; absurd sizes
+        return None, FileError(path, f"cannot parse: {e}")
+    except RecursionError:
+        return None, FileError(path, "cannot parse: nested too deeply")
+
+
+def guarded(path: str, fn, *args):
+    """(fn(*args), None) or ([], FileError) when analysing the file failed: one file, not the run."""
+    try:
+        return fn(*args), None
+    except RecursionError:
+        return [], FileError(path, "nested too deeply to analyse")
+    except Exception as e:  # a bug in a rule must not stop the run over the other files
+        return [], FileError(path, f"internal error in perfkit lint ({type(e).__name__}: {e}); please report it")
 
 
 def lint_text_safely(text: str, path: str, options: Options | None = None):

@@ -1,4 +1,4 @@
-"""Output formats: text (ruff/flake8 style), json (DESIGN.md schema), sarif (2.1.0), github (annotations)."""
+"""Output formats: text (ruff/flake8 style), json (a list of findings), sarif (2.1.0), github (annotations)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 from collections import Counter
 from urllib.parse import quote
 
-from perfkit.lint.registry import all_rules
+from perfkit.lint.registry import RANK
+from perfkit.lint.rules import all_rules
 
 FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -16,7 +17,7 @@ def render(fmt: str, violations, errors=(), files: int = 0) -> str:
     if fmt == "text":
         return text(violations, files)
     if fmt == "json":
-        return json.dumps([v.to_json() for v in violations], indent=1) + "\n"
+        return json.dumps([v.to_json() for v in violations] + [e.to_json() for e in errors], indent=1) + "\n"
     if fmt == "sarif":
         return json.dumps(sarif(violations, errors), indent=1) + "\n"
     if fmt == "github":
@@ -25,7 +26,8 @@ def render(fmt: str, violations, errors=(), files: int = 0) -> str:
 
 
 def text(violations, files: int = 0) -> str:
-    lines = [f"{v.path}:{v.line}:{v.col}: {v.rule} {v.message}" for v in violations]
+    lines = [f"{v.path}:{v.line}:{v.col}: {v.rule} {v.message}" + ("" if v.confidence == "high" else f" [{v.confidence}]")
+             for v in violations]
     if violations:
         by_cat = Counter(v.category for v in violations)
         cats = ", ".join(f"{n} {c}" for c, n in sorted(by_cat.items()))
@@ -82,11 +84,12 @@ def sarif(violations, errors=()) -> dict:
             "ruleIndex": index.get(v.rule, -1),
             "level": _sarif_level(v.severity),
             "message": {"text": v.message},
+            "rank": RANK.get(v.confidence, 50.0) * 1.0,
             "locations": [{"physicalLocation": {
                 "artifactLocation": {"uri": _uri(v.path), "uriBaseId": "%SRCROOT%"},
                 "region": region,
             }}],
-            "properties": {"category": v.category},
+            "properties": {"category": v.category, "confidence": v.confidence},
         })
     notes = [
         {"level": "error", "message": {"text": f"cannot lint: {e.message}"},

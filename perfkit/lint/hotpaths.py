@@ -1,9 +1,10 @@
-"""Which code is a hot path (DESIGN.md, "Linter").
+"""Which code is a hot path.
 
-Seeds: functions named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., functions decorated
+Seeds: methods named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., functions decorated
 ``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, and
-the body of any loop that calls a ``step`` method (a runner's rollout loop). Then everything those
-call in the same module, transitively. ``--all`` makes every function hot.
+the body of any loop that calls an env step (a runner's rollout loop; what the innermost such loop
+calls is per-step). Then everything those call, transitively, across the linted files (see
+perfkit.lint.project). ``--all`` makes every function hot.
 """
 
 from __future__ import annotations
@@ -14,21 +15,25 @@ import re
 from dataclasses import dataclass, field
 
 from perfkit.lint.modinfo import ModuleInfo, Unit, dotted, unit_nodes
+from perfkit.lint.project import GENERIC, Project
 
 HOT_NAME = re.compile(
     r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_pre_physics_step|_post_physics_step|"
     r"_apply_actions?|act|update|forward)$"
 )
+# per-step only as methods: a manager's compute()/apply(), a term's __call__(env, ...), an algorithm's train(self)
+HOT_METHOD = re.compile(r"^(compute|apply|__call__|train)$")
+# named like a hot path but set-up: nn.Module.reset_parameters() and friends
+_NOT_HOT_NAME = re.compile(r"^_*reset_\w*parameters$|^_*reset_(seed|cache|keys|spec|specs|stats|states?_dict)$")
+_MANAGER_CLASS = re.compile(r"(Manager|Term)s?$")
 # receivers whose .step() is not an environment step
 _NOT_ENV_STEP = re.compile(r"(^|\.|_)(opt|optim|optimizer|optimiser|scheduler|sched|scaler|lr_scheduler)$", re.I)
-# method names too generic to resolve obj.name(...) to "the" method of that name in this module
-_GENERIC = {
-    "append", "extend", "get", "items", "keys", "values", "pop", "add", "copy", "clear", "insert", "remove",
-    "format", "join", "split", "strip", "read", "write", "close", "open", "run", "start", "stop", "send",
-    "put", "call", "__call__", "__init__", "to", "cpu", "cuda", "item", "numpy", "sum", "mean", "view",
-}
+# calls that advance the environments inside a rollout loop (besides a .step() method)
+_ENV_STEP_NAME = re.compile(r"^_*(env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)$")
+_GENERIC = GENERIC
 INIT_NAMES = ("__init__", "__post_init__", "__new__")
-_SETUP_NAME = re.compile(r"^_*(init|setup|alloc|allocate|build|create|prepare|make)(_|$)")
+_SETUP_NAME = re.compile(r"^_*(init|initialize|initialise|setup|set_up|alloc|allocate|build|create|prepare|make|"
+                         r"configure|construct|load|register|spawn|compile)(_|$)")
 
 
 @dataclass
@@ -40,17 +45,22 @@ class HotPaths:
     loop_spans: dict = field(default_factory=dict)  # unit -> [(first, last line of a hot loop's body)]
 
 
-_STEP_TEXT = re.compile(r"\.step\s*\(")
+_STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
 
 
 def is_step_call(node, mod: ModuleInfo | None = None) -> bool:
-    """``env.step(...)``: a step *method* (not ``optimizer.step()``, not a module function ``mjw.step``)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
-        recv = dotted(node.func.value) or ""
+    """``env.step(...)``: a step *method* (not ``optimizer.step()``, not a module function ``mjw.step``),
+    or a call named like an env step: ``self.env_step(...)``, ``step_and_maybe_reset(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    if isinstance(f, ast.Attribute) and f.attr == "step":
+        recv = dotted(f.value) or ""
         if mod is not None and recv in mod.aliases:
             return False
         return not _NOT_ENV_STEP.search(recv)
-    return False
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    return bool(_ENV_STEP_NAME.match(name))
 
 
 def _loop_calls_step(loop, mod) -> bool:
@@ -66,33 +76,68 @@ def _loop_calls_step(loop, mod) -> bool:
 
 
 def resolve_call(mod: ModuleInfo, unit: Unit, call: ast.Call) -> list:
-    f = call.func
-    if isinstance(f, ast.Name):
-        return list(mod.functions.get(f.id, ()))
-    if isinstance(f, ast.Attribute):
-        base, name = f.value, f.attr
-        if isinstance(base, ast.Name):
-            if unit.self_name and base.id == unit.self_name and unit.cls is not None:
-                for c in mod.class_chain(unit.cls):
-                    if name in c.methods:
-                        return [c.methods[name]]
-                # a method of a subclass defined here (template method pattern)
-                return list(mod.methods.get(name, ()))
-            if base.id in mod.classes:
-                m = mod.classes[base.id].methods.get(name)
-                return [m] if m else []
-            if base.id in mod.aliases:
-                return []  # a module function: torch.zeros, wp.launch
-        if name not in _GENERIC:
-            cands = mod.methods.get(name, ())
-            if len(cands) == 1:
-                return list(cands)
-    return []
+    """The units ``call`` may run, within the linted files (see perfkit.lint.project)."""
+    project = mod.project
+    if project is None:
+        project = Project([mod])
+    return project.resolve_call(mod, unit, call)
 
 
-def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) -> HotPaths:
-    hp = HotPaths()
-    seeds = []
+def _is_classmethod(unit: Unit) -> bool:
+    return any(dotted(d) == "classmethod" for d in getattr(unit.node, "decorator_list", ()))
+
+
+def name_hot(unit: Unit) -> bool:
+    """Hot by its name alone: a function with a per-step name. Never a classmethod (it builds rather than
+    steps); a module-level function only in a module that imports torch: in a pure Warp module,
+    ``step(model, data)`` / ``forward(...)`` are physics entry points that callers capture into a CUDA
+    graph (they become hot through the call graph when a step calls them)."""
+    if _is_classmethod(unit) or _NOT_HOT_NAME.match(unit.name):
+        return False
+    if HOT_NAME.match(unit.name):
+        return unit.cls is not None or (unit.mod is not None and unit.mod.uses_torch)
+    if unit.cls is None:
+        return False
+    if HOT_METHOD.match(unit.name):
+        args = unit.node.args
+        params = [a.arg for a in args.posonlyargs + args.args][1:] + [a.arg for a in args.kwonlyargs]
+        if unit.name == "train":  # an algorithm's train(self), not nn.Module.train(mode)
+            return not params and args.vararg is None
+        if unit.name == "__call__":  # a term evaluated on the env: __call__(self, env, ...)
+            return bool(params) and params[0] in ("env", "envs") and unit.mod is not None and unit.mod.uses_torch
+        names = [unit.cls.name] + list(unit.cls.bases)
+        return any(_MANAGER_CLASS.search(n) for n in names)  # a manager's compute()/apply()
+    return False
+
+
+_CAPTURES = ("warp.ScopedCapture", "torch.cuda.graph", "torch.cuda.graphs.graph", "warp.capture_begin")
+
+
+def capture_spans(unit: Unit) -> list:
+    """(first, last) lines of the ``with wp.ScopedCapture()`` / ``with torch.cuda.graph(g)`` blocks of ``unit``."""
+    spans = unit.__dict__.get("_capture_spans")
+    if spans is None:
+        spans = []
+        mod = unit.mod
+        if mod is not None and ("Capture" in mod.text or "graph(" in mod.text):
+            for n in unit_nodes(unit):
+                if isinstance(n, (ast.With, ast.AsyncWith)):
+                    for item in n.items:
+                        c = item.context_expr
+                        if (mod.qual(c.func if isinstance(c, ast.Call) else c) or "") in _CAPTURES:
+                            spans.append((n.body[0].lineno, n.end_lineno))
+        unit._capture_spans = spans
+    return spans
+
+
+def is_setup(unit: Unit) -> bool:
+    return unit.name in INIT_NAMES or bool(_SETUP_NAME.match(unit.name))
+
+
+def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False, hp=None):
+    """(HotPaths with this module's setup units and rollout loops, [seed units], [units hot by name only])."""
+    hp = hp or HotPaths()
+    seeds, by_name = [], []
     for unit in mod.units:
         if unit.is_module or unit.kernel:
             continue
@@ -103,37 +148,96 @@ def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) 
             if _SETUP_NAME.match(unit.name):
                 hp.setup_units.add(unit)
             continue
-        if HOT_NAME.match(unit.name) or _marked(mod, unit, directives) or any(
+        if _marked(mod, unit, directives) or any(
             fnmatch.fnmatchcase(unit.name, p) or fnmatch.fnmatchcase(unit.qualname, p) for p in hot_patterns
         ):
             seeds.append(unit)
-    # rollout loops: any loop calling a .step() method, in any unit
-    step_units = mod.units_matching(_STEP_TEXT) if ".step" in mod.text else ()
+        elif name_hot(unit):
+            by_name.append(unit)
+    # rollout loops: any loop calling an env step, in any unit
+    step_units = mod.units_matching(_STEP_TEXT) if "step" in mod.text else ()
     for unit in mod.units:
         if unit.kernel or unit not in step_units:
             continue
-        for node in unit_nodes(unit):
-            if isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and id(node) not in hp.loops:
-                if _loop_calls_step(node, mod):
-                    hp.loops.add(id(node))
-                    hp.loop_units.add(unit)
-                    hp.loop_spans.setdefault(unit, []).append((node.body[0].lineno, node.end_lineno))
-                    for sub in ast.walk(node):
-                        if isinstance(sub, ast.Call):
-                            seeds.extend(resolve_call(mod, unit, sub))
-    # callees in the same module
+        step_loops = [n for n in unit_nodes(unit) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+                      and id(n) not in hp.loops and _loop_calls_step(n, mod)]
+        inner = {id(n) for loop in step_loops for n in ast.walk(loop) if n is not loop and n in step_loops}
+        for node in step_loops:
+            hp.loops.add(id(node))
+            hp.loop_units.add(unit)
+            hp.loop_spans.setdefault(unit, []).append((node.body[0].lineno, node.end_lineno))
+            if any(id(n) in inner for n in ast.walk(node) if n is not node):
+                continue  # an iteration loop around a step loop: its own calls run once per iteration
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    seeds.extend(resolve_call(mod, unit, sub))
+    return hp, seeds, by_name
+
+
+def _setup_only(project, candidates: list) -> set:
+    """Of the units hot by name only, those whose every caller in the linted files is set-up code
+    (``__init__``, ``_build_*``...): a ``_compute_offsets`` helper run once from ``__init__``."""
+    if not candidates:
+        return set()
+    names = {u.name for u in candidates}
+    cand = set(candidates)
+    callers: dict = {}
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
+    for mod in project.mods:
+        if not any(n in mod.text for n in names):
+            continue
+        for unit in mod.units_matching(pattern):
+            if unit.kernel:
+                continue
+            for node in unit_nodes(unit):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    nm = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+                    if nm not in names:
+                        continue
+                    for callee in resolve_call(mod, unit, node):
+                        if callee in cand and callee is not unit:
+                            callers.setdefault(callee, []).append(unit)
+    return {u for u, cs in callers.items() if cs and all(is_setup(c) for c in cs)}
+
+
+def spread(hp: HotPaths, seeds) -> HotPaths:
+    """Everything the seeds call, transitively, across the linted files (set-up callees excluded)."""
     todo = list(seeds)
     while todo:
         unit = todo.pop()
         if unit in hp.units or unit.kernel:
             continue
         hp.units.add(unit)
+        mod = unit.mod
+        captured = capture_spans(unit)
         for node in unit_nodes(unit):
             if isinstance(node, ast.Call):
+                if captured and any(a <= node.lineno <= b for a, b in captured):
+                    continue  # recorded once into a CUDA graph, replayed with capture_launch: not per-step Python
                 for callee in resolve_call(mod, unit, node):
                     if callee not in hp.units and callee.name not in INIT_NAMES:
                         todo.append(callee)
     return hp
+
+
+def find_hot_project(project, directives_of, hot_patterns=(), all_functions=False) -> HotPaths:
+    """One HotPaths for all the modules of ``project`` (``directives_of(mod)`` -> its Directives)."""
+    hp = HotPaths()
+    seeds, by_name = [], []
+    for mod in project.mods:
+        _, s, n = module_seeds(mod, directives_of(mod), hot_patterns, all_functions, hp)
+        seeds += s
+        by_name += n
+    cold = _setup_only(project, by_name)
+    seeds += [u for u in by_name if u not in cold]
+    return spread(hp, seeds)
+
+
+def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) -> HotPaths:
+    """Hot paths of one module linted alone."""
+    project = mod.project or Project([mod])
+    return find_hot_project(project, lambda m: directives, hot_patterns, all_functions)
 
 
 def _marked(mod: ModuleInfo, unit: Unit, directives) -> bool:

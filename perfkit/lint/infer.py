@@ -21,8 +21,13 @@ WARP = "warp"  # a Warp array
 MJDATA = "mjdata"  # mujoco_warp Data (its fields are Warp arrays)
 MJMODEL = "mjmodel"
 NDARRAY = "ndarray"  # numpy: host memory, never a sync
+HOST = "host"  # plain Python data: numbers, strings, lists, tuples, dicts (never a sync)
+TDICT = "tensordict"  # a TensorDict: its values are tensors
+HOSTENV = "hostenv"  # a CPU vector env (gym / SB3 VecEnv): step()/reset() return numpy arrays
 DEVICE = frozenset({TENSOR, BOOL})  # reading these on the host syncs
 TORCH = frozenset({TENSOR, BOOL, CPU})
+HOSTSEQ = "hostseq"  # a list/tuple whose items are host data (numpy views of pinned buffers, numbers)
+HOSTISH = frozenset({HOST, NDARRAY, CPU, HOSTSEQ})  # known to live on the host
 
 # torch.<name>(...) that do not return a tensor
 _TORCH_NON_TENSOR = {
@@ -77,6 +82,37 @@ _CONTAINERS = {"list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence", "It
                "type", "Type", "OrderedDict", "DefaultDict", "defaultdict", "Collection", "MutableMapping"}
 
 
+_HOST_TYPES = {"int", "float", "str", "bool", "bytes", "complex", "list", "tuple", "dict", "set", "frozenset",
+               "List", "Tuple", "Dict", "Set", "Sequence", "Mapping", "numbers.Number", "numbers.Real", "Number",
+               "Real", "numpy.number", "numpy.generic", "numpy.floating", "numpy.integer", "numpy.bool_",
+               "numpy.float32", "numpy.float64", "numpy.int64", "numpy.int32"}
+_NDARRAY_TYPES = {"numpy.ndarray", "numpy.typing.NDArray", "numpy.typing.ArrayLike", "NDArray", "numpy.array"}
+_TDICT_NAMES = {"TensorDict", "TensorDictBase", "LazyStackedTensorDict", "TensorDictParams"}
+_TDICT_PARAM = re.compile(r"^(tensordict|td|tensordict_out|next_tensordict|tensordict_reset|next_td|td_out|"
+                          r"tensordict_in|td_in)$")
+
+
+def type_kind(mod: ModuleInfo, t) -> str | None:
+    """The kind an ``isinstance(x, t)`` check proves (t a type or a tuple of types)."""
+    if isinstance(t, ast.Tuple):
+        kinds = {type_kind(mod, e) for e in t.elts}
+        if len(kinds) == 1:
+            return kinds.pop()
+        if kinds <= HOSTISH:
+            return HOST
+        return None
+    q = mod.qual(t) or ""
+    if q.startswith("torch.") and q.endswith("Tensor"):
+        return TENSOR
+    if q in _NDARRAY_TYPES:
+        return NDARRAY
+    if q in _HOST_TYPES:
+        return HOST
+    if q.rsplit(".", 1)[-1] in _TDICT_NAMES:
+        return TDICT
+    return None
+
+
 def annotation_kind(mod: ModuleInfo, ann) -> str | None:
     if ann is None:
         return None
@@ -84,10 +120,14 @@ def annotation_kind(mod: ModuleInfo, ann) -> str | None:
         s = ann.value
         if "BoolTensor" in s:
             return BOOL
-        if "Tensor" in s:
+        if "Tensor" in s and "TensorDict" not in s:
             return TENSOR
         if "wp.array" in s or "warp.array" in s:
             return WARP
+        if "ndarray" in s:
+            return NDARRAY
+        if "VecEnv" in s:
+            return HOSTENV
         return None
     if isinstance(ann, ast.Call):  # wp.array(dtype=wp.vec3)
         ann = ann.func
@@ -97,18 +137,37 @@ def annotation_kind(mod: ModuleInfo, ann) -> str | None:
             return base
         outer = (mod.qual(ann.value) or "").rsplit(".", 1)[-1]
         if outer in _CONTAINERS:
-            return None  # list[Tensor] is a list
+            return HOST  # list[Tensor] is a list
         sl = ann.slice
-        for e in sl.elts if isinstance(sl, ast.Tuple) else [sl]:
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        if outer in ("Union", "Optional"):  # one kind for every member, else unknown
+            kinds = {annotation_kind(mod, e) for e in elts
+                     if not (isinstance(e, ast.Constant) and e.value is None) and dotted(e) != "None"}
+            if len(kinds) == 1:
+                return kinds.pop()
+            return TENSOR if kinds and kinds <= TORCH else None
+        for e in elts:
             k = annotation_kind(mod, e)
             if k:
                 return k
         return None
-    if isinstance(ann, ast.BinOp):  # Tensor | None
-        return annotation_kind(mod, ann.left) or annotation_kind(mod, ann.right)
+    if isinstance(ann, ast.BinOp):  # Tensor | None, np.ndarray | Tensor
+        members = [x for x in (ann.left, ann.right) if not (isinstance(x, ast.Constant) and x.value is None)]
+        kinds = {annotation_kind(mod, x) for x in members}
+        if len(kinds) == 1:
+            return kinds.pop()
+        return TENSOR if kinds <= TORCH else None
     q = mod.qual(ann)
     if not q:
         return None
+    if q in _NDARRAY_TYPES:
+        return NDARRAY
+    if q in _HOST_TYPES:
+        return HOST
+    if q.rsplit(".", 1)[-1] in _TDICT_NAMES:
+        return TDICT
+    if "VecEnv" in q.rsplit(".", 1)[-1] or q in ("gym.Env", "gymnasium.Env", "gym.core.Env", "gymnasium.core.Env"):
+        return HOSTENV
     if q in ("torch.BoolTensor", "torch.cuda.BoolTensor"):
         return BOOL
     if q.startswith("torch.") and q.endswith("Tensor"):
@@ -123,83 +182,185 @@ def annotation_kind(mod: ModuleInfo, ann) -> str | None:
 
 
 class Typer:
-    """Kinds of the expressions of one unit."""
+    """Kinds of the expressions of one unit.
+
+    A local name has the kind of its latest assignment before the use (in source order; names assigned
+    only later, in a loop, take their summary kind), narrowed inside ``if isinstance(name, T):`` blocks.
+    """
 
     def __init__(self, mod: ModuleInfo, unit: Unit, building_attrs: dict | None = None):
         self.mod = mod
         self.unit = unit
-        self.env: dict[str, str] = {}
+        self.env: dict[str, str] = {}  # name -> summary kind (any assignment)
+        self.binds: dict[str, list] = {}  # name -> [(position, kind)] in source order
+        self.refine: list = []  # (name, first line, last line, kind) from isinstance() tests
         self._memo: dict[int, str | None] = {}
         self._attrs = building_attrs  # while a class's attributes are being inferred
         self._build()
 
     # -- the unit's local names --------------------------------------------------------------
+    def _param_kind(self, a):
+        u = self.unit
+        if a.annotation is not None:
+            return annotation_kind(self.mod, a.annotation)
+        if a.arg == u.self_name:
+            return None
+        k = param_hints(self.mod).get(u, {}).get(a.arg) if self._attrs is None else None
+        if k is None and self.mod.uses_torch:
+            if _TENSOR_PARAM.match(a.arg):
+                k = BOOL if is_mask_name(a.arg) else TENSOR
+            elif _TDICT_PARAM.match(a.arg):
+                k = TDICT
+        return k
+
     def _build(self):
         u = self.unit
         if not u.is_module:
             args = u.node.args
-            for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+            for a in args.posonlyargs + args.args + args.kwonlyargs:
+                k = self._param_kind(a)
+                self.binds[a.arg] = [((0, 0), k)]  # a parameter shadows module names, known or not
+                if k:
+                    self.env[a.arg] = k
+            for a in (args.vararg, args.kwarg):
                 if a is not None:
-                    k = annotation_kind(self.mod, a.annotation)
-                    if k is None and a.annotation is None and a.arg != u.self_name and self._attrs is None:
-                        k = param_hints(self.mod).get(u, {}).get(a.arg)
-                        if k is None and self.mod.uses_torch and _TENSOR_PARAM.match(a.arg):
-                            k = BOOL if is_mask_name(a.arg) else TENSOR
-                    if k:
-                        self.env[a.arg] = k
+                    self.env[a.arg] = self.binds.setdefault(a.arg, [((0, 0), HOST)])[0][1]
         for node in unit_nodes(u):
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    self._bind(t, node.value)
-            elif isinstance(node, ast.AnnAssign):
+            t = type(node)
+            if t is ast.Assign:
+                pos = (node.end_lineno, node.end_col_offset)
+                for tg in node.targets:
+                    self._bind(tg, node.value, pos)
+            elif t is ast.AnnAssign:
+                pos = (node.end_lineno, node.end_col_offset)
                 k = annotation_kind(self.mod, node.annotation)
                 if k and isinstance(node.target, ast.Name):
-                    self.env[node.target.id] = k
+                    self._set(node.target.id, k, pos)
                 elif node.value is not None:
-                    self._bind(node.target, node.value)
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                    self._bind(node.target, node.value, pos)
+            elif t is ast.AugAssign and isinstance(node.target, ast.Name):
                 k = self.kind(node.value)
                 if k in TORCH and node.target.id not in self.env:
-                    self.env[node.target.id] = TENSOR
-            elif isinstance(node, (ast.For, ast.comprehension)):
+                    self._set(node.target.id, TENSOR, (node.end_lineno, node.end_col_offset))
+            elif t is ast.For or t is ast.comprehension or t is ast.AsyncFor:
                 k = self.kind(node.iter)
-                if k in TORCH and isinstance(node.target, ast.Name):
-                    self._set(node.target.id, k)
-            elif isinstance(node, ast.NamedExpr):
-                self._bind(node.target, node.value)
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                self._bind(node.optional_vars, node.context_expr)
+                pos = (node.iter.end_lineno, node.iter.end_col_offset)
+                if isinstance(node.target, ast.Name):
+                    if k in TORCH or k == NDARRAY:
+                        self._set(node.target.id, k, pos)
+                    elif isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) \
+                            and node.iter.func.id == "range":
+                        self._set(node.target.id, HOST, pos)  # an int
+                    else:  # items of a list/dict/unknown iterable: a new, unknown value each iteration
+                        self._set(node.target.id, NDARRAY if k == HOSTSEQ else None, pos)
+                else:
+                    for t in ast.walk(node.target):
+                        if isinstance(t, ast.Name):
+                            self._set(t.id, None, pos)
+            elif t is ast.NamedExpr:
+                self._bind(node.target, node.value, (node.end_lineno, node.end_col_offset))
+            elif t is ast.withitem and node.optional_vars is not None:
+                e = node.context_expr
+                self._bind(node.optional_vars, e, (e.end_lineno, e.end_col_offset))
+            elif t is ast.If:
+                self._isinstance_test(node)
+            elif t is ast.Call and self._attrs is not None:
+                self._register_buffer(node)
 
-    def _set(self, name, kind):
+    def _isinstance_test(self, node: ast.If):
+        test, negate = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negate = test.operand, True
+        tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and not negate else [test]
+        for tst in tests:
+            if not (isinstance(tst, ast.Call) and isinstance(tst.func, ast.Name) and tst.func.id == "isinstance"
+                    and len(tst.args) == 2 and isinstance(tst.args[0], ast.Name)):
+                continue
+            k = type_kind(self.mod, tst.args[1])
+            if k is None:
+                continue
+            name = tst.args[0].id
+            yes = (node.body[0].lineno, node.body[-1].end_lineno)
+            no = (node.orelse[0].lineno, node.orelse[-1].end_lineno) if node.orelse else None
+            if negate:
+                yes, no = no, yes
+            if yes:
+                self.refine.append((name, yes[0], yes[1], k))
+            if no and k in TORCH and len(tests) == 1:
+                self.refine.append((name, no[0], no[1], HOST))  # not a tensor
+
+    def _register_buffer(self, node: ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr == "register_buffer" and isinstance(f.value, ast.Name) \
+                and f.value.id == self.unit.self_name and len(node.args) >= 2:
+            name = node.args[0]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                k = self.kind(node.args[1])
+                self._attrs[name.value] = k if k in TORCH else TENSOR
+
+    def _set(self, name, kind, pos=(0, 0)):
+        self.binds.setdefault(name, []).append((pos, kind))
+        self._memo.clear()
         if kind is None:
             return
         old = self.env.get(name)
-        if old is None or (old == BOOL and kind == TENSOR) or (old == CPU and kind in DEVICE):
+        if old is None or (old == BOOL and kind == TENSOR) or (old in HOSTISH and kind in DEVICE):
             self.env[name] = kind
-        self._memo.clear()
 
-    def _bind(self, target, value):
+    def _bind(self, target, value, pos=(0, 0)):
         if isinstance(target, ast.Name):
-            self._set(target.id, self.kind(value))
+            self._set(target.id, self.kind(value), pos)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
                 for t, v in zip(target.elts, value.elts):
-                    self._bind(t, v)
+                    self._bind(t, v, pos)
                 return
             k = self.kind(value)
             if k is None and self.mod.uses_torch and self._is_env_call(value):
                 k = TENSOR
-            if k in TORCH:
+            if k in TORCH or k == NDARRAY:
                 for t in target.elts:
                     if isinstance(t, ast.Starred):
                         t = t.value
-                    if isinstance(t, ast.Name) and not _NOT_TENSOR_NAMES.match(t.id):
-                        self._set(t.id, BOOL if is_mask_name(t.id) and k != CPU else k)
+                    if isinstance(t, ast.Name):
+                        if _NOT_TENSOR_NAMES.match(t.id):
+                            self._set(t.id, HOST, pos)
+                        else:
+                            self._set(t.id, BOOL if is_mask_name(t.id) and k in DEVICE else k, pos)
+            else:
+                for t in target.elts:
+                    if isinstance(t, ast.Starred):
+                        t = t.value
+                    if isinstance(t, ast.Name):
+                        self._set(t.id, None, pos)
         elif isinstance(target, ast.Attribute) and self._attrs is not None:
             if isinstance(target.value, ast.Name) and target.value.id == self.unit.self_name:
                 k = self.kind(value)
-                if k and (target.attr not in self._attrs or self._attrs[target.attr] in (CPU, BOOL)):
+                if k and (target.attr not in self._attrs or self._attrs[target.attr] in (CPU, BOOL, HOST, None)):
                     self._attrs[target.attr] = k
+
+    def name_kind(self, e: ast.Name):
+        """The kind of a local name at this use (None: unknown here)."""
+        name = e.id
+        binds = self.binds.get(name)
+        pos = (e.lineno, e.col_offset)
+        last = None
+        if binds:
+            for b in binds:
+                if b[0] < pos:
+                    last = b
+                else:
+                    break
+        if self.refine:
+            best = None
+            for r in self.refine:
+                if r[0] == name and r[1] <= e.lineno <= r[2] and (best is None or r[1] >= best[1]):
+                    best = r
+            if best is not None and (last is None or last[0] < (best[1], 0)):
+                return best[3]
+        if last is not None:
+            return last[1]
+        return self.env.get(name)
 
     def _is_env_call(self, value) -> bool:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
@@ -229,8 +390,8 @@ class Typer:
     def _kind(self, e):
         t = type(e)
         if t is ast.Name:
-            k = self.env.get(e.id)
-            if k is None and not self.unit.is_module:
+            k = self.name_kind(e) if e.id in self.binds or self.refine else None
+            if k is None and e.id not in self.binds and not self.unit.is_module:
                 cache = self.mod.__dict__.get("_typers", {})
                 p = self.unit.parent
                 while k is None and p is not None and not p.is_module:  # closures see the outer locals
@@ -246,10 +407,23 @@ class Typer:
                 return self._self_attrs().get(e.attr)
             bk = self.kind(base)
             if bk in TORCH:
-                return bk if e.attr in _TENSOR_ATTRS else None
+                if e.attr in _TENSOR_ATTRS:
+                    return bk
+                return HOST if e.attr in ("shape", "device", "dtype", "ndim", "is_cuda", "requires_grad") else None
             if bk == MJDATA:
                 return WARP
+            if bk == NDARRAY:
+                return HOST if e.attr in ("shape", "ndim", "dtype", "size") else NDARRAY
             return None
+        if t is ast.Constant:
+            return None if e.value is None else HOST
+        if t is ast.ListComp or t is ast.List or t is ast.Tuple:
+            items = [e.elt] if t is ast.ListComp else e.elts
+            if items and all(self.kind(x) in HOSTISH for x in items):
+                return HOSTSEQ
+            return HOST
+        if t in _HOST_NODES:
+            return HOST
         if t is ast.Call:
             return self._call_kind(e)
         if t is ast.BinOp:
@@ -260,6 +434,10 @@ class Typer:
                 if CPU in (lk, rk) and not (lk in DEVICE or rk in DEVICE):
                     return CPU
                 return TENSOR
+            if NDARRAY in (lk, rk) and lk in HOSTISH and rk in HOSTISH:
+                return NDARRAY
+            if lk == HOST and rk == HOST:
+                return HOST
             return None
         if t is ast.UnaryOp:
             if isinstance(e.op, ast.Not):
@@ -273,11 +451,19 @@ class Typer:
                 return BOOL
             if CPU in kinds:
                 return CPU
+            if NDARRAY in kinds and all(k in HOSTISH for k in kinds):
+                return NDARRAY
+            if all(k == HOST for k in kinds):
+                return HOST
             return None
         if t is ast.Subscript:
             vk = self.kind(e.value)
-            if vk in TORCH:
+            if vk in TORCH or vk == NDARRAY:
                 return vk
+            if vk == HOSTSEQ:
+                return NDARRAY  # an item of host data (NDARRAY: its methods stay on the host)
+            if vk == TDICT:
+                return _tdict_item(e.slice)
             return None
         if t is ast.IfExp:
             return self.kind(e.body) or self.kind(e.orelse)
@@ -312,6 +498,8 @@ class Typer:
                 return None
             if q.startswith(("numpy.", "np.")):
                 return NDARRAY
+            if q.rsplit(".", 1)[-1] in _TDICT_NAMES:
+                return TDICT
         if isinstance(func, ast.Attribute):
             bk = self.kind(func.value)
             m = func.attr
@@ -320,10 +508,20 @@ class Typer:
             if bk == WARP:
                 return WARP if m in _WARP_ARRAY_METHODS else None
             if bk == NDARRAY:
-                return NDARRAY
+                return HOST if m in ("item", "tolist") else NDARRAY
+            if bk == TDICT:
+                return _tdict_method(m, e)
+            if bk == HOSTENV and m in ("step", "reset", "step_wait"):
+                return NDARRAY  # a CPU vector env returns numpy arrays
             if bk is not None:
                 return None
+            if m in _HOST_RESULTS:  # x.cpu(), x.tolist(), x.item(), x.numpy(): host data, whatever x was
+                return _HOST_RESULTS[m]
+            if m == "to" and e.args and isinstance(e.args[0], ast.Constant) and e.args[0].value == "cpu":
+                return CPU
             if self.mod.uses_torch and m in ("step", "reset") and ENV_RECEIVER.search(dotted(func.value) or ""):
+                if m == "step" and e.args and self.kind(e.args[0]) in HOSTISH:
+                    return NDARRAY  # numpy actions in, numpy observations out (a CPU VecEnv)
                 return TENSOR
             # self.method(...) / Class.method(...) in this module: what it returns
             if isinstance(func.value, ast.Name) and func.value.id == self.unit.self_name and self.unit.cls:
@@ -338,14 +536,63 @@ class Typer:
             targets = self.mod.functions.get(name)
             if targets:
                 return return_kind(self.mod, targets[0])
+            if name in _HOST_RESULT_BUILTINS and name not in self.mod.aliases and name not in self.binds:
+                return HOST
             if name in _HOST_BUILTINS and name not in self.mod.aliases:
                 return None
+            if self.mod.project is not None and (name in self.mod.aliases or name in self.mod.rel_imports):
+                obj = self.mod.project.symbol(self.mod, name)
+                if isinstance(obj, list) and obj:
+                    return return_kind(obj[0].mod, obj[0])
         if self.mod.uses_torch and q not in ("print",):
             # an unknown callable fed a tensor (a policy, a reward term): assume a tensor comes back
             for a in e.args:
                 if self.kind(a) in DEVICE:
                     return TENSOR
         return None
+
+
+_DTYPE_NAME = re.compile(r"(^|_)(u?int\d*|float\d*|bool|long|half|double|bfloat16|complex\d*|dtype|tc_\w+)$|^(float|int|bool)")
+_HOST_FACTORIES = {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
+                   "logspace", "eye", "empty_strided", "tril_indices", "triu_indices"}
+_HOST_NODES = {ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.JoinedStr}
+_HOST_RESULTS = {"cpu": CPU, "numpy": NDARRAY, "tolist": HOST, "item": HOST}
+_HOST_RESULT_BUILTINS = {"len", "str", "repr", "int", "float", "bool", "complex", "isinstance", "issubclass", "hash",
+                         "id", "format", "list", "dict", "set", "tuple", "frozenset", "bytes", "chr", "ord",
+                         "callable", "hasattr", "range"}
+_TDICT_SAME = {"select", "exclude", "clone", "to", "cuda", "detach", "apply", "update", "set", "set_", "copy",
+               "contiguous", "unsqueeze", "squeeze", "reshape", "view", "masked_fill", "masked_fill_", "zero_",
+               "copy_", "update_", "expand", "flatten", "unflatten", "empty", "rename_key_", "pop", "get_sub_tensordict",
+               "to_tensordict", "replace", "filter_non_tensor_data", "data", "float", "double", "half", "split_keys"}
+_NEXT_KEYS = {"next", "collector", "info", "params", "agents"}
+
+
+def _key_name(key):
+    if isinstance(key, ast.Tuple) and key.elts:
+        key = key.elts[-1]
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _tdict_item(key):
+    """``td["obs"]`` / ``td["next", "done"]``: a tensor (a mask by its name); ``td["next"]``: a TensorDict."""
+    name = _key_name(key)
+    if name is None:
+        return None
+    if name in _NEXT_KEYS:
+        return TDICT
+    return BOOL if is_mask_name(name) else TENSOR
+
+
+def _tdict_method(m: str, e: ast.Call):
+    if m in ("get", "pop", "get_at") and e.args:
+        return _tdict_item(e.args[0])
+    if m in ("cpu", "numpy", "tolist"):
+        return HOST
+    if m == "to" and e.args and isinstance(e.args[0], ast.Constant) and e.args[0].value == "cpu":
+        return HOST
+    if m in _TDICT_SAME:
+        return TDICT
+    return None
 
 
 _TORCH_TENSOR_SUBMODULES = ("torch.nn.functional.", "torch.nn.init.", "torch.linalg.", "torch.fft.", "torch.special.",
@@ -374,14 +621,18 @@ def _TORCH_DEVICE_RULES(mod, name, e):  # noqa: N802
             return CPU
     if name in ("tensor", "as_tensor") and not any(kw.arg == "device" for kw in e.keywords):
         return CPU  # default device; a later .to(device) / .cuda() is the host-to-device copy
+    if name in _HOST_FACTORIES and not any(kw.arg == "device" for kw in e.keywords) and not mod.sets_default_device:
+        return CPU  # a factory without device= allocates on the host (unless the module sets a default device)
     if name in ("where",) and len(e.args) >= 3:
         return TENSOR
     return TENSOR
 
 
 def _method_kind(base: str, m: str, e: ast.Call):
+    if m in _HOST_RESULTS:
+        return _HOST_RESULTS[m]
     if m in _NON_TENSOR_METHODS:
-        return None
+        return HOST if m in ("size", "dim", "ndimension", "numel", "nelement", "element_size", "stride") else None
     if m == "cpu":
         return CPU
     if m in ("cuda",):
@@ -395,8 +646,7 @@ def _method_kind(base: str, m: str, e: ast.Call):
                 if isinstance(arg, ast.Constant) and arg.value == "cpu":
                     return CPU
                 return TENSOR
-        if base == CPU and any(not (isinstance(a, ast.Attribute) and a.attr.startswith(("float", "int", "bool")))
-                               for a in e.args):
+        if base == CPU and any(not (isinstance(a, ast.Attribute) and _DTYPE_NAME.search(a.attr)) for a in e.args):
             # .to(self.device): to the compute device
             if e.args or any(kw.arg == "device" for kw in e.keywords):
                 return TENSOR
@@ -452,7 +702,7 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
             built.append((unit, Typer(mod, unit, building_attrs=attrs)))
     cls.attrs = attrs
     cls.building = False
-    hinted = mod.__dict__.get("_param_hints") or {}
+    hinted = _holder(mod).__dict__.get("_param_hints") or {}
     for unit, t in built:  # reuse them: from now on they read the finished attribute table
         if unit in hinted:
             continue  # its parameters have call-site kinds this build did not use
@@ -498,24 +748,30 @@ def typer_for(mod: ModuleInfo, unit: Unit) -> Typer:
     return t
 
 
+def _holder(mod: ModuleInfo):
+    return mod.project if mod.project is not None else mod
+
+
 def param_hints(mod: ModuleInfo) -> dict:
-    """Kinds of unannotated parameters, from what the hot code of this module passes them:
+    """Kinds of unannotated parameters, from what the hot code passes them (across the linted files):
     ``self._reward_height(self.base_pos)`` makes ``_reward_height``'s parameter a tensor."""
-    hints = mod.__dict__.get("_param_hints")
+    holder = _holder(mod)
+    hints = holder.__dict__.get("_param_hints")
     if hints is not None:
         return hints
     from perfkit.lint.hotpaths import resolve_call
 
-    mod._param_hints = hints = {}  # while computing: no hints (first-pass typers)
-    callers = list(mod.__dict__.get("_callers", ()))
+    holder._param_hints = hints = {}  # while computing: no hints (first-pass typers)
+    callers = list(holder.__dict__.get("_callers", ()))
     for unit in callers:
-        if unit.kernel:
+        if unit.kernel or unit.mod is None:
             continue
-        t = Typer(mod, unit)
+        umod = unit.mod
+        t = Typer(umod, unit)
         for node in unit_nodes(unit):
             if not isinstance(node, ast.Call) or not (node.args or node.keywords):
                 continue
-            for callee in resolve_call(mod, unit, node):
+            for callee in resolve_call(umod, unit, node):
                 if callee.kernel or not isinstance(callee.node, FUNC_DEFS):
                     continue
                 args = callee.node.args
@@ -530,12 +786,24 @@ def param_hints(mod: ModuleInfo) -> dict:
                 got += [(kw.arg, kw.value) for kw in node.keywords if kw.arg in named]
                 for name, value in got:
                     k = t.kind(value)
-                    if k in TORCH or k == WARP:
+                    if k in TORCH or k == WARP or k in HOSTISH:
                         slot = hints.setdefault(callee, {})
-                        if slot.get(name) in (None, CPU, BOOL) and k != slot.get(name):
-                            slot[name] = TENSOR if slot.get(name) == BOOL and k == TENSOR else k
-    typers = mod.__dict__.get("_typers", {})
+                        old = slot.get(name)
+                        if old is None:
+                            slot[name] = k
+                        elif old != k:
+                            slot[name] = _join(old, k)
     for unit in hints:  # first-pass typers of these units are stale
-        typers.pop(unit, None)
-    mod._return_kinds.clear()
+        if unit.mod is not None:
+            unit.mod.__dict__.get("_typers", {}).pop(unit, None)
+            unit.mod._return_kinds.clear()
     return hints
+
+
+def _join(a, b):
+    """One kind for a parameter passed both: a device tensor wins; host and device disagree -> unknown."""
+    if a in DEVICE and b in DEVICE:
+        return TENSOR if TENSOR in (a, b) else BOOL
+    if a in DEVICE or b in DEVICE:
+        return a if a in DEVICE else b
+    return a if a == b else None

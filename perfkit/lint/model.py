@@ -17,11 +17,12 @@ class Violation:
     end_line: int = 0
     end_col: int = 0
     source: str = ""  # the stripped source line (baseline fingerprint, text output)
+    confidence: str = "high"  # high | medium | low (SARIF rank 90 / 60 / 30)
 
     def to_json(self) -> dict:
-        """The DESIGN.md JSON schema: path, line, col, rule, category, message, severity."""
+        """path, line, col, rule, category, message, severity, confidence."""
         d = asdict(self)
-        return {k: d[k] for k in ("path", "line", "col", "rule", "category", "message", "severity")}
+        return {k: d[k] for k in ("path", "line", "col", "rule", "category", "message", "severity", "confidence")}
 
     def sort_key(self):
         return (self.path, self.line, self.col, self.rule)
@@ -39,3 +40,8 @@ class FileError:
     def __str__(self):
         where = f"{self.path}:{self.line}:{self.col}" if self.line else self.path
         return f"{where}: cannot lint: {self.message}"
+
+    def to_json(self) -> dict:
+        """Same keys as a finding's, ``rule`` null and ``category`` "error": the file was not checked."""
+        return {"path": self.path, "line": self.line, "col": self.col, "rule": None, "category": "error",
+                "message": f"cannot lint: {self.message}", "severity": "error", "confidence": "high"}

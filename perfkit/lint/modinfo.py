@@ -19,6 +19,8 @@ class ClassInfo:
     name: str
     bases: list  # names of base classes (last dotted part)
     methods: dict = field(default_factory=dict)  # name -> Unit
+    mod: "ModuleInfo | None" = None  # the module defining it
+    base_exprs: list = field(default_factory=list)  # dotted source text of the bases ("nn.Module", "base.Env")
     attrs: dict | None = None  # self attribute -> kind, filled by infer.class_attrs()
     building: bool = False
 
@@ -32,7 +34,7 @@ class Unit:
     parent: "Unit | None" = None
     kernel: bool = False  # @wp.kernel / @wp.func: device code, never linted
     self_name: str | None = None  # first parameter of a method
-    calls: list = field(default_factory=list)  # resolved callee units (filled by hotpaths)
+    mod: "ModuleInfo | None" = None  # the module it belongs to
 
     @property
     def is_module(self) -> bool:
@@ -64,11 +66,12 @@ class ModuleInfo:
         self.text = text
         self.path = path
         self.aliases: dict[str, str] = {}
+        self.rel_imports: dict[str, tuple] = {}  # name -> (level, module, name) of a relative import
         self.units: list[Unit] = []
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, list[Unit]] = {}  # plain (non-method) functions by name
         self.methods: dict[str, list[Unit]] = {}  # methods of any class by name
-        self.module_unit = Unit(tree, "<module>", "<module>")
+        self.module_unit = Unit(tree, "<module>", "<module>", mod=self)
         self.units.append(self.module_unit)
         self._collect(tree.body, self.module_unit, None, "")
         roots = {v.split(".")[0] for v in self.aliases.values()}
@@ -79,6 +82,9 @@ class ModuleInfo:
             "to_torch" in text or "from_torch" in text or "__cuda_array_interface__" in text
         )
         self._return_kinds: dict = {}
+        self.sets_default_device = "set_default_device" in text or "set_default_tensor_type" in text
+        self.project = None  # the Project (perfkit.lint.project) when linted with other files
+        self.modname = ""  # dotted module name within its package tree (set by the Project)
 
     # -- lines -> units ----------------------------------------------------------------------
     def unit_at(self, line: int) -> Unit:
@@ -138,6 +144,10 @@ class ModuleInfo:
             for a in node.names:
                 if a.name != "*":
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.ImportFrom) and node.level:  # from .x import y: resolved by the Project
+            for a in node.names:
+                if a.name != "*":
+                    self.rel_imports[a.asname or a.name] = (node.level, node.module or "", a.name)
 
     # -- units -------------------------------------------------------------------------------
     def _collect(self, stmts, owner: Unit, cls: ClassInfo | None, prefix: str):
@@ -146,7 +156,7 @@ class ModuleInfo:
                 self._add_import(st)
             elif isinstance(st, FUNC_DEFS):
                 qn = f"{prefix}{st.name}"
-                unit = Unit(st, st.name, qn, cls=cls, parent=owner)
+                unit = Unit(st, st.name, qn, cls=cls, parent=owner, mod=self)
                 unit.kernel = any(self.qual(_decorator_target(d)) in _KERNEL_DECORATORS for d in st.decorator_list)
                 if cls is not None:
                     args = st.args.posonlyargs + st.args.args
@@ -159,7 +169,8 @@ class ModuleInfo:
                 self.units.append(unit)
                 self._collect(st.body, unit, None, qn + ".")
             elif isinstance(st, ast.ClassDef):
-                info = ClassInfo(st, st.name, [(dotted(b) or "").split(".")[-1] for b in st.bases])
+                exprs = [dotted(b) or "" for b in st.bases]
+                info = ClassInfo(st, st.name, [e.split(".")[-1] for e in exprs], mod=self, base_exprs=exprs)
                 self.classes.setdefault(st.name, info)
                 self._collect(st.body, owner, info, f"{prefix}{st.name}.")
             else:
@@ -172,7 +183,10 @@ class ModuleInfo:
                         self._collect(case.body, owner, cls, prefix)
 
     def class_chain(self, cls: ClassInfo):
-        """``cls`` and its base classes defined in this module (no cycles)."""
+        """``cls`` and its base classes defined in this module or, within a Project, in the other linted
+        modules (no cycles). Each ClassInfo's ``mod`` says where it is defined."""
+        if self.project is not None:
+            return self.project.class_chain(cls)
         seen, out, todo = set(), [], [cls]
         while todo:
             c = todo.pop(0)

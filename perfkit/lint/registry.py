@@ -1,7 +1,11 @@
-"""The rule registry: one :class:`Rule` per ID, declared next to its check in ``rules/``.
+"""The rule registry: one :class:`Rule` per ID, declared next to its check in ``rules/``, and the
+table of *checks* (functions the engine calls on AST nodes or once per unit).
 
+Imports run one way: the rule families (``perfkit.lint.rules``) import this module to register
+themselves; the engine imports this module and the rule package; this module imports neither.
 ``--explain``, ``docs/lint-rules.md`` and the SARIF rule table are all rendered from these objects,
-so a rule's rationale and fix are written exactly once.
+so a rule's rationale and fix are written exactly once. The full catalog (every family loaded) is
+``perfkit.lint.rules.all_rules()``.
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ from dataclasses import dataclass, field
 
 CATEGORIES = ("sync", "alloc", "loop", "timing", "stream")
 SEVERITIES = ("error", "warning")
+CONFIDENCES = ("high", "medium", "low")
+# SARIF result.rank (0-100) per confidence: CI can gate on rank >= 70 (high only)
+RANK = {"high": 90, "medium": 60, "low": 30}
 
 
 @dataclass(frozen=True)
@@ -47,13 +54,40 @@ def register(rule: Rule) -> Rule:
     return rule
 
 
-def all_rules() -> list[Rule]:
-    _load()
+NODE_CHECKS: dict = {}  # ast type -> [(fn, everywhere)]
+UNIT_CHECKS: list = []  # (fn(ctx), prefilter) run once per unit (every unit)
+
+
+def check(*node_types, everywhere: bool = False):
+    """Register ``fn(ctx, node)`` for these node types (hot paths only unless ``everywhere``)."""
+
+    def deco(fn):
+        for t in node_types:
+            NODE_CHECKS.setdefault(t, []).append((fn, everywhere))
+        return fn
+
+    return deco
+
+
+def unit_check(prefilter=None):
+    """Register ``fn(ctx)``, run once per unit (module top level and each function).
+
+    ``prefilter(mod)`` -> the set of units worth checking (cheap, e.g. from a text search); None: all.
+    """
+
+    def deco(fn):
+        UNIT_CHECKS.append((fn, prefilter))
+        return fn
+
+    return deco
+
+
+def registered_rules() -> list[Rule]:
+    """The rules registered so far, by ID (``perfkit.lint.rules.all_rules()`` loads every family first)."""
     return [RULES[k] for k in sorted(RULES)]
 
 
-def get_rule(rule_id: str) -> Rule:
-    _load()
+def lookup(rule_id: str) -> Rule:
     key = rule_id.strip().upper()
     if key not in RULES:
         raise KeyError(rule_id)
@@ -63,8 +97,3 @@ def get_rule(rule_id: str) -> Rule:
 def matches(rule_id: str, patterns) -> bool:
     """Whether ``rule_id`` is named by one of ``patterns`` (full IDs or prefixes: ``PK1``, ``PK10``)."""
     return any(rule_id.startswith(p) for p in patterns)
-
-
-def _load():
-    # Importing the rule families registers their rules.
-    from perfkit.lint import rules  # noqa: F401

@@ -67,7 +67,8 @@ def test_json_schema(tree):
     data = json.loads(r.stdout)
     assert [d["rule"] for d in data] == ["PK101", "PK103"]
     for d in data:
-        assert set(d) == {"path", "line", "col", "rule", "category", "message", "severity"}
+        assert set(d) == {"path", "line", "col", "rule", "category", "message", "severity", "confidence"}
+        assert d["confidence"] in ("high", "medium", "low")
         assert d["category"] in {"sync", "alloc", "loop", "timing", "stream"}
         assert d["path"] == "pkg/bad.py" and d["severity"] in ("warning", "error")
 
@@ -245,3 +246,68 @@ def test_exclude_patterns_are_relative_to_the_config_file(tree, monkeypatch):
     monkeypatch.chdir(tree / "pkg")  # same config found upwards, same meaning
     assert run(".").exit_code == 0
     assert run("bad.py").exit_code == 0
+
+
+# -- usage errors in the one error style (perfkit/cli/errors.py): `Error: ...`, exit 2, no traceback ------
+
+def test_unknown_rule_code_is_a_usage_error(tree):
+    for args, code in ((["pkg", "--select", "PK999"], "PK999"), (["pkg", "--ignore", "PK7"], "PK7"),
+                       (["pkg", "--select", "PK101,PK998"], "PK998")):
+        r = CliRunner().invoke(lint, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert r.output.startswith("Error: ") and code in r.output, r.output
+        assert "Traceback" not in r.output
+    (tree / "pyproject.toml").write_text('[tool.perfkit.lint]\nselect = ["PK1", "PK404"]\n')
+    r = CliRunner().invoke(lint, ["pkg"])
+    assert r.exit_code == 2 and "PK404" in r.output
+    assert run("pkg", "--select", "PK1", "--config", "none.toml").exit_code == 2  # a missing explicit config
+
+
+def test_unwritable_baseline_is_one_error_line_exit_2(tree):
+    r = CliRunner().invoke(lint, ["pkg", "--write-baseline", str(tree / "no" / "such" / "dir" / "base.json")])
+    assert r.exit_code == 2
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "base.json" in lines[0], r.output
+    assert "Traceback" not in r.output
+
+
+def test_files_that_cannot_be_linted_are_in_json_and_sarif(tree):
+    (tree / "pkg" / "broken.py").write_text("def f(:\n")
+    r = run("pkg", "--format", "json")
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    errors = [d for d in data if d["rule"] is None]
+    assert [(d["path"], d["category"], d["severity"]) for d in errors] == [("pkg/broken.py", "error", "error")]
+    assert "syntax error" in errors[0]["message"] and errors[0]["line"] == 1
+    assert [d["rule"] for d in data if d["rule"]] == ["PK101", "PK103"]
+    doc = json.loads(run("pkg", "--format", "sarif").stdout)
+    inv = doc["runs"][0]["invocations"][0]
+    assert inv["executionSuccessful"] is False
+    notes = inv["toolExecutionNotifications"]
+    assert [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for n in notes] == ["pkg/broken.py"]
+
+
+def test_sarif_rank_and_min_confidence(tree):
+    (tree / "pkg" / "unknown.py").write_text("import torch\nclass E:\n    def step(self, a):\n        return self.buf.item()\n")
+    doc = json.loads(run("pkg", "--format", "sarif").stdout)
+    ranks = {(x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], x["ruleId"]): x["rank"]
+             for x in doc["runs"][0]["results"]}
+    assert ranks == {("pkg/bad.py", "PK101"): 90.0, ("pkg/bad.py", "PK103"): 90.0, ("pkg/unknown.py", "PK101"): 60.0}
+    high = json.loads(run("pkg", "--format", "json", "--min-confidence", "high").stdout)
+    assert [d["path"] for d in high] == ["pkg/bad.py", "pkg/bad.py"]
+
+
+def test_the_lint_path_needs_no_torch_warp_or_mujoco(tree):
+    # torch, warp and mujoco blocked from import: `import torch` raises ImportError
+    code = ("import sys\n"
+            "for m in ('torch', 'warp', 'mujoco', 'mujoco_warp', 'numpy'):\n"
+            "    sys.modules[m] = None\n"
+            "from perfkit.cli.lint import lint\n"
+            "sys.argv = ['perfkit lint', 'pkg', '--format', 'json']\n"
+            "lint()\n")
+    import os
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tree, env=env, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert [d["rule"] for d in json.loads(p.stdout)] == ["PK101", "PK103"]

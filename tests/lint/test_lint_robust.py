@@ -82,14 +82,14 @@ def test_cli_prints_a_diagnostic_per_bad_file_and_exits_1(tmp_path, monkeypatch)
 
 
 def test_a_crashing_rule_costs_one_file_not_the_run(tmp_path, monkeypatch):
-    from perfkit.lint import engine
+    from perfkit.lint import registry
 
     def boom(ctx, node):
         if "boom" in ctx.mod.path:
             raise ValueError("bad rule")
 
-    monkeypatch.setitem(engine._NODE_CHECKS, __import__("ast").Return,
-                        engine._NODE_CHECKS.get(__import__("ast").Return, []) + [(boom, True)])
+    monkeypatch.setitem(registry.NODE_CHECKS, __import__("ast").Return,
+                        registry.NODE_CHECKS.get(__import__("ast").Return, []) + [(boom, True)])
     (tmp_path / "boom.py").write_text(HOT_BAD)
     (tmp_path / "fine.py").write_text(HOT_BAD)
     result = lint_paths([str(tmp_path)])

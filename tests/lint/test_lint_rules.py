@@ -59,12 +59,21 @@ CASES = [
     ("PK203", "self.x = self.x + 1.0", "self.x += 1.0"),
     ("PK203", "self.x = torch.clamp(self.x, -1.0, 1.0)", "torch.clamp(self.x, -1.0, 1.0, out=self.x)"),
     ("PK203", "self.x = self.x.mul(2.0)", "self.x.mul_(2.0)"),
-    ("PK301", "for i in range(self.num_envs):\n    pass", "for i in range(self.decimation):\n    pass"),
-    ("PK301", "for i in range(len(self.envs)):\n    pass", "for i in range(0, self.num_envs, 512):\n    pass"),
-    ("PK301", "ys = [i for i in range(self.x.shape[0])]", "ys = [i for i in range(self.x.shape[1])]"),
-    ("PK302", "for e in self.envs:\n    pass", "for k in ('a', 'b'):\n    pass"),
-    ("PK302", "for i, e in enumerate(self.envs):\n    pass", "for name, fn in self.terms.items():\n    pass"),
-    ("PK303", "for row in self.x:\n    pass", "for d in self.x.shape:\n    pass"),
+    ("PK113", "self.count[a.long()] = 0", "self.count.index_fill_(0, a.long(), 0)"),
+    ("PK113", "self.x[3] = 0.0", "self.x[:, 0] = 0.0"),
+    ("PK113", "self.x[self.m] = a", "self.x[self.m] = 0.0"),
+    ("PK113", "self.x[self.idx, 1] = -1.0", "self.x[self.idx] = a"),
+    ("PK204", "buf = wp.zeros(self.num_envs, dtype=float)", "self.arr.zero_()"),
+    ("PK204", "buf = wp.clone(self.arr)", "wp.copy(self.arr, self.arr)"),
+    ("PK301", "for i in range(self.num_envs):\n    self.x[i].clamp_(-1.0, 1.0)",
+     "for i in range(self.num_envs):\n    self.envs[i] = None"),
+    ("PK301", "for i in range(len(self.envs)):\n    self.x[i] = a[i]",
+     "for i in range(0, self.num_envs, 512):\n    self.x[i:i + 512].zero_()"),
+    ("PK301", "ys = [self.x[i].sum() for i in range(self.x.shape[0])]", "ys = [i for i in range(self.x.shape[0])]"),
+    ("PK302", "for e in self.envs:\n    self.x[e].zero_()", "for e in self.envs:\n    e.reset()"),
+    ("PK302", "for i, e in enumerate(self.envs):\n    self.count[i] += 1",
+     "for name, fn in self.terms.items():\n    pass"),
+    ("PK303", "for row in self.x:\n    row.clamp_(-1.0, 1.0)", "for d in self.x.shape:\n    pass"),
 ]
 
 
@@ -254,7 +263,7 @@ def test_tensor_flow_through_names_methods_operators_and_returns():
     import torch
     import torch.nn.functional as F
     def make(n):
-        return torch.ones(n)
+        return torch.ones(n, device="cuda")
     class Env:
         def __init__(self):
             self.w = make(3)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
+
+from perfkit.lint import lint_source
 from .helpers import findings, rules_of
 
 
@@ -133,16 +136,33 @@ class E:
     def __init__(self):
         self.a = wp.zeros(8, dtype=float)
         self.t = wp.to_torch(self.a)
+        self.side = torch.cuda.Stream()
 """
 
 
-def test_launch_on_warps_stream_while_sharing_with_torch():
+def test_launch_on_warps_stream_while_torch_works_on_a_side_stream():
     src = WARP_TORCH + """
     def setup(self):
         wp.launch(k, dim=8, inputs=[self.a])
         wp.capture_launch(self.g)
+    def read(self):
+        with torch.cuda.stream(self.side):
+            return self.t * 2
 """
-    assert findings(src) == [(10, "PK501"), (11, "PK501")]
+    got = lint_source(textwrap.dedent(src), "t.py")
+    assert [(v.line, v.rule, v.severity) for v in got] == [(11, "PK501", "error"), (12, "PK501", "error")]
+
+
+def test_launch_on_warps_blocking_stream_with_torch_on_the_legacy_default_stream_is_ordered():
+    # measured on an H200: the legacy default stream waits for Warp's blocking stream, so no race
+    src = WARP_TORCH.replace("        self.side = torch.cuda.Stream()\n", "") + """
+    def setup(self):
+        wp.launch(k, dim=8, inputs=[self.a])
+        wp.capture_launch(self.g)
+    def read(self):
+        return self.t * 2
+"""
+    assert rules_of(src) == []
 
 
 def test_launch_on_torchs_stream_is_fine():

@@ -3,47 +3,65 @@
 from __future__ import annotations
 
 import ast
+import re
 
-from perfkit.lint.engine import check
 from perfkit.lint.infer import CPU, DEVICE
 from perfkit.lint.modinfo import unit_nodes
-from perfkit.lint.registry import Rule, register
-from perfkit.lint.rules.common import kwarg
+from perfkit.lint.registry import Rule, check, register
+from perfkit.lint.rules.common import kwarg, last_name
+
+_COUNTER = re.compile(r"(count|counter|step|steps|iter|iters|iteration|calls|_n|^n)$", re.I)
 
 register(Rule(
-    "PK201", "tensor-factory", "alloc",
-    "tensor factories (`torch.zeros/empty/ones/full/arange/rand*/eye/linspace`, `x.new_*`) on a hot path",
-    "{what} allocates a new tensor on every call; preallocate the buffer in `__init__` and refill it in place "
+    id="PK201", name="tensor-factory", category="alloc",
+    summary="tensor factories (`torch.zeros/empty/ones/full/arange/rand*/eye/linspace`, `x.new_*`) on a hot path",
+    message="{what} allocates a new tensor on every call; preallocate the buffer in `__init__` and refill it in place "
     "(`buf.zero_()`, `buf.fill_(v)`, `buf.normal_()`, `torch.arange(n, out=buf)`)",
-    "Each factory call goes through the CUDA caching allocator and launches a fill kernel; in a step loop "
+    rationale="Each factory call goes through the CUDA caching allocator and launches a fill kernel; in a step loop "
     "that is per-step overhead, memory churn, and an obstacle to CUDA-graph capture.",
-    "Allocate once in `__init__`; in the hot path write into the buffer in place or pass `out=`.",
+    fix="Allocate once in `__init__`; in the hot path write into the buffer in place or pass `out=`.",
     bad="noise = torch.randn(self.num_envs, self.act_dim, device=self.device)",
     good="self.noise.normal_()  # self.noise allocated in __init__",
 ))
 register(Rule(
-    "PK202", "clone-or-like", "alloc",
-    "`clone()` and `*_like` factories (`zeros_like`, `empty_like`, ...) on a hot path",
-    "{what} allocates a copy on every call; copy into a preallocated buffer with `buf.copy_(x)` "
+    id="PK202", name="clone-or-like", category="alloc",
+    summary="`clone()` and `*_like` factories (`zeros_like`, `empty_like`, ...) on a hot path",
+    message="{what} allocates a copy on every call; copy into a preallocated buffer with `buf.copy_(x)` "
     "(or `buf.zero_()`) instead",
-    "`clone()` and the `*_like` factories allocate a tensor of the same shape each call.",
-    "Keep a buffer from `__init__` and `buf.copy_(x)` / `buf.zero_()` into it.",
+    rationale="`clone()` and the `*_like` factories allocate a tensor of the same shape each call.",
+    fix="Keep a buffer from `__init__` and `buf.copy_(x)` / `buf.zero_()` into it.",
     bad="self.prev_actions = actions.clone()",
     good="self.prev_actions.copy_(actions)",
 ))
 register(Rule(
-    "PK203", "rebind-state-buffer", "alloc",
-    "an out-of-place op that rebinds a tensor state buffer (`self.x = self.x + y`)",
-    "rebinding `self.{attr}` to the result of an out-of-place op allocates a new tensor every call; update the "
+    id="PK203", name="rebind-state-buffer", category="alloc",
+    summary="an out-of-place op that rebinds a tensor state buffer (`self.x = self.x + y`)",
+    message="rebinding `self.{attr}` to the result of an out-of-place op allocates a new tensor every call; update the "
     "buffer in place (`self.{attr}.add_(...)`, `+=`, `.copy_(...)`, or `out=self.{attr}`)",
-    "Assigning a fresh result to a state buffer allocates, drops the old buffer, and breaks any view or "
+    rationale="Assigning a fresh result to a state buffer allocates, drops the old buffer, and breaks any view or "
     "CUDA graph that captured the old storage.",
-    "Use the in-place form: `self.x += y`, `self.x.mul_(g)`, `torch.clamp(self.x, lo, hi, out=self.x)`, "
+    fix="Use the in-place form: `self.x += y`, `self.x.mul_(g)`, `torch.clamp(self.x, lo, hi, out=self.x)`, "
     "`self.x.copy_(expr)`.",
     bad="self.episode_len = self.episode_len + 1",
     good="self.episode_len += 1",
 ))
 
+register(Rule(
+    id="PK204", name="warp-alloc", category="alloc",
+    summary="Warp allocations (`wp.empty/zeros/ones/full/clone/array/*_like`) on a hot path, outside graph capture",
+    message="{what} allocates a Warp array on every call (and `wp.array(host_data)` also copies it to the device); "
+            "preallocate it in `__init__` and refill it in place (`arr.zero_()`, `wp.copy(arr, src)`, a kernel)",
+    rationale="Each Warp allocation goes through Warp's allocator (a CUDA allocation, or a pool's, per call); "
+              "arrays built from host data add a blocking host-to-device copy. Inside a step loop that is per-step "
+              "overhead, and it keeps the step out of a CUDA graph, whose buffers must stay put.",
+    fix="Allocate once in `__init__`; per step, write into the array with `arr.zero_()`, `arr.fill_(v)`, "
+        "`wp.copy(dst, src)` or a kernel. Allocations inside `wp.ScopedCapture` are recorded once, not repeated.",
+    bad="contacts = wp.zeros(self.num_envs, dtype=wp.vec3)",
+    good="self.contacts.zero_()  # allocated once in __init__",
+))
+
+_WARP_ALLOCS = {"empty", "zeros", "ones", "full", "clone", "array", "empty_like", "zeros_like", "ones_like",
+                "full_like", "from_numpy", "array1d", "array2d", "array3d", "array4d"}
 _FACTORIES = {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "range",
               "linspace", "logspace", "eye", "empty_strided", "normal", "bernoulli", "multinomial", "poisson",
               "tril_indices", "triu_indices"}
@@ -66,8 +84,17 @@ def _is_lazy_test(test) -> bool:
         if isinstance(op, (ast.Is, ast.NotIn)):
             return isinstance(op, ast.NotIn) or (isinstance(right, ast.Constant) and right.value is None)
         if isinstance(op, ast.Eq) and isinstance(right, ast.Constant) and right.value == 0:
-            return isinstance(test.left, ast.Call) and getattr(test.left.func, "id", "") == "len"
+            left = test.left
+            if isinstance(left, ast.Call):
+                return getattr(left.func, "id", "") == "len"
+            return _COUNTER.search(last_name(left) or "") is not None  # step_count == 0: the first call
     return False
+
+
+def _is_lazy_else(test) -> bool:
+    """``if x is not None: ... else: <first call>``."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot) and \
+        isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
 
 
 def _lazy_spans(ctx) -> list:
@@ -75,7 +102,9 @@ def _lazy_spans(ctx) -> list:
     spans = cache.get(ctx.unit)
     if spans is None:
         spans = cache[ctx.unit] = [(n.body[0].lineno, n.body[-1].end_lineno) for n in unit_nodes(ctx.unit)
-                                   if isinstance(n, ast.If) and _is_lazy_test(n.test)]
+                                   if isinstance(n, ast.If) and _is_lazy_test(n.test)] + \
+                                  [(n.orelse[0].lineno, n.orelse[-1].end_lineno) for n in unit_nodes(ctx.unit)
+                                   if isinstance(n, ast.If) and n.orelse and _is_lazy_else(n.test)]
     return spans
 
 
@@ -142,3 +171,26 @@ def rebind_buffers(ctx, node: ast.Assign):
         return
     if _allocating_value(ctx, node.value) and not _lazy_init(ctx, node):
         ctx.report("PK203", node, attr=t.attr)
+
+
+def _captured_spans(ctx) -> list:
+    cache = ctx.mod.__dict__.setdefault("_pk2_capture", {})
+    spans = cache.get(ctx.unit)
+    if spans is None:
+        spans = cache[ctx.unit] = [
+            (n.body[0].lineno, n.end_lineno) for n in unit_nodes(ctx.unit) if isinstance(n, (ast.With, ast.AsyncWith))
+            and any((ctx.qual(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or "")
+                    in ("warp.ScopedCapture", "torch.cuda.graph") for i in n.items)]
+    return spans
+
+
+@check(ast.Call)
+def warp_allocs(ctx, node: ast.Call):
+    q = ctx.qual(node.func)
+    if not q or not q.startswith("warp.") or q[5:] not in _WARP_ALLOCS:
+        return
+    if q == "warp.array" and (kwarg(node, "ptr") is not None or kwarg(node, "capacity") is not None):
+        return  # wraps existing memory
+    if _lazy_init(ctx, node) or any(a <= node.lineno <= b for a, b in _captured_spans(ctx)):
+        return
+    ctx.report("PK204", node, what=f"`wp.{q[5:]}()`")

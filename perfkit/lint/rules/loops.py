@@ -1,47 +1,50 @@
-"""PK3xx: Python loops over environments on hot paths (n_envs times the kernel launches)."""
+"""PK3xx: Python loops over environments on hot paths (n_envs times the kernel launches).
+
+A loop is reported only when its body launches device work per iteration *with the loop variable*:
+indexes a device tensor with it, or passes it to a tensor op. Loops over seeds, agents, action
+heads, RNN-state tuples, numpy arrays or CPU envs (sequential by design) stay quiet."""
 
 from __future__ import annotations
 
 import ast
 import re
 
-from perfkit.lint.engine import check
-from perfkit.lint.infer import DEVICE
-from perfkit.lint.registry import Rule, register
+from perfkit.lint.infer import DEVICE, WARP
+from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.rules.common import is_builtin, last_name
 
 register(Rule(
-    "PK301", "range-over-envs", "loop",
-    "`for i in range(num_envs)` (or `range(len(envs))`, `range(x.shape[0])`) on a hot path",
-    "a Python loop over {what} launches the loop body's kernels once per env; replace it with one batched "
+    id="PK301", name="range-over-envs", category="loop",
+    summary="`for i in range(num_envs)` (or `range(len(envs))`, `range(x.shape[0])`) on a hot path",
+    message="a Python loop over {what} launches the loop body's kernels once per env; replace it with one batched "
     "tensor op over the env dimension (index with tensors, `torch.where`, broadcasting)",
-    "Each iteration launches its own small kernels (and often syncs); cost grows linearly with the number "
+    rationale="Each iteration launches its own small kernels (and often syncs); cost grows linearly with the number "
     "of environments while one batched op costs about the same for 1 or 10 000 envs.",
-    "Vectorize over the env dimension: broadcasting, advanced indexing with an index tensor, `torch.where`, "
+    fix="Vectorize over the env dimension: broadcasting, advanced indexing with an index tensor, `torch.where`, "
     "`scatter_`/`index_put_`, or a Warp kernel with `dim=num_envs`.",
     bad="for i in range(self.num_envs):\n    self.rew[i] = -self.pos[i].norm()",
     good="self.rew.copy_(-self.pos.norm(dim=-1))",
 ))
 register(Rule(
-    "PK302", "loop-over-env-container", "loop",
-    "iterating a per-env container (`for env in self.envs`, `for env_id in env_ids`) on a hot path",
-    "iterating {what} steps environments one at a time; keep env state in batched tensors and operate on all "
+    id="PK302", name="loop-over-env-container", category="loop",
+    summary="iterating a per-env container (`for env in self.envs`, `for env_id in env_ids`) on a hot path",
+    message="iterating {what} steps environments one at a time; keep env state in batched tensors and operate on all "
     "envs at once (index tensors / masks instead of per-env objects)",
-    "A list of per-env objects forces one Python iteration (and its kernel launches) per env.",
-    "Store env state as batched tensors with a leading env dimension; express per-env logic with masks and "
+    rationale="A list of per-env objects forces one Python iteration (and its kernel launches) per env.",
+    fix="Store env state as batched tensors with a leading env dimension; express per-env logic with masks and "
     "index tensors.",
     bad="for env_id in env_ids:\n    self.pos[env_id] = self.init_pos[env_id]",
     good="self.pos[env_ids] = self.init_pos[env_ids]",
 ))
 register(Rule(
-    "PK303", "loop-over-tensor", "loop",
-    "iterating a tensor row by row (`for row in t`, `enumerate(t)`, `zip(t, ...)`) on a hot path",
-    "iterating a tensor makes one indexing op per row (and usually a sync per row); use a batched op over the "
+    id="PK303", name="loop-over-tensor", category="loop",
+    summary="iterating a tensor row by row (`for row in t`, `enumerate(t)`, `zip(t, ...)`) on a hot path",
+    message="iterating a tensor makes one indexing op per row (and usually a sync per row); use a batched op over the "
     "first dimension instead",
-    "Iterating a tensor yields one view per row; whatever the body does is launched once per row.",
-    "Operate on the whole tensor with broadcasting / reductions along the first dimension.",
-    bad="for a in actions:\n    self.apply(a)",
-    good="self.apply_batched(actions)",
+    rationale="Iterating a tensor yields one view per row; whatever the body does is launched once per row.",
+    fix="Operate on the whole tensor with broadcasting / reductions along the first dimension.",
+    bad="for a in actions:\n    a.clamp_(-1.0, 1.0)",
+    good="actions.clamp_(-1.0, 1.0)",
 ))
 
 _ENV_COUNT = re.compile(r"^(num_envs\w*|n_?envs?|nenvs|num_env|numenvs|n_?worlds?|nworlds?|num_worlds?|"
@@ -66,6 +69,59 @@ def _env_count(ctx, e) -> str | None:
         if isinstance(a, ast.Constant) and a.value == 0 and ctx.kind(e.func.value) in DEVICE:
             return f"{last_name(e.func.value) or 'x'}.size(0)"
     return None
+
+
+def _names(target) -> set:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _uses(expr, names) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+_ON_DEVICE = DEVICE | {WARP}
+# views and metadata: no kernel launched
+_VIEWS = {"view", "view_as", "reshape", "reshape_as", "transpose", "permute", "unsqueeze", "squeeze", "narrow", "select",
+          "expand", "expand_as", "detach", "t", "unbind", "split", "chunk", "movedim", "flatten", "unflatten", "size",
+          "dim", "numel", "stride", "data_ptr", "is_contiguous", "requires_grad_", "get_device"}
+
+
+def _plain_view_read(sub) -> bool:
+    """``x[i]`` read: a view, no kernel by itself (what is done with it — ``x[i] = v``, ``x[i] + 1``,
+    ``x[i].clamp_()``, ``torch.f(x[i])`` — is caught by the other checks)."""
+    return isinstance(sub.ctx, ast.Load) and not isinstance(sub.slice, (ast.Tuple, ast.List))
+
+
+def _device_work_per_index(ctx, body, names) -> bool:
+    """Whether ``body`` (statements or one expression) launches device work that depends on the loop
+    variables ``names``: ``x[i]`` of a device tensor, a tensor op taking ``i``, or ``i`` itself a tensor row."""
+    if not names:
+        return False
+    stack = list(body) if isinstance(body, list) else [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.Subscript) and ctx.kind(n.value) in _ON_DEVICE and _uses(n.slice, names) \
+                and not _plain_view_read(n):
+            return True
+        if isinstance(n, ast.Call):
+            f = n.func
+            args = list(n.args) + [k.value for k in n.keywords]
+            view = isinstance(f, ast.Attribute) and f.attr in _VIEWS
+            if any(_uses(a, names) for a in args) and not view:
+                q = ctx.qual(f) or ""
+                if q.startswith(("torch.", "warp.launch")) and ctx.kind(n) in DEVICE | {None}:
+                    return True
+                if isinstance(f, ast.Attribute) and ctx.kind(f.value) in _ON_DEVICE:
+                    return True
+            if isinstance(f, ast.Attribute) and not view and _uses(f.value, names) and ctx.kind(f.value) in DEVICE:
+                return True  # row.clamp_(...), x[i].clamp_(...): a kernel per index
+        if isinstance(n, (ast.BinOp, ast.AugAssign)) and ctx.kind(n.target if isinstance(n, ast.AugAssign) else n) \
+                in DEVICE and _uses(n, names):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
 
 
 def _check_iter(ctx, it, where):
@@ -98,11 +154,37 @@ def _check_iter(ctx, it, where):
     return False
 
 
+class _Probe:
+    """Runs _check_iter without reporting: which rule (and message) the loop's iterable would earn."""
+
+    def __init__(self, ctx):
+        self.ctx, self.found = ctx, None
+
+    def __getattr__(self, name):
+        return getattr(self.ctx, name)
+
+    def report(self, rule_id, node, **fields):
+        self.found = (rule_id, node, fields)
+
+
+def _report_if_per_index(ctx, it, body, target):
+    probe = _Probe(ctx)
+    _check_iter(probe, it, it)
+    if probe.found and _device_work_per_index(ctx, body, _names(target)):
+        rule_id, node, fields = probe.found
+        ctx.report(rule_id, node, **fields)
+
+
 @check(ast.For, ast.AsyncFor)
 def for_loops(ctx, node):
-    _check_iter(ctx, node.iter, node.iter)
+    _report_if_per_index(ctx, node.iter, node.body, node.target)
 
 
-@check(ast.comprehension)
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+@check(*_COMPS)
 def comprehensions(ctx, node):
-    _check_iter(ctx, node.iter, node.iter)
+    elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    for gen in node.generators:
+        _report_if_per_index(ctx, gen.iter, elts + list(gen.ifs), gen.target)

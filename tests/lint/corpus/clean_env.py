@@ -69,12 +69,13 @@ class CleanLocomotionEnv:
         torch.logical_or(fallen, self.timeouts, out=self.reset_buf)
 
     def reset_where(self, mask: torch.Tensor):
-        # boolean-mask *writes* and three-argument where: no sync, fixed shapes
+        # masked fills and three-argument where: no sync, fixed shapes (a tensor written *through* the mask,
+        # `x[mask] = y`, would sync: it counts the mask on the host)
         m = mask[:, None]
         self.noise.uniform_(-0.1, 0.1)
         torch.where(m, self.default_dof_pos + self.noise, self.dof_pos, out=self.dof_pos)
         self.dof_vel.masked_fill_(m, 0.0)
-        self.root_pos[mask] = self.init_root_pos[0]
+        torch.where(m, self.init_root_pos[0], self.root_pos, out=self.root_pos)
         self.episode_length.masked_fill_(mask, 0)
 
     def compute_observations(self):

@@ -75,8 +75,8 @@ class LeggedRobot:
         if len(env_ids) == 0:
             return
         self.root_states[env_ids, 7:13] = torch_rand_float(-0.5, 0.5, (len(env_ids), 6), self.device)
-        self.feet_air_time[env_ids] = 0.0
-        self.episode_length_buf[env_ids] = 0
+        self.feet_air_time[env_ids] = 0.0  # expect: PK113
+        self.episode_length_buf[env_ids] = 0  # expect: PK113
         for key in self.episode_sums.keys():  # reward terms
             self.extras["episode"]["rew_" + key] = torch.mean(self.episode_sums[key][env_ids]) / self.dt
             self.episode_sums[key][env_ids] = 0.0

@@ -84,9 +84,9 @@ class NaiveLocomotionEnv:
             self.dof_pos[env_id] = self.default_dof_pos
         noise = torch.rand(len(env_ids), self.act_dim, device=self.device)  # expect: PK201
         self.dof_pos[env_ids] += 0.1 * noise
-        self.dof_vel[env_ids] = 0.0
-        self.episode_length[env_ids] = 0
-        self.reset_buf[env_ids] = 0
+        self.dof_vel[env_ids] = 0.0  # expect: PK113
+        self.episode_length[env_ids] = 0  # expect: PK113
+        self.reset_buf[env_ids] = 0  # expect: PK113
 
     def compute_observations(self):
         feet = self.dof_pos[:, [3, 6, 9, 12]]  # expect: PK108

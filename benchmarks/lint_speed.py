@@ -1,9 +1,12 @@
-"""Speed benchmark for ``perfkit lint`` (not a test, not a platform probe): lines/s on a large tree,
-side by side with ``flake8 --select=TOR`` (TorchFix) on exactly the same files.
+"""Speed benchmark for ``perfkit lint`` (not a test): lines/s on a large tree, side by side with
+``flake8 --select=TOR`` (TorchFix) on exactly the same files.
 
-    python -m probes.lint_speed                       # the installed torch and mujoco_warp sources
-    python -m probes.lint_speed --tree src/ --out reports/lint-speed
-    python -m probes.lint_speed --max-files 400       # a quicker, deterministic sample
+    python benchmarks/lint_speed.py --real            # the RL codebases benchmarks/lint_real/run.py fetched
+    python benchmarks/lint_speed.py                   # the installed torch and mujoco_warp sources
+    python benchmarks/lint_speed.py --tree src/ --out reports/lint-speed
+    python benchmarks/lint_speed.py --max-files 400   # a quicker, deterministic sample
+
+perfkit lint runs once over all the files (one project: its hot paths cross files).
 
 Both tools run as subprocesses on one explicit file list; wall time and the children's CPU time
 are measured. flake8 uses its default parallelism (``-j auto``) unless ``--flake8-jobs`` says
@@ -23,6 +26,18 @@ import shutil
 import subprocess
 import sys
 import time
+
+
+def real_trees() -> list:
+    """The unpacked releases of benchmarks/lint_real (run ``python benchmarks/lint_real/run.py fetch`` first)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lint_real"))
+    import run as lint_real  # benchmarks/lint_real/run.py
+
+    trees = [lint_real.source_dir(c) for c in lint_real.load_codebases()]
+    missing = [t for t in trees if not os.path.isdir(t)]
+    if missing:
+        raise SystemExit(f"not fetched: {missing}; run `python benchmarks/lint_real/run.py fetch`")
+    return trees
 
 
 def default_trees() -> list:
@@ -70,7 +85,7 @@ def run_perfkit(files) -> dict:
     r = timed([sys.executable, "-m", "perfkit", "lint", "--format", "json", "--exit-zero", *files])
     if r["returncode"] != 0:
         raise SystemExit(f"perfkit lint failed ({r['returncode']}):\n{r['stderr'][-2000:]}")
-    found = json.loads(r["stdout"])
+    found = [d for d in json.loads(r["stdout"]) if d["rule"]]
     r["findings"] = len(found)
     r["by_rule"] = dict(sorted(collections.Counter(d["rule"] for d in found).items()))
     r["skipped_files"] = r["stderr"].count("cannot lint")
@@ -94,13 +109,14 @@ def run_flake8(files, jobs) -> dict | None:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", action="append", help="directory to lint (repeatable); default: torch + mujoco_warp")
+    ap.add_argument("--real", action="store_true", help="the fetched RL codebases of benchmarks/lint_real")
     ap.add_argument("--max-files", type=int, default=None, help="lint an evenly spaced sample of this many files")
     ap.add_argument("--flake8-jobs", default="auto")
     ap.add_argument("--skip-flake8", action="store_true")
     ap.add_argument("--out", default=None, help="directory for lint_speed.json / lint_speed.md")
     args = ap.parse_args(argv)
 
-    trees = args.tree or default_trees()
+    trees = args.tree or (real_trees() if args.real else default_trees())
     files = python_files(trees, args.max_files)
     if not files:
         raise SystemExit(f"no Python files under {trees}")
@@ -133,7 +149,7 @@ def main(argv=None):
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "lint_speed.json"), "w") as fh:
             json.dump(result, fh, indent=1)
-        md = ["# perfkit lint speed", "", f"`python -m probes.lint_speed {' '.join(argv or sys.argv[1:])}`", "",
+        md = ["# perfkit lint speed", "", f"`python benchmarks/lint_speed.py {' '.join(argv or sys.argv[1:])}`", "",
               f"{len(files)} files, {lines:,} lines ({', '.join(trees)}); {os.cpu_count()} CPUs", "",
               "| tool | wall s | CPU s | lines/s (wall) | findings |", "|---|---|---|---|---|",
               f"| perfkit lint | {pk['wall_s']:.1f} | {pk['cpu_s']:.1f} | {lines / pk['wall_s']:,.0f} | "

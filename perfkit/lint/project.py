@@ -1,0 +1,349 @@
+"""The linted files as one program: module names, the project's own imports resolved, classes and
+their bases across modules, and calls resolved to the functions they run (the call graph that
+carries hotness from env steps and rollout loops into helpers defined in other modules).
+
+Resolution is static and deliberately modest: a plain or imported function, ``self.method()``
+through the class and its bases (and the overrides in its subclasses), ``obj.method()`` when
+``obj``'s class is known (a parameter annotation, ``self.obj = Class(...)``, ``obj = Class(...)``),
+``module.func()``, and otherwise a method name that is specific enough (not ``append``/``add``/...)
+to stand for every project method of that name.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from perfkit.lint.modinfo import FUNC_DEFS, ClassInfo, ModuleInfo, Unit, dotted, unit_nodes
+
+# method names too generic to resolve obj.name(...) to every project method of that name
+GENERIC = {
+    "append", "extend", "get", "items", "keys", "values", "pop", "add", "copy", "clear", "insert", "remove",
+    "format", "join", "split", "strip", "read", "write", "close", "open", "run", "start", "stop", "send",
+    "put", "call", "__call__", "__init__", "to", "cpu", "cuda", "item", "numpy", "sum", "mean", "view",
+    "update", "reset", "step", "forward", "compute", "apply", "sample", "set", "load", "save", "init",
+    "setup", "build", "log", "info", "debug", "warning", "error", "train", "eval", "act", "process", "clone",
+    "detach", "reshape", "expand", "flatten", "squeeze", "unsqueeze", "float", "long", "int", "bool", "max",
+    "min", "any", "all", "size", "shape", "index", "count", "sort", "render", "seed", "parameters", "state_dict",
+    "load_state_dict", "register", "wait", "result", "submit", "print", "record", "select", "exclude", "set_",
+    "named_parameters", "modules", "children", "zero_grad", "backward", "encode", "decode", "transform", "predict",
+    "__enter__", "__exit__", "__getitem__", "__setitem__", "__len__", "__iter__", "__next__", "__repr__", "__str__",
+}
+_MAX_NAME_TARGETS = 4  # a "specific" name defined more often than this is generic in this project
+
+
+def _package_dir_name(path: str, cache: dict) -> str:
+    """``a/pkg/sub/mod.py`` -> ``pkg.sub.mod`` (walking up while folders hold ``__init__.py``)."""
+    path = os.path.abspath(path)
+    d, base = os.path.split(path)
+    stem = base.rsplit(".", 1)[0]
+    parts = [] if stem == "__init__" else [stem]
+    while True:
+        has = cache.get(d)
+        if has is None:
+            has = cache[d] = os.path.isfile(os.path.join(d, "__init__.py"))
+        if not has:
+            break
+        d, name = os.path.split(d)
+        parts.append(name)
+        if not name:
+            break
+    return ".".join(reversed(parts)) or stem
+
+
+class Project:
+    def __init__(self, mods):
+        self.mods = list(mods)
+        self.by_name: dict[str, ModuleInfo] = {}
+        self.methods: dict[str, list] = {}  # method name -> [Unit] across modules
+        cache: dict = {}
+        for m in self.mods:
+            m.project = self
+            if m.path.startswith("<"):
+                m.modname = m.path.strip("<>") or "module"
+            else:
+                m.modname = _package_dir_name(m.path, cache)
+            m.is_package = os.path.basename(m.path).startswith("__init__.")
+            self.by_name.setdefault(m.modname, m)
+            for name, units in m.methods.items():
+                self.methods.setdefault(name, []).extend(units)
+        self._chains: dict = {}
+        self._subclasses = None
+        self._attr_classes: dict = {}
+        self._local_classes: dict = {}
+        self._symbols: dict = {}
+
+    # -- names -------------------------------------------------------------------------------
+    def _absolute(self, mod: ModuleInfo, name: str) -> str | None:
+        """The absolute dotted target a module-level name stands for (an import), or None."""
+        target = mod.aliases.get(name)
+        if target is not None:
+            return target
+        rel = mod.rel_imports.get(name)
+        if rel is None:
+            return None
+        level, module, sym = rel
+        pkg = mod.modname.split(".")
+        if not getattr(mod, "is_package", False):
+            pkg = pkg[:-1]
+        if level > 1:
+            pkg = pkg[: len(pkg) - (level - 1)]
+        parts = pkg + ([module] if module else []) + [sym]
+        return ".".join(p for p in parts if p)
+
+    def symbol(self, mod: ModuleInfo, name: str, depth: int = 0):
+        """What ``name`` means at the top level of ``mod``: a ModuleInfo, a ClassInfo, a list of Units, or None."""
+        key = (id(mod), name)
+        if key in self._symbols:
+            return self._symbols[key]
+        self._symbols[key] = None  # cycle guard
+        out = None
+        if name in mod.classes:
+            out = mod.classes[name]
+        elif name in mod.functions:
+            out = [u for u in mod.functions[name] if u.parent is mod.module_unit]
+        elif depth < 6:
+            target = self._absolute(mod, name)
+            if target is not None:
+                out = self.lookup(target, depth + 1)
+        self._symbols[key] = out
+        return out
+
+    def lookup(self, target: str, depth: int = 0):
+        """A dotted absolute name (``pkg.mod.Class.method``) -> ModuleInfo / ClassInfo / [Unit] / None."""
+        parts = target.split(".")
+        for i in range(len(parts), 0, -1):
+            m = self.by_name.get(".".join(parts[:i]))
+            if m is None:
+                continue
+            rest = parts[i:]
+            if not rest:
+                return m
+            obj = self.symbol(m, rest[0], depth)
+            for attr in rest[1:]:
+                if isinstance(obj, ClassInfo):
+                    u = self.method(obj, attr)
+                    obj = [u] if u else None
+                elif isinstance(obj, ModuleInfo):
+                    obj = self.symbol(obj, attr, depth + 1)
+                else:
+                    return None
+            return obj
+        return None
+
+    def resolve_expr(self, mod: ModuleInfo, expr):
+        """A Name/Attribute chain at module scope -> ModuleInfo / ClassInfo / [Unit] / None."""
+        d = dotted(expr)
+        if d is None:
+            return None
+        head, *rest = d.split(".")
+        obj = self.symbol(mod, head)
+        for attr in rest:
+            if isinstance(obj, ModuleInfo):
+                obj = self.symbol(obj, attr)
+            elif isinstance(obj, ClassInfo):
+                u = self.method(obj, attr)
+                obj = [u] if u else None
+            else:
+                return None
+        return obj
+
+    # -- classes -----------------------------------------------------------------------------
+    def class_chain(self, cls: ClassInfo) -> list:
+        """``cls`` and its bases found among the linted modules, nearest first (no cycles)."""
+        chain = self._chains.get(id(cls))
+        if chain is not None:
+            return chain
+        seen, chain, todo = set(), [], [cls]
+        while todo:
+            c = todo.pop(0)
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            chain.append(c)
+            for expr in c.base_exprs:
+                b = self._base(c, expr)
+                if b is not None:
+                    todo.append(b)
+        self._chains[id(cls)] = chain
+        return chain
+
+    def _base(self, cls: ClassInfo, expr: str):
+        mod = cls.mod
+        if not expr:
+            return None
+        head = expr.split(".")[0]
+        if "." not in expr and head in mod.classes and mod.classes[head] is not cls:
+            return mod.classes[head]
+        node = ast.parse(expr, mode="eval").body if expr.replace(".", "").replace("_", "").isalnum() else None
+        obj = self.resolve_expr(mod, node) if node is not None else None
+        return obj if isinstance(obj, ClassInfo) and obj is not cls else None
+
+    def subclasses(self, cls: ClassInfo) -> list:
+        """Every linted class that has ``cls`` among its bases (transitively)."""
+        if self._subclasses is None:
+            index: dict = {}
+            for m in self.mods:
+                for c in m.classes.values():
+                    for b in self.class_chain(c)[1:]:
+                        index.setdefault(id(b), []).append(c)
+            self._subclasses = index
+        return self._subclasses.get(id(cls), [])
+
+    def method(self, cls: ClassInfo, name: str):
+        for c in self.class_chain(cls):
+            u = c.methods.get(name)
+            if u is not None:
+                return u
+        return None
+
+    def methods_of(self, cls: ClassInfo, name: str) -> list:
+        """The method ``name`` runs on an object of ``cls`` or of any subclass."""
+        out = []
+        u = self.method(cls, name)
+        if u is not None:
+            out.append(u)
+        for sub in self.subclasses(cls):
+            v = sub.methods.get(name)
+            if v is not None and v not in out:
+                out.append(v)
+        return out
+
+    def annotation_class(self, mod: ModuleInfo, ann):
+        if ann is None:
+            return None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(ann, ast.Subscript):  # Optional[X]
+            inner = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            for e in inner:
+                c = self.annotation_class(mod, e)
+                if c is not None:
+                    return c
+            return None
+        if isinstance(ann, ast.BinOp):  # X | None
+            return self.annotation_class(mod, ann.left) or self.annotation_class(mod, ann.right)
+        obj = self.resolve_expr(mod, ann)
+        return obj if isinstance(obj, ClassInfo) else None
+
+    def _class_of_value(self, mod: ModuleInfo, value):
+        if isinstance(value, ast.Call):
+            obj = self.resolve_expr(mod, value.func)
+            if isinstance(obj, ClassInfo):
+                return obj
+        return None
+
+    def attr_classes(self, cls: ClassInfo) -> dict:
+        """``self.<attr>`` -> ClassInfo, from ``self.attr = Class(...)`` / ``self.attr: Class`` in the class chain."""
+        out = self._attr_classes.get(id(cls))
+        if out is not None:
+            return out
+        out = self._attr_classes[id(cls)] = {}
+        for c in reversed(self.class_chain(cls)):
+            mod = c.mod
+            for st in c.node.body:
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                    k = self.annotation_class(mod, st.annotation)
+                    if k is not None:
+                        out[st.target.id] = k
+            for u in c.methods.values():
+                if not u.self_name:
+                    continue
+                params = {}
+                for a in u.node.args.args + u.node.args.kwonlyargs:
+                    k = self.annotation_class(mod, a.annotation) if a.annotation is not None else None
+                    if k is not None:
+                        params[a.arg] = k
+                for n in unit_nodes(u):
+                    if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                        t, v = n.targets[0], n.value
+                    elif isinstance(n, ast.AnnAssign):
+                        t, v = n.target, n.value
+                    else:
+                        continue
+                    if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == u.self_name):
+                        continue
+                    k = None
+                    if isinstance(n, ast.AnnAssign):
+                        k = self.annotation_class(mod, n.annotation)
+                    if k is None and v is not None:
+                        k = self._class_of_value(mod, v)
+                        if k is None and isinstance(v, ast.Name):
+                            k = params.get(v.id)
+                    if k is not None:
+                        out[t.attr] = k
+        return out
+
+    def receiver_class(self, mod: ModuleInfo, unit: Unit, expr):
+        """The project class of the object ``expr`` evaluates to, where the code says it."""
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and unit.self_name \
+                and expr.value.id == unit.self_name and unit.cls is not None:
+            return self.attr_classes(unit.cls).get(expr.attr)
+        if isinstance(expr, ast.Name) and not unit.is_module:
+            local = self._local_classes.get(unit)
+            if local is None:
+                local = self._local_classes[unit] = {}
+                args = unit.node.args
+                for a in args.posonlyargs + args.args + args.kwonlyargs:
+                    if a.annotation is not None:
+                        k = self.annotation_class(mod, a.annotation)
+                        if k is not None:
+                            local[a.arg] = k
+                for n in unit_nodes(unit):
+                    if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                        k = self._class_of_value(mod, n.value)
+                        if k is not None:
+                            local.setdefault(n.targets[0].id, k)
+            return local.get(expr.id)
+        return None
+
+    # -- calls -------------------------------------------------------------------------------
+    def resolve_call(self, mod: ModuleInfo, unit: Unit, call: ast.Call) -> list:
+        """The units ``call`` may run (empty when unknown or outside the linted files)."""
+        f = call.func
+        if isinstance(f, ast.Name):
+            local = mod.functions.get(f.id)
+            if local:
+                return list(local)
+            obj = self.symbol(mod, f.id)
+            if isinstance(obj, list):
+                return obj
+            return []  # a class (its __init__ is set-up, not per-step work) or unknown
+        if not isinstance(f, ast.Attribute):
+            return []
+        base, name = f.value, f.attr
+        if isinstance(base, ast.Name):
+            if unit.self_name and base.id == unit.self_name and unit.cls is not None:
+                return self.methods_of(unit.cls, name)
+            if base.id == "super" or base.id in mod.classes:
+                cls = mod.classes.get(base.id)
+                u = self.method(cls, name) if cls else None
+                return [u] if u else []
+            if base.id in mod.aliases or base.id in mod.rel_imports:
+                obj = self.resolve_expr(mod, f)
+                return obj if isinstance(obj, list) else []
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super" \
+                and unit.cls is not None:
+            for c in self.class_chain(unit.cls)[1:]:
+                if name in c.methods:
+                    return [c.methods[name]]
+            return []
+        cls = self.receiver_class(mod, unit, base)
+        if cls is not None:
+            return self.methods_of(cls, name)
+        if name not in GENERIC and not name.startswith("__"):
+            top = mod.modname.split(".", 1)[0]  # a bare name stands for methods of the caller's own package only
+            cands = [u for u in self.methods.get(name, ()) if u.mod is mod or u.mod.modname.split(".", 1)[0] == top]
+            if 0 < len(cands) <= _MAX_NAME_TARGETS:
+                return cands
+        return []
+
+
+def single(mod: ModuleInfo) -> Project:
+    return Project([mod])
+
+
+__all__ = ["Project", "single", "GENERIC", "FUNC_DEFS"]
