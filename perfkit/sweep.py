@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from perfkit.analysis.knee import DEFAULT_THRESHOLD, Knee, find_knee
+from perfkit.oom import is_oom_text
 from perfkit.record import RecordError, Run
 
 SWEEP_SCHEMA = "perfkit.sweep/1"
@@ -313,10 +314,10 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
                 res.status = "error"
                 res.error = (f"no steady-state step measured (every step was warm-up: fewer than "
                              f"--warmup-steps {cfg.warmup_steps}, or no env.step found)")
-        if run is not None and res.rc not in (0, None) and _looks_oom(log_tail):
+        if run is not None and res.rc not in (0, None) and is_oom_text(log_tail):
             res.status = "oom"
         elif run is None:
-            res.status = "oom" if _looks_oom(log_tail) or res.rc in (-9, 137) else "error"
+            res.status = "oom" if is_oom_text(log_tail) or res.rc in (-9, 137) else "error"
             res.error = res.error or f"no record written (exit code {res.rc}): {log_tail[-300:].strip()}"
     if run is None or run.status != res.status:
         # keep one record per point whatever happened, so the report can list it
@@ -326,13 +327,6 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
         run.extra.setdefault("error", res.error)
         run.save(record)
     return res, run
-
-
-_OOM_TEXT = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Failed to allocate \d+ bytes|can't allocate memory", re.IGNORECASE)
-
-
-def _looks_oom(text: str) -> bool:
-    return bool(_OOM_TEXT.search(text))
 
 
 def _last_line(text: str) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 import traceback
@@ -36,18 +35,12 @@ from typing import Any
 
 from perfkit.batched_env import describe_env
 from perfkit.machine import process_memory
+from perfkit.oom import is_oom
 from perfkit.record import Run, SegmentStats
 
 EXIT_OOM = 3
 MAX_STEPS = 100_000
 ENV_STEP_SEGMENT = "env.step"  # the whole env.step, when no session is there to break it down
-
-_OOM_PATTERNS = re.compile(
-    r"out of memory|Failed to allocate \d+ bytes|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
-    r"|can't allocate memory|Cannot allocate memory",
-    re.IGNORECASE,
-)
-
 
 @dataclass
 class PointConfig:
@@ -73,16 +66,6 @@ class PointConfig:
             raise ValueError(f"steps must be in 1..{MAX_STEPS} and warmup_steps >= 0")
         if self.actions not in ("random", "zero"):
             raise ValueError(f"actions must be 'random' or 'zero', got {self.actions!r}")
-
-
-def is_oom(exc: BaseException) -> bool:
-    """An out-of-memory error from torch, Python or Warp (which raises a RuntimeError)."""
-    if isinstance(exc, MemoryError):
-        return True
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(exc, getattr(torch.cuda, "OutOfMemoryError", ())):
-        return True
-    return isinstance(exc, RuntimeError) and bool(_OOM_PATTERNS.search(str(exc)))
 
 
 def load_factory(target: str):
