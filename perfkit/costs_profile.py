@@ -8,9 +8,9 @@ flat table of primitive costs in milliseconds (``costs``), each with the probe m
 report prices with the same numbers.
 
 When no profile for this machine exists, a *reference* profile prices the run: the H200 profile
-committed at ``perfkit/data/h200-profile.json`` when present, else the single number the project
-measured on the H200 by hand (a ``.item()`` round trip). Either way the profile says where it came
-from (``source``), and the cost model copies that into ``run.extra["pricing"]``.
+shipped at ``perfkit/data/h200-profile.json`` (measured by ``perfkit probe`` on the H200, see
+``reports/probes-h200/``). The profile says where it came from (``source``), and the cost model
+copies that into ``run.extra["pricing"]``.
 """
 
 from __future__ import annotations
@@ -25,13 +25,6 @@ from typing import Any, Callable, Iterable
 SCHEMA = "perfkit.machine-profile/1"
 
 REFERENCE_PATH = Path(__file__).parent / "data" / "h200-profile.json"
-
-# Used only until perfkit/data/h200-profile.json is committed: the one H200 number measured by hand.
-BUILTIN_REFERENCE_SOURCE = (
-    "reference: NVIDIA H200 (torch 2.11, CUDA 13), '.item() round trip ~30 us' from the project's "
-    "shared device notes (shared/device/README.md, measured 2026-11-29); no full H200 profile committed yet"
-)
-BUILTIN_REFERENCE_COSTS = {"sync_idle_ms": 0.030}
 
 # cost name -> (probe, metric in the probe's dict, unit conversion to the cost's unit, what it prices)
 COSTS: dict[str, tuple[str, str, float, str]] = {
@@ -141,11 +134,10 @@ def read_profile(path: str | os.PathLike) -> dict[str, Any]:
 def save_profile(profile: dict[str, Any], path: str | os.PathLike | None = None) -> Path:
     """Write ``profile`` to ``path`` (default: this machine's cache file) atomically; returns the path."""
     validate(profile)
+    from perfkit.outputs import write_text
+
     path = Path(path) if path is not None else cache_path(profile.get("key"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(profile, indent=1, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(profile, indent=1, sort_keys=False) + "\n")
     return path
 
 
@@ -178,17 +170,12 @@ def cached_profile() -> dict[str, Any] | None:
 
 
 def reference_profile() -> dict[str, Any]:
-    """The committed H200 profile, else the built-in one-number H200 reference (labelled as such)."""
-    if REFERENCE_PATH.exists():
-        doc = read_profile(REFERENCE_PATH)
-        doc = dict(doc)
-        doc["source"] = (f"reference: {doc.get('machine', {}).get('device', 'H200')} profile committed at "
-                         f"perfkit/data/{REFERENCE_PATH.name} (measured {doc.get('created', '?')})")
-        return doc
-    return {"schema": SCHEMA, "key": "reference", "machine": {"device": "NVIDIA H200"}, "created": None,
-            "source": BUILTIN_REFERENCE_SOURCE, "quick": False, "probes": {},
-            "costs": dict(BUILTIN_REFERENCE_COSTS),
-            "cost_sources": {k: "shared/device/README.md" for k in BUILTIN_REFERENCE_COSTS}}
+    """The H200 profile shipped with perfkit, labelled as a reference (ProfileError if it is missing
+    or damaged: a broken installation)."""
+    doc = dict(read_profile(REFERENCE_PATH))
+    doc["source"] = (f"reference: {doc.get('machine', {}).get('device', 'H200')} profile committed at "
+                     f"perfkit/data/{REFERENCE_PATH.name} (measured {doc.get('created', '?')})")
+    return doc
 
 
 def load_profile(path: str | os.PathLike | None = None) -> dict[str, Any]:
