@@ -8,14 +8,8 @@ out-of-memory state never leak into the next. Two kinds of target:
 * a script (``path.py``) with ``num_envs_arg`` naming its env-count flag — each point runs
   ``perfkit profile -o points/N.json script.py --NAME N ...`` and keeps its record.
 
-Output directory layout (what ``perfkit report`` reads)::
-
-    sweep.json        manifest, schema perfkit.sweep/1: target, options, points, knee
-    sweep.csv         one row per point (pandas)
-    points/<N>.json   the run record of each point (perfkit.run/1), OOM and failed points included
-    points/<N>.log    the point's stdout/stderr
-
-The manifest and CSV are rewritten after every point, so an interrupted sweep keeps what it measured.
+The output directory (its layout and reading it: :mod:`perfkit.sweep_record`) is what ``perfkit
+report`` and ``perfkit compare`` read. The manifest and CSV are rewritten after every point, so an interrupted sweep keeps what it measured.
 With several GPUs (``gpus=["0", "1"]``) one worker thread per GPU pulls points from a shared queue
 and pins its subprocesses with ``CUDA_VISIBLE_DEVICES``.
 """
@@ -24,7 +18,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import queue
 import re
@@ -36,14 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from perfkit.analysis.knee import DEFAULT_THRESHOLD, Knee, find_knee
+from perfkit.analysis.knee import DEFAULT_THRESHOLD, find_knee
 from perfkit.oom import is_oom_text
-from perfkit.record import RecordError, Run
-
-SWEEP_SCHEMA = "perfkit.sweep/1"
-MANIFEST = "sweep.json"
-CSV = "sweep.csv"
-POINTS = "points"
+from perfkit.record import EXTRA_ERROR, RecordError, Run
+from perfkit.sweep_record import CSV, MANIFEST, POINTS, SWEEP_SCHEMA, PointResult, Sweep, points_frame
 
 MAX_POINTS = 64
 
@@ -158,104 +147,6 @@ def is_script_target(target: str) -> bool:
     return target.endswith(".py") or os.sep in target and ":" not in target
 
 
-@dataclass
-class PointResult:
-    num_envs: int
-    status: str  # complete | oom | error | timeout | partial | pending | skipped
-    record: str | None = None  # path relative to the sweep dir
-    log: str | None = None
-    rc: int | None = None
-    elapsed_s: float | None = None
-    gpu: str | None = None
-    error: str | None = None
-
-
-@dataclass
-class Sweep:
-    """A sweep on disk (or just run): its manifest, points, and their run records."""
-
-    dir: Path
-    manifest: dict[str, Any]
-    points: list[PointResult]
-    runs: dict[int, Run]  # num_envs -> record, for points whose record could be read
-
-    @property
-    def target(self) -> str:
-        return self.manifest.get("target", "?")
-
-    @property
-    def label(self) -> str:
-        kw = self.manifest.get("options", {}).get("env_kwargs") or {}
-        extra = ",".join(f"{k}={v}" for k, v in kw.items())
-        return f"{self.target}({extra})" if extra else self.target
-
-    @property
-    def short_label(self) -> str:
-        """For plot legends: the env's name and backend when given (``ant/mjwarp``), else the callable."""
-        kw = self.manifest.get("options", {}).get("env_kwargs") or {}
-        if kw.get("name"):
-            return "/".join(str(kw[k]) for k in ("name", "backend") if kw.get(k))
-        return self.target.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
-
-    def completed(self) -> list[Run]:
-        return [self.runs[p.num_envs] for p in self.points if p.status == "complete" and p.num_envs in self.runs]
-
-    def knee(self, threshold: float | None = None) -> Knee:
-        th = threshold if threshold is not None else self.manifest.get("options", {}).get("knee_threshold", DEFAULT_THRESHOLD)
-        done = self.completed()
-        return find_knee([r.num_envs for r in done], [r.sps for r in done], th)
-
-    def frame(self):
-        return points_frame(self.points, self.runs)
-
-
-# ---- tables ------------------------------------------------------------------------------------
-
-def physics_sps(run: Run) -> float | None:
-    """Physics steps/s: recorded by the sweep worker; otherwise env SPS x the env's decimation when
-    the record knows it (a script point recorded by ``perfkit profile``)."""
-    v = run.extra.get("physics_sps")
-    if v is None and run.sps and isinstance(run.env.get("decimation"), (int, float)):
-        v = run.sps * run.env["decimation"]
-    return v
-
-
-def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"num_envs": p.num_envs, "status": p.status}
-    r = run
-    row.update(
-        sps=r.sps if r and p.status == "complete" else math.nan,
-        physics_sps=(physics_sps(r) or math.nan) if r and p.status == "complete" else math.nan,
-        step_ms_p50=r.step_ms.get("p50", math.nan) if r else math.nan,
-        step_ms_p99=r.step_ms.get("p99", math.nan) if r else math.nan,
-        step_ms_mean=r.step_ms.get("mean", math.nan) if r else math.nan,
-        steps=r.steps if r else 0,
-        wall_s=r.wall_s if r else math.nan,
-        warmup_s=r.warmup_s if r else math.nan,
-        build_s=r.extra.get("build_s", math.nan) if r else math.nan,
-        first_step_s=(r.extra.get("first_step_s") if r and r.extra.get("first_step_s") is not None else math.nan),
-        peak_gpu_bytes=r.memory.get("peak_gpu_bytes", math.nan) if r else math.nan,
-        gpu_used_bytes=r.memory.get("gpu_used_bytes", math.nan) if r else math.nan,
-        host_peak_rss_bytes=r.memory.get("host_peak_rss_bytes", math.nan) if r else math.nan,
-        host_rss_bytes=r.memory.get("host_rss_bytes", math.nan) if r else math.nan,
-        syncs_per_step=sum(s.syncs_per_step for s in r.segments.values()) if r else math.nan,
-        allocs_per_step=sum(s.allocs_per_step for s in r.segments.values()) if r else math.nan,
-    )
-    if r:
-        for name, seg in r.segments.items():
-            t = seg.gpu_ms_per_step if seg.gpu_ms_per_step is not None else seg.cpu_ms_per_step
-            row[f"seg_{name}_ms"] = t
-    row.update(gpu=p.gpu, elapsed_s=p.elapsed_s, rc=p.rc, record=p.record, error=p.error)
-    return row
-
-
-def points_frame(points: list[PointResult], runs: dict[int, Run]):
-    import pandas as pd
-
-    rows = [point_row(p, runs.get(p.num_envs)) for p in sorted(points, key=lambda p: p.num_envs)]
-    return pd.DataFrame(rows)
-
-
 # ---- running -----------------------------------------------------------------------------------
 
 def point_command(cfg: SweepConfig, n: int, record: Path) -> list[str]:
@@ -309,7 +200,7 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
                 res.status = "complete"
             elif res.status == "complete" and res.rc not in (0, None):
                 res.status = "error"  # e.g. a script that wrote its record, then exited non-zero
-            res.error = run.extra.get("error") or (None if res.rc == 0 else f"exit code {res.rc}: {_last_line(log_tail)}")
+            res.error = run.extra.get(EXTRA_ERROR) or (None if res.rc == 0 else f"exit code {res.rc}: {_last_line(log_tail)}")
             if res.status == "complete" and run.steps == 0:
                 res.status = "error"
                 res.error = (f"no steady-state step measured (every step was warm-up: fewer than "
@@ -324,7 +215,7 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
         run = run or Run(command=point_command(cfg, n, record)[1:], num_envs=n)
         run.status = res.status
         run.exit_code = res.rc
-        run.extra.setdefault("error", res.error)
+        run.extra.setdefault(EXTRA_ERROR, res.error)
         run.save(record)
     return res, run
 
@@ -449,50 +340,3 @@ def write_outputs(cfg: SweepConfig, points: list[PointResult], runs: dict[int, R
     os.replace(tmp, out / MANIFEST)
 
 
-# ---- reading ------------------------------------------------------------------------------------
-
-def is_sweep_path(path: str | os.PathLike) -> bool:
-    """A sweep directory (holding sweep.json) or a manifest file of schema perfkit.sweep/*."""
-    p = Path(path)
-    if p.is_dir():
-        return (p / MANIFEST).is_file()
-    if p.is_file():
-        try:
-            with open(p, "rb") as f:
-                head = f.read(4096).decode(errors="replace")
-        except OSError:
-            return False
-        return '"perfkit.sweep/' in head
-    return False
-
-
-def load_sweep(path: str | os.PathLike) -> Sweep:
-    """Read a sweep directory or manifest; the records of its points are loaded beside it."""
-    p = Path(path)
-    manifest_path = p / MANIFEST if p.is_dir() else p
-    try:
-        data = json.loads(manifest_path.read_text())
-    except FileNotFoundError:
-        raise RecordError(f"{manifest_path}: no such sweep manifest") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise RecordError(f"{manifest_path}: cannot read: {e}") from None
-    except json.JSONDecodeError as e:
-        raise RecordError(f"{manifest_path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
-    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA:
-        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise RecordError(f"{manifest_path}: schema {got!r} is not {SWEEP_SCHEMA!r}")
-    base = manifest_path.parent
-    points: list[PointResult] = []
-    runs: dict[int, Run] = {}
-    known = set(PointResult.__dataclass_fields__)
-    try:
-        for d in data.get("points", []):
-            pr = PointResult(**{k: v for k, v in d.items() if k in known})
-            points.append(pr)
-            if pr.record and pr.status != "pending":
-                rp = base / pr.record
-                if rp.exists():
-                    runs[pr.num_envs] = Run.load(rp)  # RecordError names the point's file
-    except TypeError as e:
-        raise RecordError(f"{manifest_path}: malformed {SWEEP_SCHEMA} manifest: {e}") from None
-    return Sweep(dir=base, manifest=data, points=sorted(points, key=lambda q: q.num_envs), runs=runs)

@@ -39,7 +39,7 @@ def compare(base_path, new_path, fail_threshold, show_threshold, min_abs_ms, fmt
     """
     from perfkit.analysis.diff import diff_runs
     from perfkit.record import RecordError, Run
-    from perfkit.sweep import is_sweep_path
+    from perfkit.sweep_record import is_sweep_path
 
     threshold = fail_threshold if fail_threshold is not None else show_threshold
     sweeps = [is_sweep_path(p) for p in (base_path, new_path)]
@@ -67,7 +67,7 @@ def compare(base_path, new_path, fail_threshold, show_threshold, min_abs_ms, fmt
 def _compare_sweeps(base_path, new_path, threshold, gate, fmt):
     from perfkit.analysis.diff import _fmt, _pct, diff_sweeps
     from perfkit.record import RecordError
-    from perfkit.sweep import load_sweep
+    from perfkit.sweep_record import load_sweep
 
     try:
         base, new = load_sweep(base_path), load_sweep(new_path)

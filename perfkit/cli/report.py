@@ -20,7 +20,8 @@ def report(inputs, out_dir, title):
     Several inputs are shown side by side, e.g. `perfkit report runs/train.json runs/train_naive.json`.
     """
     from perfkit.record import RecordError
-    from perfkit.renderers.report import build_report, load_inputs, write_report
+    from perfkit.analysis.report_model import build_report, load_inputs
+    from perfkit.renderers import write_report
 
     try:
         items = load_inputs(inputs)

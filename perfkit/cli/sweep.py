@@ -81,7 +81,8 @@ def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmu
     result = run_sweep(cfg, progress=progress)
     _print_summary(result)
     if report_dir:
-        from perfkit.renderers.report import build_report, write_report
+        from perfkit.analysis.report_model import build_report
+        from perfkit.renderers import write_report
 
         paths = write_report(build_report([result]), report_dir)
         click.echo(f"report: {paths['html']}")
@@ -123,7 +124,7 @@ def _print_summary(result) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    from perfkit.sweep import physics_sps
+    from perfkit.sweep_record import physics_sps
     from rich.table import Table
 
     table = Table(title=f"sweep {escape(result.label)}", title_justify="left")

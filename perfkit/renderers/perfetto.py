@@ -111,10 +111,8 @@ def to_trace(run: Run) -> dict[str, Any]:
 
 def write_trace(run: Run, path: str | os.PathLike) -> tuple[Path, int]:
     """Write the trace; returns the path and the number of span events."""
+    from perfkit.outputs import write_text
+
     trace = to_trace(run)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(trace, separators=(",", ":")) + "\n")
-    os.replace(tmp, path)
-    return path, sum(1 for e in trace["traceEvents"] if e["ph"] == "X")
+    write_text(path, json.dumps(trace, separators=(",", ":")) + "\n")
+    return Path(path), sum(1 for e in trace["traceEvents"] if e["ph"] == "X")

@@ -75,8 +75,10 @@ def main() -> int:
         fail("no CUDA device: this script measures the mjwarp backend on a GPU")
     out = a.out.resolve()  # before chdir: a relative --out means relative to where this was started
     os.chdir(REPO)  # the sweep's subprocesses import perfkit from this checkout
-    from perfkit.renderers.report import build_report, load_inputs, write_report
-    from perfkit.sweep import SweepConfig, load_sweep, parse_num_envs, run_sweep
+    from perfkit.analysis.report_model import build_report, load_inputs
+    from perfkit.renderers import write_report
+    from perfkit.sweep import SweepConfig, parse_num_envs, run_sweep
+    from perfkit.sweep_record import load_sweep
 
     out.mkdir(parents=True, exist_ok=True)
     me = ["python3", "scripts/gpu/sweeps.py", *sys.argv[1:]]

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from perfkit.cli import main
 from perfkit.record import Run
-from perfkit.sweep import SweepError, load_sweep, parse_env_kwargs, parse_num_envs
+from perfkit.sweep import SweepError, parse_env_kwargs, parse_num_envs
+from perfkit.sweep_record import load_sweep
 
 HERE = Path(__file__).parent
 
