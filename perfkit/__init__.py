@@ -1,12 +1,15 @@
 """perfkit: performance profiling and diagnostics for GPU-batched RL environments.
 
-Public API (DESIGN.md): ``segment``, ``step``, ``budget``, ``hot``, ``Run``, ``BudgetExceeded``.
+Public API: ``segment``, ``step``, ``budget``, ``hot``, ``Run``, ``BudgetExceeded``.
 Heavy modules (torch hooks) are imported on first use, so ``import perfkit`` stays cheap.
 """
 
 from __future__ import annotations
 
+from perfkit._layout import install_probes_finder
 from perfkit.record import Finding, RecordError, Run, SegmentStats
+
+install_probes_finder()
 
 __version__ = "0.1.0"
 

@@ -76,7 +76,7 @@ def build_profile(probes: dict[str, dict[str, Any]], source: str | None = None) 
     """A profile document from probe results, for this machine."""
     from perfkit import __version__
     from perfkit.machine import describe, key
-    from probes._bench import rounded
+    from perfkit.probes._bench import rounded
 
     probes = rounded(probes)
     costs, sources = costs_from_probes(probes)
@@ -97,7 +97,7 @@ def build_profile(probes: dict[str, dict[str, Any]], source: str | None = None) 
 def measure_profile(quick: bool = False, only: Iterable[str] | None = None,
                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the probes (all, or ``only``) and build this machine's profile."""
-    import probes as _probes
+    import perfkit.probes as _probes
 
     return build_profile(_probes.run_all(quick=quick, only=only, progress=progress))
 
@@ -192,7 +192,7 @@ def get_profile(quick: bool = False, only: Iterable[str] | None = None, refresh:
     A cached probe result is reused unless ``refresh``, or it was a quick one and a full one is asked
     for. Newly measured probes are merged into the cache. Returns ``(profile, measured, reused)``.
     """
-    import probes as _probes
+    import perfkit.probes as _probes
 
     names = list(_probes.PROBES) if not only else list(dict.fromkeys(only))
     for name in names:

@@ -9,7 +9,7 @@ def _names(ctx, param, values):
     names = []
     for v in values:
         names.extend(n.strip() for n in v.split(",") if n.strip())
-    from probes import PROBES  # light: the registry imports no probe module
+    from perfkit.probes import PROBES  # light: the registry imports no probe module
 
     bad = [n for n in names if n not in PROBES]
     if bad:
@@ -66,7 +66,7 @@ def probe(output, quick, only, refresh):
     from rich.console import Console
 
     from perfkit.costs_profile import ProfileError, cache_path, get_profile, save_profile
-    from probes import PROBES
+    from perfkit.probes import PROBES
 
     console = Console(stderr=False)
     err = Console(stderr=True)
