@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perfkit.record import SEGMENTS, Finding, Run
+from perfkit.record import EXTRA_PHYSICS_SPS, SEGMENTS, Finding, Run
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_MIN_ABS_MS = 0.01
@@ -162,8 +162,8 @@ def diff_runs(
         d.metrics.append(m)
 
     add("sps", base.sps, new.sps, HIGHER, "env steps/s")
-    if "physics_sps" in base.extra or "physics_sps" in new.extra:
-        add("physics_sps", base.extra.get("physics_sps"), new.extra.get("physics_sps"), HIGHER, "physics steps/s")
+    if EXTRA_PHYSICS_SPS in base.extra or EXTRA_PHYSICS_SPS in new.extra:
+        add("physics_sps", base.extra.get(EXTRA_PHYSICS_SPS), new.extra.get(EXTRA_PHYSICS_SPS), HIGHER, "physics steps/s")
     for q in ("p50", "p99"):
         add(f"step_ms.{q}", base.step_ms.get(q), new.step_ms.get(q), LOWER, "ms", abs_floor=min_abs_ms)
     names = [s for s in SEGMENTS if s in base.segments or s in new.segments]
