@@ -70,6 +70,16 @@ def test_perfkit_probes_imports_from_the_installed_wheel(wheel, tmp_path):
     assert "pyloop" in lines[2]
 
 
+def test_the_core_install_is_light(wheel):
+    meta = email.message_from_bytes(zipfile.ZipFile(wheel).read("perfkit-0.1.0.dist-info/METADATA"))
+    core = [r for r in meta.get_all("Requires-Dist") if "extra ==" not in r]
+    assert sorted(r.split(";")[0].split(">")[0].split("=")[0].strip() for r in core) == ["click", "tomli"]
+    heavy = [r for r in meta.get_all("Requires-Dist") if r.split(">")[0].split(";")[0].strip() in
+             ("torch", "warp-lang", "mujoco", "mujoco-warp")]
+    assert heavy and all("extra ==" in r for r in heavy)
+    assert not any(r.startswith("torch") for r in meta.get_all("Requires-Dist"))  # the user's own build
+
+
 def test_the_source_checkout_resolves_perfkit_probes_to_top_level_probes(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", "import perfkit.probes as p; print(p.__file__)"], capture_output=True,

@@ -37,6 +37,9 @@ def compare(base_path, new_path, fail_threshold, show_threshold, min_abs_ms, fmt
 
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression, 2 bad input.
     """
+    from perfkit.cli.requires import require
+
+    require("compare", "numpy", *(("rich",) if fmt == "text" else ()), extra="report")
     from perfkit.analysis.diff import diff_runs
     from perfkit.record import RecordError, Run
     from perfkit.sweep_record import is_sweep_path

@@ -18,7 +18,7 @@ def _threshold(ctx, param, value):
 @click.argument("target")
 @click.option("--num-envs", "num_envs_spec", default="256..32768", show_default=True,
               help="Env counts: START..END doubles (START..ENDxF grows by F), or a list A,B,C.")
-@click.option("-o", "--out", "out_dir", default="runs/sweep", show_default=True, type=click.Path(file_okay=False),
+@click.option("-o", "--out", "out_dir", default="runs/sweep", show_default=True, metavar="DIR",
               help="Output directory: sweep.json, sweep.csv, points/<N>.json.")
 @click.option("--env-kwarg", "env_kwargs", multiple=True, metavar="NAME=VALUE",
               help="Extra keyword argument for the factory (repeatable); VALUE is parsed as JSON when it can be.")
@@ -42,7 +42,7 @@ def _threshold(ctx, param, value):
                    "(after the timed steady state, never part of the SPS).")
 @click.option("--knee-threshold", default="10%", show_default=True, callback=_threshold,
               help="The knee is where doubling num_envs gains less than this.")
-@click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
+@click.option("--report", "report_dir", default=None, metavar="DIR",
               help="Also render the report (HTML, Markdown, PNGs) into this directory.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
@@ -55,6 +55,9 @@ def sweep(target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmu
     --num-envs-arg naming its env-count flag (the script's own arguments go after `--`).
     Writes sweep.json, sweep.csv and points/<N>.json into --out and prints the saturation knee.
     """
+    from perfkit.cli.requires import require
+
+    require("sweep", "torch", "numpy", "pandas", "rich", *(("tqdm",) if progress else ()))
     from perfkit.sweep import SweepConfig, SweepError, is_script_target, parse_env_kwargs, parse_num_envs, run_sweep
 
     try:
