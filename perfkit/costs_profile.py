@@ -75,7 +75,7 @@ def costs_from_probes(probes: dict[str, dict[str, Any]]) -> tuple[dict[str, floa
 def build_profile(probes: dict[str, dict[str, Any]], source: str | None = None) -> dict[str, Any]:
     """A profile document from probe results, for this machine."""
     from perfkit import __version__
-    from perfkit.machine import describe, key
+    from perfkit.machine import describe, key, label
     from perfkit.probes._bench import rounded
 
     probes = rounded(probes)
@@ -86,7 +86,7 @@ def build_profile(probes: dict[str, dict[str, Any]], source: str | None = None) 
         "machine": describe(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "perfkit": __version__,
-        "source": source or f"measured on this machine ({key()}) by perfkit probe",
+        "source": source or f"measured on this machine ({label()}) by perfkit probe",
         "quick": any(p.get("quick") for p in probes.values()),
         "probes": probes,
         "costs": costs,

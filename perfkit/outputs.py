@@ -10,8 +10,8 @@
   written directly, as a shell's ``>`` would: it is never unlinked or replaced by a regular file.
 
 ``check_writable(path)`` says, before a long run starts, whether ``write_text`` could write there;
-``resolve(path)`` anchors a relative output path to the directory perfkit was started in, so a
-program that changes directory does not move its record.
+``resolve(path)``, called when a command starts, anchors a relative output path to the directory
+the command was started in, so a profiled program that changes directory does not move its record.
 """
 
 from __future__ import annotations
@@ -22,18 +22,15 @@ import secrets
 import stat
 from pathlib import Path
 
-# the working directory when perfkit was imported: the one its command line was typed in
-START_DIR = os.getcwd()
-
-
 class OutputError(OSError):
     """An output path cannot be written; ``strerror`` says why (:func:`describe_error` adds the path)."""
 
 
 def resolve(path: str | os.PathLike, start: str | None = None) -> Path:
-    """``path`` made absolute against the directory perfkit started in (not the current one)."""
+    """``path`` made absolute against ``start`` (default: the working directory now — call it before
+    the profiled program can change it)."""
     p = Path(os.path.expanduser(os.fspath(path)))
-    return p if p.is_absolute() else Path(start or START_DIR) / p
+    return p if p.is_absolute() else Path(start or os.getcwd()) / p
 
 
 def _target(path: Path) -> Path:

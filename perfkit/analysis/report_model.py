@@ -142,6 +142,13 @@ def fmt_bytes(v: Any) -> str:
     return f"{v:.0f} B"
 
 
+def sps_cell(run: Run) -> str:
+    """A run's throughput for a table: env steps/s, or loop steps/s (said so) when num_envs is unknown."""
+    if run.sps is None:
+        return "-"
+    return fmt_num(float(run.sps)) + (" steps/s" if run.num_envs is None else "")
+
+
 def _syncs(run: Run) -> float:
     return max(sum(s.syncs_per_step for s in run.segments.values()), run.syncs_per_step)
 
@@ -233,7 +240,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
     for label, r in runs:
         mem, kind = r.peak_memory()
         rep.run_rows.append([
-            label, r.status, fmt_num(r.num_envs), fmt_num(r.steps), fmt_num(float(r.sps)),
+            label, r.status, fmt_num(r.num_envs), fmt_num(r.steps), sps_cell(r),
             fmt_num(physics_sps(r)), fmt_num(r.step_ms.get("p50")), fmt_num(r.step_ms.get("p99")),
             fmt_num(float(r.warmup_s)), f"{fmt_bytes(mem)} ({kind})" if mem else "-",
             fmt_num(float(_syncs(r))), fmt_num(float(_allocs(r))), fmt_num(len(r.findings)),
@@ -253,7 +260,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         gains = {a: g for a, _b, g in knee.gains}
         for p in sw.points:
             r = sw.runs.get(p.num_envs)
-            ok = p.status == "complete" and r is not None
+            ok = p.status == "complete" and r is not None and r.sps is not None
             m, kind = r.peak_memory() if r is not None else (None, "memory")
             note = ""
             if ok and p.num_envs in gains:
@@ -340,6 +347,9 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         r = it.representative()
         if r is not None and r.status not in ("complete",) and it.run is not None:
             rep.notes.append(f"{it.label}: run status is {r.status!r}" + (f" ({r.extra.get(EXTRA_ERROR)})" if r.extra.get(EXTRA_ERROR) else ""))
+        if it.run is not None and r.num_envs is None and r.steps:
+            rep.notes.append(f"{it.label}: num_envs unknown, so its throughput counts loop steps (steps/s), not env "
+                             "steps (profile with --num-envs N or perfkit.step(num_envs=N))")
         if r is not None and r.extra.get(EXTRA_SEGMENTS_SOURCE, "").startswith("sweep worker"):
             rep.notes.append(f"{it.label}: segments not broken down (run the sweep with --session-steps N for per-segment "
                              "times and findings); the bar is the whole env.step")

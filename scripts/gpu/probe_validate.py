@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from perfkit.analysis.cost import loop_body_findings, predict, price_run  # noqa: E402
 from perfkit.costs_profile import build_profile, save_profile  # noqa: E402
+from perfkit.machine import label  # noqa: E402
 from perfkit.record import EXTRA_PRICING, Finding, Run  # noqa: E402
 
 NAIVE = ROOT / "examples" / "train_naive.py"
@@ -75,8 +76,8 @@ def log(msg: str) -> None:
 def profile_markdown(profile: dict) -> str:
     m = profile["machine"]
     lines = [f"# Machine cost profile: {m.get('device')}", "",
-             f"`{profile['key']}` — torch {m.get('torch')}, CUDA {m.get('cuda')}, driver {m.get('driver')}, "
-             f"warp {m.get('warp')}, measured {profile['created']} by `python3 scripts/gpu/probe_validate.py`"
+             f"{label(m)}" + (f", warp {m['warp']}" if m.get("warp") else "") +
+             f"; measured {profile['created']} by `python3 scripts/gpu/probe_validate.py`"
              f"{' (quick mode)' if profile.get('quick') else ''}.", "",
              "## Costs the model uses", "", "| cost | value | from |", "|---|---:|---|"]
     for name, value in profile["costs"].items():
