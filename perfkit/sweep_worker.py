@@ -13,8 +13,9 @@ How it measures, so the numbers are honest:
   every op is synchronous, from ``perf_counter``;
 * actions are preallocated (random ones as a small pool drawn before timing), so the loop times
   the env, not an RNG or an allocator;
-* when ``perfkit.session.Session`` is available a *separate*, shorter instrumented pass after the
-  timed one supplies per-segment times and findings — instrumentation never touches the headline SPS.
+* with ``session_steps`` a *separate*, shorter instrumented pass under ``perfkit.session.Session``
+  after the timed one supplies per-segment times and findings — instrumentation never touches the
+  headline SPS.
 
 An out-of-memory error (``torch.cuda.OutOfMemoryError``, ``MemoryError``, Warp's "Failed to
 allocate") writes a record with ``status="oom"`` and exits with :data:`EXIT_OOM`; any other error
@@ -216,12 +217,9 @@ class _Point:
         return done, wall, wall, step_ms, []
 
     def session_pass(self, env, actions) -> None:
+        from perfkit.session import Session
+
         run, cfg = self.run, self.cfg
-        try:
-            from perfkit.session import Session
-        except Exception as e:  # the session module is optional for sweeps
-            run.extra[EXTRA_SESSION] = {"used": False, "reason": f"perfkit.session not importable: {type(e).__name__}: {e}"}
-            return
         try:
             t0 = time.perf_counter()
             # the env is warm already; a couple of session warm-up steps absorb the hooks' first calls
