@@ -157,6 +157,10 @@ def test_script_target_runs_each_point_under_perfkit_profile(tmp_path, toy_on_pa
     assert run.command[-4:] == ["--n", "24", "--iters", "15"]  # the env count and the script's own arguments
     assert run.num_envs == 24 and run.steps == 12 and run.sps > 0  # 15 steps, 3 of them warm-up
     assert json.loads((out / "sweep.json").read_text())["kind"] == "script"
+    # the recorded command holds only options that apply to a script (no --steps, --actions, --seed)
+    assert json.loads((out / "sweep.json").read_text())["command"] == [
+        "perfkit", "sweep", str(script), "--num-envs", "24", "--num-envs-arg", "--n", "--warmup-steps", "3",
+        "-o", str(out), "--", "--iters", "15"]
 
 
 def test_hung_point_times_out_and_is_recorded(tmp_path, toy_on_path):
