@@ -119,3 +119,15 @@ def test_export_trace_range_over_step_times(tmp_path):
 def test_export_trace_bad_step_ranges(record, tmp_path, bad):
     res = cli("export-trace", record, "-o", tmp_path / "t.json", "--steps", bad)
     assert res.exit_code == 2 and "--steps" in res.output
+
+
+def test_a_run_without_num_envs_reports_steps_per_second(tmp_path):
+    run = make_run()
+    run.num_envs = None
+    run.sps = 350.0
+    out = tmp_path / "rep"
+    assert cli("report", run.save(tmp_path / "r.json"), "-o", out).exit_code == 0
+    md = (out / "report.md").read_text()
+    assert "| 350 steps/s |" in md
+    assert "num\\_envs unknown, so its throughput counts loop steps (steps/s), not env steps" in md
+    assert "steps/s" in (out / "index.html").read_text()
