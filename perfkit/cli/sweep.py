@@ -114,8 +114,10 @@ def sweep(ctx, target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, 
     except SweepInterrupted as e:
         _print_summary(e.sweep)
         done = sum(p.status != "pending" for p in e.sweep.points)
+        cmd = list(cfg.command)
+        at = cmd.index("--") if "--" in cmd else len(cmd)  # the script's own arguments stay last
         click.echo(f"interrupted: {done} of {len(e.sweep.points)} points finished, kept in {out_dir}; the rest with:\n"
-                   f"  {shlex.join([*cfg.command, '--resume'])}", err=True)
+                   f"  {shlex.join([*cmd[:at], '--resume', *cmd[at:]])}", err=True)
         ctx.exit(130)
         return
     except SweepError as e:
