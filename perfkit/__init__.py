@@ -1,20 +1,23 @@
 """perfkit: performance profiling and diagnostics for GPU-batched RL environments.
 
-Public API (docs/design.md): ``segment``, ``step``, ``budget``, ``hot``, ``Run``, ``BudgetExceeded``.
+Public API: ``segment``, ``step``, ``budget``, ``hot``, ``Run``, ``BudgetExceeded``.
 Heavy modules (torch hooks) are imported on first use, so ``import perfkit`` stays cheap.
 """
 
 from __future__ import annotations
 
+from perfkit._layout import install_probes_finder
 from perfkit.record import Finding, RecordError, Run, SegmentStats
+
+install_probes_finder()
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "segment": "perfkit.segments",
     "step": "perfkit.session",
-    "budget": "perfkit.collectors.budget",
-    "BudgetExceeded": "perfkit.collectors.budget",
+    "budget": "perfkit.analysis.budgets",
+    "BudgetExceeded": "perfkit.analysis.budgets",
     "Session": "perfkit.session",
 }
 

@@ -8,9 +8,9 @@ flat table of primitive costs in milliseconds (``costs``), each with the probe m
 report prices with the same numbers.
 
 When no profile for this machine exists, a *reference* profile prices the run: the H200 profile
-committed at ``perfkit/data/h200-profile.json`` when present, else the single number the project
-measured on the H200 by hand (a ``.item()`` round trip). Either way the profile says where it came
-from (``source``), and the cost model copies that into ``run.extra["pricing"]``.
+shipped at ``perfkit/data/h200-profile.json`` (measured by ``perfkit probe`` on the H200, see
+``reports/probes-h200/``). The profile says where it came from (``source``), and the cost model
+copies that into ``run.extra["pricing"]``.
 """
 
 from __future__ import annotations
@@ -25,13 +25,6 @@ from typing import Any, Callable, Iterable
 SCHEMA = "perfkit.machine-profile/1"
 
 REFERENCE_PATH = Path(__file__).parent / "data" / "h200-profile.json"
-
-# Used only until perfkit/data/h200-profile.json is committed: the one H200 number measured by hand.
-BUILTIN_REFERENCE_SOURCE = (
-    "reference: NVIDIA H200 (torch 2.11, CUDA 13), '.item() round trip ~30 us' from the project's "
-    "shared device notes (shared/device/README.md, measured 2026-11-29); no full H200 profile committed yet"
-)
-BUILTIN_REFERENCE_COSTS = {"sync_idle_ms": 0.030}
 
 # cost name -> (probe, metric in the probe's dict, unit conversion to the cost's unit, what it prices)
 COSTS: dict[str, tuple[str, str, float, str]] = {
@@ -82,8 +75,8 @@ def costs_from_probes(probes: dict[str, dict[str, Any]]) -> tuple[dict[str, floa
 def build_profile(probes: dict[str, dict[str, Any]], source: str | None = None) -> dict[str, Any]:
     """A profile document from probe results, for this machine."""
     from perfkit import __version__
-    from perfkit.machine import describe, key
-    from probes._bench import rounded
+    from perfkit.machine import describe, key, label
+    from perfkit.probes._bench import rounded
 
     probes = rounded(probes)
     costs, sources = costs_from_probes(probes)
@@ -93,7 +86,7 @@ def build_profile(probes: dict[str, dict[str, Any]], source: str | None = None) 
         "machine": describe(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "perfkit": __version__,
-        "source": source or f"measured on this machine ({key()}) by perfkit probe",
+        "source": source or f"measured on this machine ({label()}) by perfkit probe",
         "quick": any(p.get("quick") for p in probes.values()),
         "probes": probes,
         "costs": costs,
@@ -104,7 +97,7 @@ def build_profile(probes: dict[str, dict[str, Any]], source: str | None = None) 
 def measure_profile(quick: bool = False, only: Iterable[str] | None = None,
                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the probes (all, or ``only``) and build this machine's profile."""
-    import probes as _probes
+    import perfkit.probes as _probes
 
     return build_profile(_probes.run_all(quick=quick, only=only, progress=progress))
 
@@ -141,11 +134,10 @@ def read_profile(path: str | os.PathLike) -> dict[str, Any]:
 def save_profile(profile: dict[str, Any], path: str | os.PathLike | None = None) -> Path:
     """Write ``profile`` to ``path`` (default: this machine's cache file) atomically; returns the path."""
     validate(profile)
+    from perfkit.outputs import write_text
+
     path = Path(path) if path is not None else cache_path(profile.get("key"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(profile, indent=1, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(profile, indent=1, sort_keys=False) + "\n")
     return path
 
 
@@ -178,17 +170,12 @@ def cached_profile() -> dict[str, Any] | None:
 
 
 def reference_profile() -> dict[str, Any]:
-    """The committed H200 profile, else the built-in one-number H200 reference (labelled as such)."""
-    if REFERENCE_PATH.exists():
-        doc = read_profile(REFERENCE_PATH)
-        doc = dict(doc)
-        doc["source"] = (f"reference: {doc.get('machine', {}).get('device', 'H200')} profile committed at "
-                         f"perfkit/data/{REFERENCE_PATH.name} (measured {doc.get('created', '?')})")
-        return doc
-    return {"schema": SCHEMA, "key": "reference", "machine": {"device": "NVIDIA H200"}, "created": None,
-            "source": BUILTIN_REFERENCE_SOURCE, "quick": False, "probes": {},
-            "costs": dict(BUILTIN_REFERENCE_COSTS),
-            "cost_sources": {k: "shared/device/README.md" for k in BUILTIN_REFERENCE_COSTS}}
+    """The H200 profile shipped with perfkit, labelled as a reference (ProfileError if it is missing
+    or damaged: a broken installation)."""
+    doc = dict(read_profile(REFERENCE_PATH))
+    doc["source"] = (f"reference: {doc.get('machine', {}).get('device', 'H200')} profile committed at "
+                     f"perfkit/data/{REFERENCE_PATH.name} (measured {doc.get('created', '?')})")
+    return doc
 
 
 def load_profile(path: str | os.PathLike | None = None) -> dict[str, Any]:
@@ -205,7 +192,7 @@ def get_profile(quick: bool = False, only: Iterable[str] | None = None, refresh:
     A cached probe result is reused unless ``refresh``, or it was a quick one and a full one is asked
     for. Newly measured probes are merged into the cache. Returns ``(profile, measured, reused)``.
     """
-    import probes as _probes
+    import perfkit.probes as _probes
 
     names = list(_probes.PROBES) if not only else list(dict.fromkeys(only))
     for name in names:

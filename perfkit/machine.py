@@ -71,6 +71,17 @@ def _driver_version() -> str | None:
     return None
 
 
+def label(info: dict[str, Any] | None = None) -> str:
+    """The machine in words, for titles: ``NVIDIA H200, driver 580.65, CUDA 13.0, torch 2.11.0`` —
+    only what is known (a CPU-only machine has no driver or CUDA to name)."""
+    d = describe() if info is None else info
+    parts = [str(d.get("device") or "unknown device")]
+    for name, k in (("driver", "driver"), ("CUDA", "cuda"), ("torch", "torch")):
+        if d.get(k):
+            parts.append(f"{name} {d[k]}")
+    return ", ".join(parts)
+
+
 def key() -> str:
     """Identifies a machine for caching its cost profile: device, driver and torch version."""
     d = describe()

@@ -1,8 +1,10 @@
 """The run record: what one profiling session (or one sweep point) measured, as plain, versioned data.
 
 Collectors fill a :class:`Run`; analyses read and annotate it; renderers draw it. It serializes to JSON
-with schema ``perfkit.run/1`` (DESIGN.md, "Run record"). The minimum fields of that schema are never
-renamed without bumping :data:`SCHEMA`; anything else a stage wants to keep goes in ``extra``.
+with schema :data:`SCHEMA`; :data:`READABLE_SCHEMAS` are the schemas this perfkit loads. The fields of
+:class:`Run` are never renamed without a new schema; anything else a stage wants to keep goes in
+``extra``, and every ``extra`` key that one module writes and another reads is named below
+(``EXTRA_*``), so writer and readers cannot drift apart.
 """
 
 from __future__ import annotations
@@ -15,14 +17,52 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "perfkit.run/2"
-"""/2: a finding's ``count`` is over the steady-state steps (/1 counted warm-up too); ``total_steps``,
-``warmup_steps``, ``sampling``, ``Finding.chain``/``library`` and ``SegmentStats.children`` added."""
-READABLE_SCHEMAS = ("perfkit.run/1", SCHEMA)
+"""The schema this perfkit writes. /2: a finding's ``count`` is over the steady-state steps (/1
+counted warm-up too); ``total_steps``, ``warmup_steps``, ``sampling``, ``Finding.chain``/``library``
+and ``SegmentStats.children`` added."""
+READABLE_SCHEMAS: tuple[str, ...] = ("perfkit.run/1", SCHEMA)
+"""The schemas :meth:`Run.load` accepts (a new schema is one more entry here)."""
 
 SEGMENTS = ("physics", "policy", "reward", "learner", "logging", "other")
 """The segments of a training loop, in the order reports list them."""
 
 FINDING_KINDS = ("sync", "alloc", "loop", "stream")
+
+# ---- run.extra keys shared between modules (writer -> readers) --------------------------------------
+# profiling session -> console, perfetto, cost model, sweep worker, benchmarks
+EXTRA_TOTAL_STEPS = "total_steps"  # steps detected, warm-up included
+EXTRA_WARMUP_STEPS = "warmup_steps"  # of which warm-up
+EXTRA_STEP_DETECTION = "step_detection"  # "auto" | "manual" | "--step-fn MOD:CLASS.METHOD"
+EXTRA_STEP_CLASSES = "step_classes"
+EXTRA_POLICY_CLASSES = "policy_classes"
+EXTRA_SAMPLED_STEPS = "sampled_steps"
+EXTRA_SETUP_SYNCS = "setup_syncs"  # syncs before the first step: not a per-step cost
+EXTRA_TEARDOWN_SYNCS = "teardown_syncs"  # syncs after the last step's start
+EXTRA_SYNC_WAIT = "sync_wait"  # {site: {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}} -> cost model
+EXTRA_LOOP_OPS = "loop_ops"  # {site: torch calls per loop iteration} -> cost model
+EXTRA_TIMELINE = "timeline"  # [{step, segment, start_ms, dur_ms, gpu}] -> export-trace
+EXTRA_COUNT_CPU_TENSORS = "count_cpu_tensors"
+EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"
+EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"
+EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"
+EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, unattributed, ...} -> console
+EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"
+EXTRA_NOTES = "notes"  # [str] shown under the summary
+EXTRA_TRACEBACK = "traceback"  # why a record is incomplete (session, sweep worker)
+# cost model -> console, scripts
+EXTRA_PRICING = "pricing"
+EXTRA_WHAT_IF = "what_if"
+# perfkit profile
+EXTRA_BUDGET = "budget"  # {max_syncs_per_step, max_allocs_per_step, exceeded}
+# sweep worker -> sweep, report, compare
+EXTRA_ERROR = "error"  # why a point (or a run) failed, one line
+EXTRA_PHYSICS_SPS = "physics_sps"
+EXTRA_BUILD_S = "build_s"
+EXTRA_FIRST_STEP_S = "first_step_s"
+EXTRA_SEGMENTS_SOURCE = "segments_source"
+EXTRA_SESSION = "session"  # the sweep worker's instrumented pass: {used, reason | steps, ...}
+# Run.from_dict
+EXTRA_UNKNOWN_FIELDS = "unknown_fields"  # top-level fields of the record this perfkit does not know
 
 
 class RecordError(ValueError):
@@ -87,7 +127,7 @@ class Run:
     num_envs: int | None = None
     wall_s: float = 0.0  # steady-state wall time
     warmup_s: float = 0.0  # warm-up / compile time, kept apart
-    sps: float = 0.0  # env steps per second = steps * num_envs / wall_s
+    sps: float | None = 0.0  # env steps per second = steps * num_envs / wall_s (steps/s when num_envs is None); None: not measured
     step_ms: dict[str, float] = field(default_factory=dict)  # {"p50", "p99", "mean"}
     segments: dict[str, SegmentStats] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
@@ -122,6 +162,11 @@ class Run:
                 return float(v), label
         return None, "memory"
 
+    @property
+    def throughput_unit(self) -> str:
+        """What :attr:`sps` counts: env steps when the env count is known, else steps of the loop."""
+        return "steps/s" if self.num_envs is None else "env-steps/s"
+
     def findings_of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
 
@@ -137,32 +182,37 @@ class Run:
             raise RecordError(f"{source}: not a perfkit run record (top level is {type(d).__name__}, not an object)")
         schema = d.get("schema")
         if schema not in READABLE_SCHEMAS:
-            raise RecordError(
-                f"{source}: schema {schema!r} is not {SCHEMA!r}; this perfkit reads {' and '.join(READABLE_SCHEMAS)} run records"
-            )
+            raise RecordError(f"{source}: schema {schema!r} is not one this perfkit reads ({', '.join(READABLE_SCHEMAS)})")
         known = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {k: v for k, v in d.items() if k in known}
+        kwargs = {k: _checked(source, k, v, _RUN_TYPES.get(k)) for k, v in d.items() if k in known}
         unknown = {k: v for k, v in d.items() if k not in known}
-        try:
-            kwargs["segments"] = {k: _segment_stats(v) for k, v in (d.get("segments") or {}).items()}
-            finding_fields = {f.name for f in dataclasses.fields(Finding)}
-            kwargs["findings"] = [
-                Finding(**{k: v for k, v in f.items() if k in finding_fields}) for f in (d.get("findings") or [])
-            ]
-            run = cls(**kwargs)
-        except (TypeError, AttributeError) as e:
-            raise RecordError(f"{source}: malformed {SCHEMA} record: {e}") from None
+        segments = _checked(source, "segments", d.get("segments") or {}, "dict")
+        kwargs["segments"] = {}
+        for name, seg in segments.items():
+            kwargs["segments"][name] = _segment_stats(source, f"segments.{name}", seg)
+        kwargs["findings"] = []
+        for i, f in enumerate(_checked(source, "findings", d.get("findings") or [], "list")):
+            where = f"findings[{i}]"
+            _checked(source, where, f, "dict")
+            missing = [k for k in ("kind", "op", "path", "line") if k not in f]
+            if missing:
+                raise RecordError(f"{source}: {where} lacks {', '.join(missing)}")
+            kwargs["findings"].append(Finding(**{k: _checked(source, f"{where}.{k}", v, _FINDING_TYPES[k])
+                                                 for k, v in f.items() if k in _FINDING_TYPES}))
+        run = cls(**kwargs)
         if unknown:
-            run.extra.setdefault("unknown_fields", {}).update(unknown)
+            run.extra.setdefault(EXTRA_UNKNOWN_FIELDS, {}).update(unknown)
         return run
 
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, default=_json_default) + "\n"
+
     def save(self, path: str | os.PathLike) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1, default=_json_default) + "\n")
-        os.replace(tmp, path)  # a reader never sees half a record
-        return path
+        """Write the record to ``path`` atomically; a symlink, a device or a FIFO is written to, never
+        replaced (:func:`perfkit.outputs.write_text`). Raises OSError when it cannot."""
+        from perfkit.outputs import write_text
+
+        return write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Run":
@@ -202,17 +252,80 @@ class Run:
         return df
 
     def to_pandas(self):
-        """The findings table (DESIGN.md's ``perfkit.Run.load(path).to_pandas()``)."""
+        """The findings table (the same as :meth:`findings_frame`)."""
         return self.findings_frame()
 
 
-def _segment_stats(d: dict[str, Any]) -> SegmentStats:
-    d = dict(d)
-    children = d.pop("children", None)
-    s = SegmentStats(**d)
+def _segment_stats(source: str, where: str, seg: Any) -> SegmentStats:
+    _checked(source, where, seg, "dict")
+    stats = SegmentStats(**{k: _checked(source, f"{where}.{k}", v, _SEGMENT_TYPES[k])
+                            for k, v in seg.items() if k in _SEGMENT_TYPES})
+    children = _checked(source, f"{where}.children", seg.get("children"), "dict?")
     if children:
-        s.children = {k: SegmentStats(**v) for k, v in children.items()}
-    return s
+        stats.children = {name: _segment_stats(source, f"{where}.children.{name}", c) for name, c in children.items()}
+    return stats
+
+
+# ---- field types, checked when a record is read ---------------------------------------------------
+# "num": int or float (never bool); "int": an integer (an integral float is taken); a trailing "?"
+# allows null; "dict" / "list": that JSON container; "str-list" / "num-list": a list of those
+_RUN_TYPES = {
+    "schema": "str", "command": "str-list", "steps": "int", "num_envs": "int?", "wall_s": "num", "warmup_s": "num",
+    "sps": "num?", "step_ms": "num-dict", "segments": "dict", "findings": "list", "machine": "dict", "status": "str",
+    "exit_code": "int?", "env": "dict", "step_times_ms": "num-list", "memory": "dict", "extra": "dict",
+    "total_steps": "int", "warmup_steps": "int", "sampling": "dict",
+}
+_SEGMENT_TYPES = {"gpu_ms_per_step": "num?", "cpu_ms_per_step": "num", "syncs_per_step": "num",
+                  "allocs_per_step": "num", "alloc_bytes_per_step": "num", "calls_per_step": "num"}
+_FINDING_TYPES = {
+    "kind": "str", "op": "str", "path": "str", "line": "int", "function": "str", "segment": "str", "count": "int",
+    "per_step": "num", "est_ms_per_step": "num?", "bytes": "int?", "thread": "str?", "would_sync_on_gpu": "bool",
+    "message": "str", "code": "str", "chain": "str-list", "library": "str?",
+}
+_TYPE_NAMES = {"num": "a number", "int": "an integer", "str": "a string", "bool": "true or false", "dict": "an object",
+               "list": "a list", "str-list": "a list of strings", "num-list": "a list of numbers",
+               "num-dict": "an object of numbers"}
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _checked(source: str, field: str, v: Any, kind: str | None) -> Any:
+    """``v`` if it has the field's type (an integral float becomes an int); RecordError naming the
+    field and what it holds otherwise."""
+    if kind is None:
+        return v
+    if kind.endswith("?"):
+        if v is None:
+            return None
+        kind = kind[:-1]
+    ok = False
+    if kind == "num":
+        ok = _is_num(v)
+    elif kind == "int":
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        ok = isinstance(v, int) and not isinstance(v, bool)
+    elif kind == "str":
+        ok = isinstance(v, str)
+    elif kind == "bool":
+        ok = isinstance(v, bool)
+    elif kind == "dict":
+        ok = isinstance(v, dict)
+    elif kind == "list":
+        ok = isinstance(v, list)
+    elif kind == "str-list":
+        ok = isinstance(v, list) and all(isinstance(x, str) for x in v)
+    elif kind == "num-list":
+        ok = isinstance(v, list) and all(_is_num(x) for x in v)
+    elif kind == "num-dict":
+        ok = isinstance(v, dict) and all(_is_num(x) for x in v.values())
+    if not ok:
+        shown = json.dumps(v, default=str)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise RecordError(f"{source}: field {field!r} is {shown}, not {_TYPE_NAMES[kind]}")
+    return v
 
 
 def _json_default(o: Any) -> Any:

@@ -5,7 +5,12 @@ the script's directory (the working directory for ``-m``), it runs as ``__main__
 and exit status pass through — an uncaught exception prints its traceback (perfkit's frames trimmed)
 and exits 1, ``sys.exit(n)`` exits ``n``, Ctrl-C exits 130 and SIGTERM 143. Whatever ends the run, the
 session is closed (every hook removed) and the record is built, with ``status = "partial"`` when the
-program did not finish normally.
+program did not finish normally. A program that ends the process with ``os._exit(n)`` (RL launchers
+do, to skip slow interpreter teardown) does not unwind: for the run's duration ``os._exit`` first
+finishes the session and hands the record to ``on_exit`` (which writes it), then exits with ``n``.
+
+Before anything runs the target is checked: it exists, and it compiles (a syntax error is reported
+as Python reports it, without running anything or writing a record).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from perfkit.record import Run
 
@@ -34,26 +39,56 @@ class Outcome:
 
 
 def check_target(target: str, module: bool) -> str:
-    """The path of the script (or module file) to run; TargetError when there is none."""
+    """The path of the script (or module file) to run; TargetError when there is none, or when its
+    source does not compile."""
     if module:
+        # like `python -m`, look in the working directory first
+        cwd = os.getcwd()
+        sys.path.insert(0, cwd)
         try:
-            spec = importlib.util.find_spec(target)
-        except (ImportError, ValueError) as e:
-            raise TargetError(f"no module named {target!r} ({e})") from None
-        if spec is None:
-            raise TargetError(f"no module named {target!r}")
-        if spec.submodule_search_locations is not None:  # a package: python -m runs its __main__
-            main = importlib.util.find_spec(target + ".__main__")
-            if main is None:
-                raise TargetError(f"{target!r} is a package and has no __main__ module")
-            return main.origin or target
-        return spec.origin or target
+            try:
+                spec = importlib.util.find_spec(target)
+            except (ImportError, ValueError) as e:
+                raise TargetError(f"no module named {target!r} ({e})") from None
+            if spec is None:
+                raise TargetError(f"no module named {target!r}")
+            if spec.submodule_search_locations is not None:  # a package: python -m runs its __main__
+                main = importlib.util.find_spec(target + ".__main__")
+                if main is None:
+                    raise TargetError(f"{target!r} is a package and has no __main__ module")
+                spec = main
+        finally:
+            if sys.path and sys.path[0] == cwd:
+                del sys.path[0]
+        path = spec.origin or target
+        if path.endswith(".py"):
+            check_syntax(path)
+        return path
     p = Path(target)
     if not p.exists():
         raise TargetError(f"no such script: {target}")
-    if p.is_dir() and not (p / "__main__.py").is_file():
-        raise TargetError(f"{target} is a directory without __main__.py")
+    if p.is_dir():
+        if not (p / "__main__.py").is_file():
+            raise TargetError(f"{target} is a directory without __main__.py")
+        check_syntax(p / "__main__.py")
+    elif p.suffix != ".zip":
+        check_syntax(p)
     return str(p)
+
+
+def check_syntax(path: str | os.PathLike) -> None:
+    """TargetError carrying Python's own report of a syntax error in ``path`` (named, as Python
+    names a script it runs, by its absolute path)."""
+    shown = os.fspath(path)
+    try:
+        source = Path(path).read_bytes()
+    except OSError as e:
+        raise TargetError(f"cannot read {shown}: {e.strerror}") from None
+    try:
+        compile(source, os.path.abspath(path), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:  # ValueError: null bytes in the source
+        text = "".join(traceback.format_exception_only(type(e), e)).rstrip()
+        raise TargetError(f"cannot run {shown}: it does not compile; nothing was run\n{text}") from None
 
 
 def _exit_code(e: SystemExit) -> int:
@@ -84,8 +119,14 @@ def _sigterm(signum, frame):  # pragma: no cover - exercised through a subproces
     raise SystemExit(128 + signum)
 
 
-def run(target: str, args: list[str] | None = None, *, module: bool = False, session_kwargs: dict | None = None) -> Outcome:
-    """Run ``target`` (a script path, or a module name with ``module=True``) under a Session."""
+def run(target: str, args: list[str] | None = None, *, module: bool = False, session_kwargs: dict | None = None,
+        on_exit: Callable[[Outcome], int] | None = None) -> Outcome:
+    """Run ``target`` (a script path, or a module name with ``module=True``) under a Session.
+
+    ``on_exit(outcome) -> exit code`` is called if the program ends the process with ``os._exit``:
+    the session is finished first, so ``outcome.run`` is the (partial) record to write; the process
+    then exits with the code ``on_exit`` returns.
+    """
     from perfkit.session import Session
 
     args = list(args or [])
@@ -102,6 +143,27 @@ def run(target: str, args: list[str] | None = None, *, module: bool = False, ses
     session = Session(command=command, **(session_kwargs or {}))
     code = 0
     status = "complete"
+    real_exit = os._exit
+    pid = os.getpid()
+
+    def exit_now(n: int = 0) -> None:
+        """``os._exit`` while the program runs: finish the session and hand over the record first."""
+        try:
+            if os.getpid() == pid:  # not in a forked child (multiprocessing, DataLoader workers)
+                n = int(n) & 0xFF
+                run = session.finish("complete" if n == 0 else "partial")
+                run.exit_code = n
+                if on_exit is not None:
+                    n = on_exit(Outcome(n, run))
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except Exception:
+                        pass
+        finally:
+            real_exit(n)
+
+    os._exit = exit_now
     try:
         if module:
             sys.argv = [path, *args]
@@ -127,6 +189,7 @@ def run(target: str, args: list[str] | None = None, *, module: bool = False, ses
             finally:
                 session.finish(status)
     finally:
+        os._exit = real_exit
         sys.argv, sys.path[:] = saved_argv, saved_path
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)

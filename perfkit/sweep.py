@@ -8,14 +8,12 @@ out-of-memory state never leak into the next. Two kinds of target:
 * a script (``path.py``) with ``num_envs_arg`` naming its env-count flag — each point runs
   ``perfkit profile -o points/N.json script.py --NAME N ...`` and keeps its record.
 
-Output directory layout (what ``perfkit report`` reads)::
-
-    sweep.json        manifest, schema perfkit.sweep/1: target, options, points, knee
-    sweep.csv         one row per point (pandas)
-    points/<N>.json   the run record of each point (perfkit.run/1), OOM and failed points included
-    points/<N>.log    the point's stdout/stderr
-
-The manifest and CSV are rewritten after every point, so an interrupted sweep keeps what it measured.
+The output directory (its layout and reading it: :mod:`perfkit.sweep_record`) is what ``perfkit
+report`` and ``perfkit compare`` read. The manifest and CSV are rewritten after every point, so an interrupted sweep keeps what it measured;
+``resume=True`` (``--resume``) runs only the points a sweep with the same measurement options in the
+same directory did not finish (complete or out of memory). Before the first point the target is
+checked without running it: a factory's module must be found and define the callable, a script
+must compile. Each point has a time limit (``DEFAULT_TIMEOUT_S`` unless given).
 With several GPUs (``gpus=["0", "1"]``) one worker thread per GPU pulls points from a shared queue
 and pins its subprocesses with ``CUDA_VISIBLE_DEVICES``.
 """
@@ -24,7 +22,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import queue
 import re
@@ -36,19 +33,29 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from perfkit.analysis.knee import DEFAULT_THRESHOLD, Knee, find_knee
-from perfkit.record import RecordError, Run
-
-SWEEP_SCHEMA = "perfkit.sweep/1"
-MANIFEST = "sweep.json"
-CSV = "sweep.csv"
-POINTS = "points"
+from perfkit.analysis.knee import DEFAULT_THRESHOLD, find_knee
+from perfkit.oom import is_oom_text
+from perfkit.record import EXTRA_ERROR, RecordError, Run
+from perfkit.sweep_record import CSV, MANIFEST, POINTS, SWEEP_SCHEMA, PointResult, Sweep, load_sweep, points_frame
 
 MAX_POINTS = 64
+DEFAULT_TIMEOUT_S = 1800.0  # per point: a hung point (a deadlock, a stuck driver) must not hold the sweep
+FINISHED = ("complete", "oom")  # point results --resume keeps: measured, or definitively out of memory
+# options that change what a point measures: a resumed sweep must have the same
+MEASUREMENT_OPTIONS = ("steps", "warmup_steps", "actions", "seed", "env_kwargs", "num_envs_arg", "script_args",
+                       "max_seconds", "session_steps")
 
 
 class SweepError(ValueError):
     """Bad sweep input (env-count spec, target, manifest); the message says what and where."""
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the sweep; the output directory holds what finished (``sweep`` has it)."""
+
+    def __init__(self, sweep: "Sweep"):
+        super().__init__("sweep interrupted")
+        self.sweep = sweep
 
 
 # ---- env-count specs ---------------------------------------------------------------------------
@@ -119,13 +126,14 @@ class SweepConfig:
     num_envs_arg: str | None = None  # script targets: the flag that takes N ("--num-envs")
     script_args: list[str] = field(default_factory=list)  # script targets: further arguments
     gpus: list[str] | None = None  # CUDA_VISIBLE_DEVICES value per worker thread
-    timeout_s: float | None = None  # per point
+    timeout_s: float | None = DEFAULT_TIMEOUT_S  # per point; None: no limit
     budget_s: float | None = None  # no new point starts after this long; the rest are recorded "skipped"
     max_seconds: float | None = None  # steady state stops early after this long (factory targets)
     session_steps: int = 0  # instrumented steps per point under perfkit.session (factory targets)
     knee_threshold: float = DEFAULT_THRESHOLD
     python: str = field(default_factory=lambda: sys.executable)
     command: list[str] = field(default_factory=list)  # how the sweep was invoked, for the manifest
+    resume: bool = False  # keep the finished points of the sweep already in out_dir
 
     @property
     def kind(self) -> str:
@@ -151,108 +159,74 @@ class SweepConfig:
             raise SweepError("--budget must be > 0 seconds")
         if not 0 < self.knee_threshold < 10:
             raise SweepError(f"knee threshold must be a fraction such as 0.10, got {self.knee_threshold}")
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise SweepError("--timeout must be > 0 seconds")
+
+    def check_target(self) -> None:
+        """SweepError when the target cannot run, found without running any of its code: a factory's
+        module must exist and (where its source says) define the callable; a script must compile."""
+        if self.kind == "script":
+            from perfkit.runner import TargetError, check_syntax
+
+            try:
+                check_syntax(self.target)
+            except TargetError as e:
+                raise SweepError(str(e)) from None
+        else:
+            check_factory(self.target)
+
+
+def check_factory(target: str) -> None:
+    """The module of ``module:callable`` is found (from the working directory, as the points will)
+    and, when its source is readable, binds the callable's first name at module level. Nothing of
+    the module runs (a module may take minutes to import, or build a GPU context)."""
+    import ast
+    import importlib.util
+
+    module, _, attr = target.partition(":")
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as e:  # a parent package that is missing or fails to import
+        raise SweepError(f"target {target!r}: cannot import {module!r}: {type(e).__name__}: {e}") from None
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+    if spec is None:
+        raise SweepError(f"target {target!r}: no module named {module!r} (looked in {cwd} and sys.path)")
+    origin = spec.origin or ""
+    if not origin.endswith(".py"):
+        return  # a package without source or an extension module: the point will say
+    try:
+        tree = ast.parse(Path(origin).read_bytes(), filename=origin)
+    except (OSError, SyntaxError, ValueError) as e:
+        raise SweepError(f"target {target!r}: {origin} does not compile: {e}") from None
+    first = attr.split(".")[0]
+    names: set[str] = set()
+    dynamic = False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            dynamic |= node.name == "__getattr__"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                dynamic |= a.name == "*"
+                names.add((a.asname or a.name).split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            dynamic = True  # names bound conditionally: leave them to the point
+    if first not in names and not dynamic:
+        raise SweepError(f"target {target!r}: {module} ({origin}) defines no {first!r}")
 
 
 def is_script_target(target: str) -> bool:
     return target.endswith(".py") or os.sep in target and ":" not in target
-
-
-@dataclass
-class PointResult:
-    num_envs: int
-    status: str  # complete | oom | error | timeout | partial | pending | skipped
-    record: str | None = None  # path relative to the sweep dir
-    log: str | None = None
-    rc: int | None = None
-    elapsed_s: float | None = None
-    gpu: str | None = None
-    error: str | None = None
-
-
-@dataclass
-class Sweep:
-    """A sweep on disk (or just run): its manifest, points, and their run records."""
-
-    dir: Path
-    manifest: dict[str, Any]
-    points: list[PointResult]
-    runs: dict[int, Run]  # num_envs -> record, for points whose record could be read
-
-    @property
-    def target(self) -> str:
-        return self.manifest.get("target", "?")
-
-    @property
-    def label(self) -> str:
-        kw = self.manifest.get("options", {}).get("env_kwargs") or {}
-        extra = ",".join(f"{k}={v}" for k, v in kw.items())
-        return f"{self.target}({extra})" if extra else self.target
-
-    @property
-    def short_label(self) -> str:
-        """For plot legends: the env's name and backend when given (``ant/mjwarp``), else the callable."""
-        kw = self.manifest.get("options", {}).get("env_kwargs") or {}
-        if kw.get("name"):
-            return "/".join(str(kw[k]) for k in ("name", "backend") if kw.get(k))
-        return self.target.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
-
-    def completed(self) -> list[Run]:
-        return [self.runs[p.num_envs] for p in self.points if p.status == "complete" and p.num_envs in self.runs]
-
-    def knee(self, threshold: float | None = None) -> Knee:
-        th = threshold if threshold is not None else self.manifest.get("options", {}).get("knee_threshold", DEFAULT_THRESHOLD)
-        done = self.completed()
-        return find_knee([r.num_envs for r in done], [r.sps for r in done], th)
-
-    def frame(self):
-        return points_frame(self.points, self.runs)
-
-
-# ---- tables ------------------------------------------------------------------------------------
-
-def physics_sps(run: Run) -> float | None:
-    """Physics steps/s: recorded by the sweep worker; otherwise env SPS x the env's decimation when
-    the record knows it (a script point recorded by ``perfkit profile``)."""
-    v = run.extra.get("physics_sps")
-    if v is None and run.sps and isinstance(run.env.get("decimation"), (int, float)):
-        v = run.sps * run.env["decimation"]
-    return v
-
-
-def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"num_envs": p.num_envs, "status": p.status}
-    r = run
-    row.update(
-        sps=r.sps if r and p.status == "complete" else math.nan,
-        physics_sps=(physics_sps(r) or math.nan) if r and p.status == "complete" else math.nan,
-        step_ms_p50=r.step_ms.get("p50", math.nan) if r else math.nan,
-        step_ms_p99=r.step_ms.get("p99", math.nan) if r else math.nan,
-        step_ms_mean=r.step_ms.get("mean", math.nan) if r else math.nan,
-        steps=r.steps if r else 0,
-        wall_s=r.wall_s if r else math.nan,
-        warmup_s=r.warmup_s if r else math.nan,
-        build_s=r.extra.get("build_s", math.nan) if r else math.nan,
-        first_step_s=(r.extra.get("first_step_s") if r and r.extra.get("first_step_s") is not None else math.nan),
-        peak_gpu_bytes=r.memory.get("peak_gpu_bytes", math.nan) if r else math.nan,
-        gpu_used_bytes=r.memory.get("gpu_used_bytes", math.nan) if r else math.nan,
-        host_peak_rss_bytes=r.memory.get("host_peak_rss_bytes", math.nan) if r else math.nan,
-        host_rss_bytes=r.memory.get("host_rss_bytes", math.nan) if r else math.nan,
-        syncs_per_step=sum(s.syncs_per_step for s in r.segments.values()) if r else math.nan,
-        allocs_per_step=sum(s.allocs_per_step for s in r.segments.values()) if r else math.nan,
-    )
-    if r:
-        for name, seg in r.segments.items():
-            t = seg.gpu_ms_per_step if seg.gpu_ms_per_step is not None else seg.cpu_ms_per_step
-            row[f"seg_{name}_ms"] = t
-    row.update(gpu=p.gpu, elapsed_s=p.elapsed_s, rc=p.rc, record=p.record, error=p.error)
-    return row
-
-
-def points_frame(points: list[PointResult], runs: dict[int, Run]):
-    import pandas as pd
-
-    rows = [point_row(p, runs.get(p.num_envs)) for p in sorted(points, key=lambda p: p.num_envs)]
-    return pd.DataFrame(rows)
 
 
 # ---- running -----------------------------------------------------------------------------------
@@ -286,13 +260,22 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
     res = PointResult(num_envs=n, status="error", record=f"{POINTS}/{n}.json", log=f"{POINTS}/{n}.log", gpu=gpu)
     t0 = time.perf_counter()
     with open(log, "w") as logf:
+        proc = subprocess.Popen(point_command(cfg, n, record), stdout=logf, stderr=subprocess.STDOUT, env=env,
+                                stdin=subprocess.DEVNULL)
+        with _RUNNING_LOCK:
+            _RUNNING.add(proc)
         try:
-            proc = subprocess.run(point_command(cfg, n, record), stdout=logf, stderr=subprocess.STDOUT,
-                                  env=env, timeout=cfg.timeout_s, stdin=subprocess.DEVNULL)
-            res.rc = proc.returncode
+            res.rc = proc.wait(timeout=cfg.timeout_s)
         except subprocess.TimeoutExpired:
+            _stop(proc)
             res.status, res.rc = "timeout", None
             res.error = f"point took longer than {cfg.timeout_s:g} s"
+        except BaseException:  # Ctrl-C: the point is abandoned, not recorded
+            _stop(proc)
+            raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
     res.elapsed_s = time.perf_counter() - t0
     run = None
     if record.exists():
@@ -308,36 +291,52 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
                 res.status = "complete"
             elif res.status == "complete" and res.rc not in (0, None):
                 res.status = "error"  # e.g. a script that wrote its record, then exited non-zero
-            res.error = run.extra.get("error") or (None if res.rc == 0 else f"exit code {res.rc}: {_last_line(log_tail)}")
+            res.error = run.extra.get(EXTRA_ERROR) or (None if res.rc == 0 else f"exit code {res.rc}: {_last_line(log_tail)}")
             if res.status == "complete" and run.steps == 0:
                 res.status = "error"
                 res.error = (f"no steady-state step measured (every step was warm-up: fewer than "
                              f"--warmup-steps {cfg.warmup_steps}, or no env.step found)")
-        if run is not None and res.rc not in (0, None) and _looks_oom(log_tail):
+        if run is not None and res.rc not in (0, None) and is_oom_text(log_tail):
             res.status = "oom"
         elif run is None:
-            res.status = "oom" if _looks_oom(log_tail) or res.rc in (-9, 137) else "error"
+            res.status = "oom" if is_oom_text(log_tail) or res.rc in (-9, 137) else "error"
             res.error = res.error or f"no record written (exit code {res.rc}): {log_tail[-300:].strip()}"
     if run is None or run.status != res.status:
         # keep one record per point whatever happened, so the report can list it
         run = run or Run(command=point_command(cfg, n, record)[1:], num_envs=n)
         run.status = res.status
         run.exit_code = res.rc
-        run.extra.setdefault("error", res.error)
+        run.extra.setdefault(EXTRA_ERROR, res.error)
         run.save(record)
     return res, run
 
 
-_OOM_TEXT = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Failed to allocate \d+ bytes|can't allocate memory", re.IGNORECASE)
-
-
-def _looks_oom(text: str) -> bool:
-    return bool(_OOM_TEXT.search(text))
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*|^Error: .*")
 
 
 def _last_line(text: str) -> str:
+    """The line of a log that says why a point failed: its last exception line (``ValueError: ...``,
+    perfkit's ``Error: ...``), else its last line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if _EXCEPTION_LINE.match(ln):
+            return ln[-300:]
     return lines[-1][-300:] if lines else "(no output)"
+
+
+_RUNNING: set[subprocess.Popen] = set()  # point processes in flight, stopped on Ctrl-C
+_RUNNING_LOCK = threading.Lock()
+
+
+def _stop(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """End a point process: SIGTERM (it writes a partial record), then SIGKILL."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _tail(path: Path, n: int = 4000) -> str:
@@ -350,17 +349,45 @@ def _tail(path: Path, n: int = 4000) -> str:
         return ""
 
 
+def _resumable(cfg: SweepConfig, out: Path) -> tuple[dict[int, PointResult], dict[int, Run], str | None]:
+    """The finished points of the sweep already in ``out`` that this one can keep (``cfg.resume``);
+    SweepError when that sweep measured something else."""
+    if not cfg.resume or not (out / MANIFEST).is_file():
+        return {}, {}, None
+    try:
+        prev = load_sweep(out)
+    except RecordError as e:
+        raise SweepError(f"--resume: {e}") from None
+    if prev.manifest.get("target") != cfg.target:
+        raise SweepError(f"--resume: {out} holds a sweep of {prev.manifest.get('target')!r}, not {cfg.target!r}")
+    opts = prev.manifest.get("options") or {}
+    ours = asdict(cfg)
+    differ = [k for k in MEASUREMENT_OPTIONS if k in opts and opts[k] != ours[k]]
+    if differ:
+        shown = ", ".join(f"{k} {opts[k]!r} there, {ours[k]!r} here" for k in differ)
+        raise SweepError(f"--resume: the sweep in {out} was measured with other options ({shown}); "
+                         "resume with the same ones, or sweep into another -o")
+    keep = {p.num_envs: p for p in prev.points
+            if p.num_envs in cfg.num_envs and p.status in FINISHED and p.num_envs in prev.runs}
+    return keep, {n: prev.runs[n] for n in keep}, prev.manifest.get("started")
+
+
 def run_sweep(cfg: SweepConfig, progress: bool = True,
               on_point: Callable[[PointResult, Run | None], None] | None = None) -> Sweep:
-    """Run every point (in parallel across ``cfg.gpus``), writing the output directory as it goes."""
+    """Run every point (in parallel across ``cfg.gpus``), writing the output directory as it goes.
+    Ctrl-C stops the points in flight and raises :class:`SweepInterrupted` once the directory holds
+    what finished (resume it with ``cfg.resume``)."""
     cfg.validate()
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    points = {n: PointResult(num_envs=n, status="pending") for n in cfg.num_envs}
-    runs: dict[int, Run] = {}
+    kept, kept_runs, prev_started = _resumable(cfg, out)
+    points = {n: kept.get(n) or PointResult(num_envs=n, status="pending") for n in cfg.num_envs}
+    runs: dict[int, Run] = dict(kept_runs)
     lock = threading.Lock()
-    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    bar = _progress(len(points), progress, desc=f"sweep {cfg.target}")
+    started = prev_started or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    todo_list = [n for n in cfg.num_envs if n not in kept]
+    bar = _progress(len(todo_list), progress, desc=f"sweep {cfg.target}")
+    stop = threading.Event()
 
     def record(res: PointResult, run: Run | None) -> None:
         with lock:
@@ -377,13 +404,13 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
 
     gpus: list[str | None] = list(cfg.gpus) if cfg.gpus else [None]
     todo: queue.Queue[int] = queue.Queue()
-    for n in cfg.num_envs:
+    for n in todo_list:
         todo.put(n)
 
     t_start = time.perf_counter()
 
     def worker(gpu: str | None) -> None:
-        while True:
+        while not stop.is_set():
             try:
                 n = todo.get_nowait()
             except queue.Empty:
@@ -396,6 +423,8 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
                 res, run = run_one(cfg, n, gpu)
             except Exception as e:  # a broken point must not end the sweep
                 res, run = PointResult(num_envs=n, status="error", gpu=gpu, error=f"{type(e).__name__}: {e}"), None
+            if stop.is_set():
+                return  # stopped by Ctrl-C mid-point: the point stays pending
             record(res, run)
 
     write_outputs(cfg, list(points.values()), runs, started)
@@ -407,7 +436,19 @@ def run_sweep(cfg: SweepConfig, progress: bool = True,
             for t in threads:
                 t.start()
             for t in threads:
-                t.join()
+                while t.is_alive():
+                    t.join(0.2)  # a timed join lets Ctrl-C reach this thread
+    except KeyboardInterrupt:
+        stop.set()
+        with _RUNNING_LOCK:
+            running = list(_RUNNING)
+        for proc in running:
+            _stop(proc)
+        with lock:
+            write_outputs(cfg, list(points.values()), runs, started, interrupted=True)
+            sweep = Sweep(dir=out, manifest=manifest_dict(cfg, list(points.values()), runs, started, interrupted=True),
+                          points=sorted(points.values(), key=lambda p: p.num_envs), runs=dict(runs))
+        raise SweepInterrupted(sweep) from None
     finally:
         if bar is not None:
             bar.close()
@@ -423,11 +464,12 @@ def _progress(total: int, enabled: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="point", file=sys.stderr, dynamic_ncols=True)
 
 
-def manifest_dict(cfg: SweepConfig, points: list[PointResult], runs: dict[int, Run], started: str) -> dict[str, Any]:
+def manifest_dict(cfg: SweepConfig, points: list[PointResult], runs: dict[int, Run], started: str,
+                  interrupted: bool = False) -> dict[str, Any]:
     done = [runs[p.num_envs] for p in points if p.status == "complete" and p.num_envs in runs]
     knee = find_knee([r.num_envs for r in done], [r.sps for r in done], cfg.knee_threshold)
     machine = next((r.machine for r in done if r.machine), None) or next((r.machine for r in runs.values() if r.machine), {})
-    opts = {k: v for k, v in asdict(cfg).items() if k not in ("target", "num_envs", "out_dir", "command", "python")}
+    opts = {k: v for k, v in asdict(cfg).items() if k not in ("target", "num_envs", "out_dir", "command", "python", "resume")}
     return {
         "schema": SWEEP_SCHEMA,
         "target": cfg.target,
@@ -441,64 +483,17 @@ def manifest_dict(cfg: SweepConfig, points: list[PointResult], runs: dict[int, R
         "knee": knee.to_dict(),
         "csv": CSV,
         "machine": machine,
+        "interrupted": interrupted,
     }
 
 
-def write_outputs(cfg: SweepConfig, points: list[PointResult], runs: dict[int, Run], started: str) -> None:
+def write_outputs(cfg: SweepConfig, points: list[PointResult], runs: dict[int, Run], started: str,
+                  interrupted: bool = False) -> None:
+    from perfkit.outputs import write_text
+
     out = Path(cfg.out_dir)
-    df = points_frame(points, runs)
-    tmp = out / (CSV + ".tmp")
-    df.to_csv(tmp, index=False)
-    os.replace(tmp, out / CSV)
-    tmp = out / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest_dict(cfg, points, runs, started), indent=1, default=str) + "\n")
-    os.replace(tmp, out / MANIFEST)
+    write_text(out / CSV, points_frame(points, runs).to_csv(index=False))
+    write_text(out / MANIFEST, json.dumps(manifest_dict(cfg, points, runs, started, interrupted), indent=1,
+                                          default=str) + "\n")
 
 
-# ---- reading ------------------------------------------------------------------------------------
-
-def is_sweep_path(path: str | os.PathLike) -> bool:
-    """A sweep directory (holding sweep.json) or a manifest file of schema perfkit.sweep/*."""
-    p = Path(path)
-    if p.is_dir():
-        return (p / MANIFEST).is_file()
-    if p.is_file():
-        try:
-            with open(p, "rb") as f:
-                head = f.read(4096).decode(errors="replace")
-        except OSError:
-            return False
-        return '"perfkit.sweep/' in head
-    return False
-
-
-def load_sweep(path: str | os.PathLike) -> Sweep:
-    """Read a sweep directory or manifest; the records of its points are loaded beside it."""
-    p = Path(path)
-    manifest_path = p / MANIFEST if p.is_dir() else p
-    try:
-        data = json.loads(manifest_path.read_text())
-    except FileNotFoundError:
-        raise RecordError(f"{manifest_path}: no such sweep manifest") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise RecordError(f"{manifest_path}: cannot read: {e}") from None
-    except json.JSONDecodeError as e:
-        raise RecordError(f"{manifest_path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
-    if not isinstance(data, dict) or data.get("schema") != SWEEP_SCHEMA:
-        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise RecordError(f"{manifest_path}: schema {got!r} is not {SWEEP_SCHEMA!r}")
-    base = manifest_path.parent
-    points: list[PointResult] = []
-    runs: dict[int, Run] = {}
-    known = set(PointResult.__dataclass_fields__)
-    try:
-        for d in data.get("points", []):
-            pr = PointResult(**{k: v for k, v in d.items() if k in known})
-            points.append(pr)
-            if pr.record and pr.status != "pending":
-                rp = base / pr.record
-                if rp.exists():
-                    runs[pr.num_envs] = Run.load(rp)  # RecordError names the point's file
-    except TypeError as e:
-        raise RecordError(f"{manifest_path}: malformed {SWEEP_SCHEMA} manifest: {e}") from None
-    return Sweep(dir=base, manifest=data, points=sorted(points, key=lambda q: q.num_envs), runs=runs)

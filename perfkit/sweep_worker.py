@@ -13,8 +13,9 @@ How it measures, so the numbers are honest:
   every op is synchronous, from ``perf_counter``;
 * actions are preallocated (random ones as a small pool drawn before timing), so the loop times
   the env, not an RNG or an allocator;
-* when ``perfkit.session.Session`` is available a *separate*, shorter instrumented pass after the
-  timed one supplies per-segment times and findings — instrumentation never touches the headline SPS.
+* with ``session_steps`` a *separate*, shorter instrumented pass under ``perfkit.session.Session``
+  after the timed one supplies per-segment times and findings — instrumentation never touches the
+  headline SPS.
 
 An out-of-memory error (``torch.cuda.OutOfMemoryError``, ``MemoryError``, Warp's "Failed to
 allocate") writes a record with ``status="oom"`` and exits with :data:`EXIT_OOM`; any other error
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 import traceback
@@ -36,18 +36,15 @@ from typing import Any
 
 from perfkit.batched_env import describe_env
 from perfkit.machine import process_memory
-from perfkit.record import Run, SegmentStats
+from perfkit.oom import is_oom
+from perfkit.record import (
+    EXTRA_BUILD_S, EXTRA_ERROR, EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS, EXTRA_SEGMENTS_SOURCE, EXTRA_SESSION, EXTRA_TIMELINE,
+    EXTRA_TRACEBACK, Run, SegmentStats,
+)
 
 EXIT_OOM = 3
 MAX_STEPS = 100_000
 ENV_STEP_SEGMENT = "env.step"  # the whole env.step, when no session is there to break it down
-
-_OOM_PATTERNS = re.compile(
-    r"out of memory|Failed to allocate \d+ bytes|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation"
-    r"|can't allocate memory|Cannot allocate memory",
-    re.IGNORECASE,
-)
-
 
 @dataclass
 class PointConfig:
@@ -73,16 +70,6 @@ class PointConfig:
             raise ValueError(f"steps must be in 1..{MAX_STEPS} and warmup_steps >= 0")
         if self.actions not in ("random", "zero"):
             raise ValueError(f"actions must be 'random' or 'zero', got {self.actions!r}")
-
-
-def is_oom(exc: BaseException) -> bool:
-    """An out-of-memory error from torch, Python or Warp (which raises a RuntimeError)."""
-    if isinstance(exc, MemoryError):
-        return True
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(exc, getattr(torch.cuda, "OutOfMemoryError", ())):
-        return True
-    return isinstance(exc, RuntimeError) and bool(_OOM_PATTERNS.search(str(exc)))
 
 
 def load_factory(target: str):
@@ -158,7 +145,7 @@ class _Point:
         warm_s = time.perf_counter() - t1
         self.sample_gpu_used()
         run.warmup_s = build_s + warm_s
-        run.extra.update(build_s=build_s, warmup_steps_s=warm_s, first_step_s=first_step_s)
+        run.extra.update({EXTRA_BUILD_S: build_s, "warmup_steps_s": warm_s, EXTRA_FIRST_STEP_S: first_step_s})
 
         # ---- steady state ----
         steps, wall_s, host_s, step_ms, gpu_ms = self.steady_state(env, actions)
@@ -167,7 +154,7 @@ class _Point:
         run.wall_s = wall_s
         run.sps = steps * cfg.num_envs / wall_s if wall_s > 0 else 0.0
         decimation = run.env.get("decimation") or 1
-        run.extra["physics_sps"] = run.sps * decimation
+        run.extra[EXTRA_PHYSICS_SPS] = run.sps * decimation
         run.extra["host_ms_per_step"] = 1e3 * host_s / steps  # enqueue time: close to step time = launch-bound
         run.step_times_ms = [round(x, 6) for x in step_ms]
         run.step_ms = percentiles(step_ms)
@@ -179,7 +166,7 @@ class _Point:
                 calls_per_step=1.0,
             )
         }
-        run.extra["segments_source"] = "sweep worker: whole env.step (no perfkit.session breakdown)"
+        run.extra[EXTRA_SEGMENTS_SOURCE] = "sweep worker: whole env.step (no perfkit.session breakdown)"
 
         # ---- optional instrumented pass (segments and findings), never part of the headline ----
         if cfg.session_steps > 0:
@@ -230,12 +217,9 @@ class _Point:
         return done, wall, wall, step_ms, []
 
     def session_pass(self, env, actions) -> None:
+        from perfkit.session import Session
+
         run, cfg = self.run, self.cfg
-        try:
-            from perfkit.session import Session
-        except Exception as e:  # the session module is optional for sweeps
-            run.extra["session"] = {"used": False, "reason": f"perfkit.session not importable: {type(e).__name__}: {e}"}
-            return
         try:
             t0 = time.perf_counter()
             # the env is warm already; a couple of session warm-up steps absorb the hooks' first calls
@@ -249,9 +233,9 @@ class _Point:
             elapsed = time.perf_counter() - t0
             srun = s.run
         except Exception as e:
-            run.extra["session"] = {"used": False, "reason": f"session pass failed: {type(e).__name__}: {e}"}
+            run.extra[EXTRA_SESSION] = {"used": False, "reason": f"session pass failed: {type(e).__name__}: {e}"}
             return
-        run.extra["session"] = {
+        run.extra[EXTRA_SESSION] = {
             "used": True,
             "steps": cfg.session_steps,
             "sps_under_session": cfg.session_steps * cfg.num_envs / elapsed if elapsed > 0 else None,
@@ -259,10 +243,10 @@ class _Point:
         }
         if srun.segments:
             run.segments = dict(srun.segments)
-            run.extra["segments_source"] = "perfkit.session (instrumented pass after the timed steady state)"
+            run.extra[EXTRA_SEGMENTS_SOURCE] = "perfkit.session (instrumented pass after the timed steady state)"
         run.findings = list(srun.findings)
-        if srun.extra.get("timeline"):
-            run.extra["timeline"] = srun.extra["timeline"]
+        if srun.extra.get(EXTRA_TIMELINE):
+            run.extra[EXTRA_TIMELINE] = srun.extra[EXTRA_TIMELINE]
 
     def memory(self) -> dict[str, Any]:
         # an OOM while building (before self.cuda is known): how far the allocations got is the useful number
@@ -314,8 +298,8 @@ def run_point(cfg: PointConfig, out: str | os.PathLike) -> int:
             point.run.status, code = "oom", EXIT_OOM
         else:
             point.run.status, code = "error", 1
-        point.run.extra["error"] = f"{type(e).__name__}: {e}"
-        point.run.extra["traceback"] = traceback.format_exc(limit=12)[-4000:]
+        point.run.extra[EXTRA_ERROR] = f"{type(e).__name__}: {e}"
+        point.run.extra[EXTRA_TRACEBACK] = traceback.format_exc(limit=12)[-4000:]
         try:
             point.run.memory = point.memory()
         except Exception:

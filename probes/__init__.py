@@ -1,7 +1,8 @@
-"""Micro-benchmarks of the platform's primitive costs (DESIGN.md, "Top-level layout").
+"""Micro-benchmarks of the platform's primitive costs (``perfkit.probes``; in the repository they sit
+at the top, in ``probes/``, and the wheel installs them as ``perfkit.probes``).
 
 One small module per probe, each with ``measure(quick=False) -> dict`` and a ``__main__`` that prints
-the dict as JSON (``python -m probes.sync --quick``). This registry names them for ``perfkit probe``
+the dict as JSON (``python -m perfkit.probes.sync --quick``). This registry names them for ``perfkit probe``
 and the machine cost profile (:mod:`perfkit.costs_profile`), which turns their numbers into the
 prices the cost model (:mod:`perfkit.analysis.cost`) puts on each finding.
 
@@ -25,7 +26,7 @@ PROBES: dict[str, str] = {
     "interop": "Warp<->torch to_torch/from_torch cost",
     "pyloop": "Python per-env loop of small torch ops vs one batched op",
 }
-"""Probe name -> what it measures; the module is ``probes.<name>``."""
+"""Probe name -> what it measures; the module is ``perfkit.probes.<name>``."""
 
 
 class UnknownProbe(KeyError):
@@ -37,7 +38,7 @@ def get(name: str) -> Callable[..., dict[str, Any]]:
     """The ``measure`` function of probe ``name``."""
     if name not in PROBES:
         raise UnknownProbe(name)
-    return importlib.import_module(f"probes.{name}").measure
+    return importlib.import_module(f"{__name__}.{name}").measure
 
 
 def run(name: str, quick: bool = False) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``python -m probes [--quick] [NAME...]``: run the probes and print their numbers as one JSON object."""
+"""``python -m perfkit.probes [--quick] [NAME...]``: run the probes and print their numbers as one JSON object."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 
-import probes
-from probes._bench import rounded
+import perfkit.probes as probes
+from perfkit.probes._bench import rounded
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m probes", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m perfkit.probes", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="few iterations (CI mode)")
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"probes to run (default: all of {', '.join(probes.PROBES)})")
     args = parser.parse_args(argv)

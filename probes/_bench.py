@@ -108,9 +108,9 @@ def rounded(d: Any, digits: int = 4) -> Any:
 
 
 def main(measure: Callable[..., dict[str, Any]], argv: list[str] | None = None) -> int:
-    """The ``__main__`` of every probe: ``python -m probes.NAME [--quick]`` prints its numbers as JSON."""
+    """The ``__main__`` of every probe: ``python -m perfkit.probes.NAME [--quick]`` prints its numbers as JSON."""
     name = measure.__module__.rsplit(".", 1)[-1]
-    parser = argparse.ArgumentParser(prog=f"python -m probes.{name}", description=(measure.__doc__ or "").strip())
+    parser = argparse.ArgumentParser(prog=f"python -m perfkit.probes.{name}", description=(measure.__doc__ or "").strip())
     parser.add_argument("--quick", action="store_true", help="few iterations (CI mode)")
     args = parser.parse_args(argv)
     result = measure(quick=args.quick)

@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Any
 
-from probes._bench import cuda_reason, finish, main, per_call_us, repeats
+from perfkit.probes._bench import cuda_reason, finish, main, per_call_us, repeats
 
 SIZES = (4 << 10, 1 << 20, 64 << 20)
 QUICK_SIZES = (4 << 10, 1 << 20)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from probes._bench import cuda_reason, finish, main, repeats, unavailable
+from perfkit.probes._bench import cuda_reason, finish, main, repeats, unavailable
 
 SIZES = (4, 4 << 10, 256 << 10, 4 << 20, 64 << 20)
 QUICK_SIZES = (4, 64 << 10, 4 << 20)

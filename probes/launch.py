@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from probes._bench import cuda_reason, finish, main, per_call_us, repeats, warp_init, warp_reason
+from perfkit.probes._bench import cuda_reason, finish, main, per_call_us, repeats, warp_init, warp_reason
 
 GRAPH_KERNELS = 100
 

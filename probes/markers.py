@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from probes._bench import cuda_reason, finish, main, per_call_us, repeats
+from perfkit.probes._bench import cuda_reason, finish, main, per_call_us, repeats
 
 
 def measure(quick: bool = False) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from probes._bench import cuda_reason, finish, main, per_call_us, repeats
+from perfkit.probes._bench import cuda_reason, finish, main, per_call_us, repeats
 
 OPS_PER_ITERATION = 3
 NUM_ENVS = (64, 1024)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from probes._bench import cuda_reason, finish, main, per_call_us, repeats
+from perfkit.probes._bench import cuda_reason, finish, main, per_call_us, repeats
 
 
 def _repr_us(quick: bool) -> float:

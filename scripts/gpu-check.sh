@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The whole GPU check, in one script, for the lent H200 (see ../shared/device/README.md).
+# The whole GPU check, in one script, for the lent H200 (see scripts/gpu/README.md).
 #
 #   bash scripts/gpu-check.sh [STAGE...]       STAGE: setup tests profile env probes sweeps train (default: all)
 #
-# Run from the repository root on the GPU machine, after the wheels have been carried
-# (.gpu1/.gpu2 in two earlier calls; .gpu3 carried in this one). Each stage writes under
-# $OUT/<stage>/ and everything is packed into $OUT/gpu-results.tgz (the device tool returns at most
-# 8 files). Stages are independent: a failing one is reported and the next runs.
+# Run from the repository root on the GPU machine, after the wheels staged by
+# scripts/gpu/stage-wheels.sh have been carried (.gpu1/.gpu2 in two earlier calls; .gpu3 in this
+# one). Each stage writes under $OUT/<stage>/ and everything is packed into $OUT/gpu-results.tgz
+# (the device tool returns at most 8 files). Stages are independent: a failing one is reported and the next runs.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$root${PYTHONPATH:+:$PYTHONPATH}
 export PATH=/tmp/perfkit-bin:$PATH
 
 stage_setup() {
-  [ -f .gpu3/install-on-gpu.sh ] && bash .gpu3/install-on-gpu.sh
+  bash scripts/gpu/install-on-gpu.sh
   [ -d /tmp/site/warp ] || { echo "warp not installed: carry .gpu1, .gpu2, .gpu3 first"; return 1; }
   # `perfkit` on PATH without installing (the machine has no network for build deps)
   mkdir -p /tmp/perfkit-bin

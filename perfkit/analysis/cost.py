@@ -13,9 +13,7 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
   the host, milliseconds on the GPU). The syncs of a step drain it: ``drain = B / k`` per call
   (``k`` syncs per step), so all of them together never drain more than ``B``, and
   ``p_full = min(1, B / step_ms)``. In a launch-bound loop ``B`` is 0 and a sync costs its round
-  trip. What the profiling session measured at a site replaces the inference:
-  ``run.extra["sync_queue"][site]["full_fraction"]`` sets ``p_full``, and ``...["wait_ms"]`` (mean
-  host time blocked in the call) replaces ``round_trip + drain``.
+  trip.
   Without GPU timing (a CPU-only run, would-sync-on-GPU findings) the price is the round trip alone.
   When the session timed the site's real syncs (``run.extra["sync_wait"][site]``: host time blocked
   per call and the host work from its end to the next sync or the step end), removing *one* sync is
@@ -58,7 +56,7 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from perfkit.costs_profile import ProfileError, load_profile, reference_profile, save_profile  # noqa: F401
-from perfkit.record import Finding, Run
+from perfkit.record import EXTRA_LOOP_OPS, EXTRA_PRICING, EXTRA_SYNC_WAIT, EXTRA_WHAT_IF, Finding, Run
 
 MODEL = "perfkit.cost/1"
 TOP_N = 5
@@ -217,14 +215,9 @@ def _inner_allocs(loop: Finding, run: Run) -> list[Finding]:
     return [a for a in loop_body_findings(loop, run) if a.kind == "alloc"]
 
 
-def _sync_site_info(run: Run, f: Finding) -> dict[str, Any]:
-    info = (run.extra.get("sync_queue") or {}).get(f.site)
-    return info if isinstance(info, dict) else {}
-
-
 def _sync_wait_of(run: Run, f: Finding) -> tuple[float, float] | None:
     """``(wait_ms, gap_ms_after)`` per call at ``f``'s site from ``run.extra["sync_wait"]``, or None."""
-    d = (run.extra.get("sync_wait") or {}).get(f.site)
+    d = (run.extra.get(EXTRA_SYNC_WAIT) or {}).get(f.site)
     if not isinstance(d, dict):
         return None
     w, g, n = d.get("wait_ms_per_step"), d.get("gap_ms_per_step_after"), d.get("calls_per_step")
@@ -234,13 +227,11 @@ def _sync_wait_of(run: Run, f: Finding) -> tuple[float, float] | None:
 
 
 def pricing_model(f: Finding, run: Run) -> str:
-    """Which model prices ``f``: for syncs ``sync_wait`` (measured wait and gap), ``site_wait``,
-    ``backlog_split`` (the even split of the GPU backlog); else the finding kind."""
+    """Which model prices ``f``: for syncs ``sync_wait`` (measured wait and gap) or ``backlog_split``
+    (the even split of the GPU backlog); else the finding kind."""
     if f.kind != "sync":
         return f.kind
-    if _sync_wait_of(run, f) is not None:
-        return "sync_wait"
-    return "site_wait" if isinstance(_sync_site_info(run, f).get("wait_ms"), (int, float)) else "backlog_split"
+    return "sync_wait" if _sync_wait_of(run, f) is not None else "backlog_split"
 
 
 def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None = None) -> tuple[float | None, str]:
@@ -253,24 +244,16 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
         idle = prices.get("sync_idle_ms")
         if idle is None:
             return None, "no sync round-trip cost in the profile"
-        info = _sync_site_info(run, f)
+        p_full = ctx.busy
+        round_trip = p_full * prices.get("sync_queued_extra_ms", idle) + (1.0 - p_full) * idle
         sw = _sync_wait_of(run, f)
         if sw is not None:
-            p_full = info.get("full_fraction")
-            p_full = float(p_full) if isinstance(p_full, (int, float)) else ctx.busy
-            round_trip = p_full * prices.get("sync_queued_extra_ms", idle) + (1.0 - p_full) * idle
             wait, gap = sw
             drain = max(0.0, wait - round_trip)
             per_call = round_trip + min(drain, gap)
             how = (f"round trip {round_trip * 1e3:.1f} us + min(drained wait {drain * 1e3:.1f} us, host gap after "
                    f"{gap * 1e3:.1f} us) (measured)")
-        elif isinstance(info.get("wait_ms"), (int, float)):
-            per_call, how = float(info["wait_ms"]), "measured blocked time at this site"
         else:
-            p_full = info.get("full_fraction")
-            p_full = float(p_full) if isinstance(p_full, (int, float)) else ctx.busy
-            queued = prices.get("sync_queued_extra_ms", idle)
-            round_trip = p_full * queued + (1.0 - p_full) * idle
             drain = ctx.backlog_ms / max(ctx.syncs_per_step, 1.0)
             per_call = round_trip + drain
             how = f"round trip {round_trip * 1e3:.1f} us + drain {drain * 1e3:.1f} us (queue full {p_full:.0%})"
@@ -302,7 +285,7 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
             return None, "no per-env loop cost in the profile"
         inner = _inner_allocs(f, run)
         inner_rate = sum(a.per_step for a in inner) / f.per_step if f.per_step else 0.0
-        counted = (run.extra.get("loop_ops") or {}).get(f.site)
+        counted = (run.extra.get(EXTRA_LOOP_OPS) or {}).get(f.site)
         span = _loop_span(f.path, f.line)
         if isinstance(counted, (int, float)) and counted > 0:
             iteration_ms = prices.first("pyloop_iteration_ms")
@@ -350,7 +333,7 @@ def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
             unpriced[f"{f.site} {f.op}"] = how
         else:
             hows[f"{f.site} {f.op}"] = how
-    run.extra["pricing"] = {
+    run.extra[EXTRA_PRICING] = {
         "model": MODEL,
         "profile": profile.get("source"),
         "profile_key": profile.get("key"),
@@ -366,7 +349,7 @@ def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
         "gpu_backlog_ms_per_step": ctx.backlog_ms,
         "queue_full_fraction": round(ctx.busy, 4),
     }
-    run.extra["what_if"] = what_if(run)
+    run.extra[EXTRA_WHAT_IF] = what_if(run)
     return run
 
 
@@ -376,7 +359,7 @@ def _all_syncs_ms(run: Run) -> float | None:
     syncs = [f for f in run.findings if f.kind == "sync"]
     if not syncs or any(_sync_wait_of(run, f) is None for f in syncs):
         return None
-    sw = run.extra["sync_wait"]
+    sw = run.extra[EXTRA_SYNC_WAIT]
     return float(sum(sw[site]["wait_ms_per_step"] for site in {f.site for f in syncs}))
 
 
@@ -398,7 +381,7 @@ def predict(run: Run, fixed: Iterable[Finding] | None = None, saved_ms: float | 
         fixed = list(fixed or [])
         saved_ms = sum(f.est_ms_per_step or 0.0 for f in fixed)
         syncs = [f for f in run.findings if f.kind == "sync"]
-        all_ms = (run.extra.get("pricing") or {}).get("sync_all_ms")
+        all_ms = (run.extra.get(EXTRA_PRICING) or {}).get("sync_all_ms")
         if syncs and isinstance(all_ms, (int, float)) and all(any(f is g for g in fixed) for f in syncs):
             # every sync fixed: their summed waits, not the one-at-a-time estimates (bounded by the floor below)
             saved_ms += max(0.0, all_ms - sum(f.est_ms_per_step or 0.0 for f in syncs))

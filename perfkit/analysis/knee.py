@@ -42,7 +42,12 @@ class Knee:
             return "no knee: one completed point only"
         pct = f"{self.threshold:.0%}"
         if self.num_envs is None:
-            return f"no knee up to {self.gains[-1][1]} envs: every doubling still gains at least {pct}"
+            last = self.gains[-1][2]
+            low = [g for _, _, g in self.gains if g < self.threshold]
+            if not low:
+                return f"no knee up to {self.gains[-1][1]} envs: every doubling still gains at least {pct}"
+            return (f"no knee up to {self.gains[-1][1]} envs: the last doubling still gains {last:+.1%} "
+                    f"(at least {pct}), though an earlier one gained only {min(low):+.1%}")
         return f"knee at {self.num_envs} envs ({self.sps:,.0f} SPS): doubling past it gains less than {pct}"
 
     def to_dict(self) -> dict[str, Any]:

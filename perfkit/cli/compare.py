@@ -37,9 +37,12 @@ def compare(base_path, new_path, fail_threshold, show_threshold, min_abs_ms, fmt
 
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression, 2 bad input.
     """
+    from perfkit.cli.requires import require
+
+    require("compare", "numpy", *(("rich",) if fmt == "text" else ()), extra="report")
     from perfkit.analysis.diff import diff_runs
     from perfkit.record import RecordError, Run
-    from perfkit.sweep import is_sweep_path
+    from perfkit.sweep_record import is_sweep_path
 
     threshold = fail_threshold if fail_threshold is not None else show_threshold
     sweeps = [is_sweep_path(p) for p in (base_path, new_path)]
@@ -67,7 +70,7 @@ def compare(base_path, new_path, fail_threshold, show_threshold, min_abs_ms, fmt
 def _compare_sweeps(base_path, new_path, threshold, gate, fmt):
     from perfkit.analysis.diff import _fmt, _pct, diff_sweeps
     from perfkit.record import RecordError
-    from perfkit.sweep import load_sweep
+    from perfkit.sweep_record import load_sweep
 
     try:
         base, new = load_sweep(base_path), load_sweep(new_path)
@@ -114,11 +117,27 @@ def _compare_sweeps(base_path, new_path, threshold, gate, fmt):
         raise click.exceptions.Exit(1)
 
 
+def _spread(m) -> str:
+    """The evidence column: the step-time ratio with its 95 % interval, or the spread a segment is weighed by."""
+    if m.evidence is not None:
+        e = m.evidence
+        return f"x{e.ratio:.3f} [{e.lo:.3f}, {e.hi:.3f}]"
+    if m.noise_ms is not None:
+        return f"+/-{m.noise_ms:.3g} ms"
+    return ""
+
+
+SPREAD_HEADER = "step-time ratio [95% CI]"
+SPREAD_NOTE = (f"{SPREAD_HEADER}: new/base of the per-step times behind the metric (mean for SPS, median for p50, "
+               "p99 for p99; stratified bootstrap); a time metric regresses only when the whole interval is on the "
+               "slower side. Segments without per-step samples: the spread of the mean step time.")
+
+
 def _cells(m):
     from perfkit.analysis.diff import _fmt, _pct
 
     return [m.metric, _fmt(m.base), _fmt(m.new), _fmt(m.delta) if m.delta is not None else "-", _pct(m.delta_pct),
-            f"{m.better} is better", m.verdict]
+            f"{m.better} is better", _spread(m), m.verdict]
 
 
 def render_text(d) -> None:
@@ -128,13 +147,14 @@ def render_text(d) -> None:
 
     console = Console(width=None if Console().is_terminal else 140)
     t = Table(title=f"{escape(d.base_label)} -> {escape(d.new_label)} (threshold {d.threshold:.1%})", title_justify="left")
-    for c in ("metric", "base", "new", "delta", "delta %", "", "verdict"):
-        t.add_column(c, justify="left" if c in ("metric", "", "verdict") else "right")
+    for c in ("metric", "base", "new", "delta", "delta %", "", SPREAD_HEADER, "verdict"):
+        t.add_column(escape(c), justify="left" if c in ("metric", "", "verdict") else "right")
     for m in d.metrics:
         cells = [escape(c) for c in _cells(m)]
         style = "red" if m.regression else ("green" if m.improvement else None)
         t.add_row(*cells, style=style)
     console.print(t)
+    console.print(SPREAD_NOTE, markup=False)
     for f in d.new_findings:
         console.print(f"[red]new finding[/red]: {escape(f.kind)} {escape(f.op)} at {escape(f.site)} "
                       f"({f.per_step:g}/step, segment {escape(f.segment)})")
@@ -154,13 +174,14 @@ def render_markdown(d) -> str:
     from perfkit.renderers.markdown import code, esc
 
     lines = [f"### perfkit compare: {code(d.base_label)} -> {code(d.new_label)} (threshold {d.threshold:.1%})", "",
-             "| metric | base | new | delta | delta % | | verdict |", "|---|---:|---:|---:|---:|---|---|"]
+             f"| metric | base | new | delta | delta % | | {SPREAD_HEADER} | verdict |",
+             "|---|---:|---:|---:|---:|---|---:|---|"]
     for m in d.metrics:
         cells = [esc(c) for c in _cells(m)]
         if m.regression:
             cells[-1] = "**REGRESSION**"
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
+    lines += ["", esc(SPREAD_NOTE), ""]
     for f in d.new_findings:
         lines.append(f"* new finding: {esc(f.kind)} {code(f.op)} at {code(f.site)} ({f.per_step:g}/step)")
     for f in d.resolved_findings:

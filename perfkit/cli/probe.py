@@ -9,7 +9,7 @@ def _names(ctx, param, values):
     names = []
     for v in values:
         names.extend(n.strip() for n in v.split(",") if n.strip())
-    from probes import PROBES  # light: the registry imports no probe module
+    from perfkit.probes import PROBES  # light: the registry imports no probe module
 
     bad = [n for n in names if n not in PROBES]
     if bad:
@@ -23,10 +23,15 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def render_table(profile: dict, names: list[str]) -> "rich.table.Table":  # noqa: F821
+def render_table(profile: dict, names: list[str]):
+    """The probe results as a rich Table: one row per metric, the probe's status beside its first."""
     from rich.table import Table
 
-    table = Table(title=f"perfkit probe: {profile.get('key')}", show_lines=False)
+    from perfkit.machine import label
+
+    machine = profile.get("machine")
+    table = Table(title=f"perfkit probe: {label(machine) if isinstance(machine, dict) else 'this machine'}",
+                  show_lines=False)
     for col, kw in (("probe", {}), ("metric", {}), ("value", {"justify": "right"}), ("status", {})):
         table.add_column(col, **kw)
     for name in names:
@@ -48,7 +53,7 @@ def render_table(profile: dict, names: list[str]) -> "rich.table.Table":  # noqa
 
 
 @click.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("-o", "--output", default=None, metavar="PATH",
               help="Also write the profile JSON (perfkit.machine-profile/1) here.")
 @click.option("--quick", is_flag=True, help="Few iterations per probe (CI mode); less precise.")
 @click.option("--only", "only", multiple=True, callback=_names, metavar="NAME",
@@ -63,10 +68,21 @@ def probe(output, quick, only, refresh):
     """
     import sys
 
+    from perfkit.cli.requires import require
+
+    require("probe", "torch", "rich")
     from rich.console import Console
 
+    from perfkit.cli.errors import BadInput
     from perfkit.costs_profile import ProfileError, cache_path, get_profile, save_profile
-    from probes import PROBES
+    from perfkit.outputs import OutputError, check_writable, describe_error
+    from perfkit.probes import PROBES
+
+    if output:
+        try:
+            check_writable(output)  # before minutes of probing
+        except OutputError as e:
+            raise BadInput(describe_error(output, e)) from None
 
     console = Console(stderr=False)
     err = Console(stderr=True)
@@ -77,7 +93,7 @@ def probe(output, quick, only, refresh):
             progress=lambda n: err.print(f"[dim]probing {n}: {PROBES[n]}[/dim]"),
         )
     except ProfileError as e:
-        raise click.ClickException(str(e)) from None
+        raise BadInput(str(e)) from None
     console.print(render_table(profile, names))
     if reused:
         console.print(f"reused from cache: {', '.join(reused)}  (--refresh to measure again)")
@@ -86,7 +102,7 @@ def probe(output, quick, only, refresh):
         try:
             path = save_profile(profile, output)
         except OSError as e:
-            raise click.ClickException(f"cannot write {output}: {e}") from None
+            raise BadInput(describe_error(output, e)) from None
         console.print(f"wrote {path}")
     failed = [n for n in names if profile["probes"].get(n, {}).get("status") == "error"]
     if failed:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import click
 
+from perfkit.cli.errors import BadInput
+
 
 @click.command(
     "profile",
     context_settings=dict(ignore_unknown_options=True, allow_interspersed_args=False, help_option_names=["-h", "--help"]),
 )
-@click.option("-o", "--output", "output", default="runs/latest.json", show_default=True, type=click.Path(dir_okay=False),
-              help="Where to write the run record (perfkit.run/1 JSON).")
+@click.option("-o", "--output", "output", default="runs/latest.json", show_default=True, metavar="PATH",
+              help="Where to write the run record (perfkit.run/1 JSON); relative to the directory perfkit was started in.")
 @click.option("--max-syncs-per-step", type=click.FloatRange(min=0), default=None,
               help="Exit with status 2 when the steady-state syncs per step exceed N.")
 @click.option("--max-allocs-per-step", type=click.FloatRange(min=0), default=None,
@@ -18,22 +20,23 @@ import click
 @click.option("--verify", is_flag=True, help="GPU: count the CUDA runtime's own syncs (torch.profiler/CUPTI) and report unattributed ones.")
 @click.option("--step-fn", default=None, metavar="MOD:CLASS.METHOD", help="What one env step is (default: auto-detected).")
 @click.option("--warmup-steps", type=click.IntRange(min=0), default=None, help="Steps kept apart from steady state (default 5).")
+@click.option("--num-envs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Envs one step advances, when the stepped object has no num_envs: throughput is then "
+                   "env-steps/s, and per-env loops are found (without it: steps/s).")
 @click.option("-m", "module", default=None, metavar="MODULE", help="Run a module (like python -m) instead of a script.")
 @click.option("-q", "--quiet", is_flag=True, help="No console summary.")
 @click.argument("target_and_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_fn, warmup_steps, module, quiet, target_and_args):
+def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_fn, warmup_steps, num_envs, module, quiet,
+            target_and_args):
     """Run SCRIPT [ARGS...] (or -m MODULE [ARGS...]) in-process and profile it.
 
     Syncs, allocations, per-env Python loops and stream hazards are attributed to their lines and
-    segments; the summary goes to stderr, the run record to -o. The script's exit status passes
-    through; a budget overrun exits 2.
+    segments; the summary goes to stderr, the run record to -o (checked writable before the script
+    starts; written even when the script crashes, is interrupted or calls os._exit). The script's
+    exit status passes through; a budget overrun exits 2.
     """
-    import sys
-
-    from perfkit import config as config_mod
-    from perfkit.analysis.budgets import check_run
-    from perfkit.runner import TargetError, run
+    from perfkit.cli.requires import require
 
     args = list(target_and_args)
     if module is None:
@@ -42,12 +45,24 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
         target, args = args[0], args[1:]
     else:
         target = module
+    require("profile", "torch", "numpy", *(() if quiet else ("rich",)))
+
+    from perfkit import config as config_mod
+    from perfkit.outputs import OutputError, check_writable, describe_error, resolve
+    from perfkit.runner import TargetError, run
+
     try:
         cfg = config_mod.load()
     except config_mod.ConfigError as e:
         raise click.UsageError(str(e)) from None
     if step_fn is not None and ":" not in step_fn:
         raise click.BadParameter("must look like module:Class.method", param_hint="--step-fn")
+    # the record goes where the user pointed from here, whatever directory the program moves to
+    out_path = resolve(output)
+    try:
+        check_writable(out_path)
+    except OutputError as e:
+        raise BadInput(f"{describe_error(output, e)} (the script was not run)") from None
     max_syncs = max_syncs_per_step if max_syncs_per_step is not None else cfg.max_syncs_per_step
     max_allocs = max_allocs_per_step if max_allocs_per_step is not None else cfg.max_allocs_per_step
     kwargs = dict(config=cfg, verify=verify)
@@ -55,35 +70,57 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
         kwargs["step_fn"] = step_fn
     if warmup_steps is not None:
         kwargs["warmup_steps"] = warmup_steps
+    if num_envs is not None:
+        kwargs["num_envs"] = num_envs
+
+    def finish(outcome) -> int:
+        return _finish(outcome, output, out_path, max_syncs, max_allocs, quiet)
+
     try:
-        outcome = run(target, args, module=module is not None, session_kwargs=kwargs)
+        outcome = run(target, args, module=module is not None, session_kwargs=kwargs, on_exit=finish)
     except TargetError as e:
-        click.echo(f"perfkit profile: error: {e}", err=True)
-        ctx.exit(2)
-        return
+        raise BadInput(str(e)) from None
     except ValueError as e:  # a bad --step-fn found when the session starts
-        click.echo(f"perfkit profile: error: {e}", err=True)
-        ctx.exit(2)
-        return
+        raise BadInput(str(e)) from None
+    ctx.exit(finish(outcome))
+
+
+def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) -> int:
+    """Gate, write and summarize a finished run; the exit code. Also what ``os._exit`` runs first."""
+    import os
+    import sys
+    import tempfile
+
+    from perfkit.analysis.budgets import check_run
+    from perfkit.outputs import describe_error
+    from perfkit.record import EXTRA_BUDGET
+
     sys.stdout.flush()
     code = outcome.exit_code
     rec = outcome.run
     problems = check_run(rec, max_syncs, max_allocs)
     if problems:
-        rec.extra["budget"] = {"max_syncs_per_step": max_syncs, "max_allocs_per_step": max_allocs, "exceeded": problems}
+        rec.extra[EXTRA_BUDGET] = {"max_syncs_per_step": max_syncs, "max_allocs_per_step": max_allocs,
+                                   "exceeded": problems}
     try:
-        path = rec.save(output)
+        rec.save(out_path)
     except OSError as e:
-        click.echo(f"perfkit profile: error: cannot write the run record to {output}: {e}", err=True)
-        ctx.exit(2)
-        return
+        # the run happened: never lose its record over the output path
+        kept = os.path.join(tempfile.gettempdir(), f"perfkit-run-{os.getpid()}.json")
+        try:
+            rec.save(kept)
+            where = f"; the record was written to {kept} instead"
+        except OSError:
+            where = ""
+        click.echo(f"Error: {describe_error(output, e)}{where}", err=True)
+        return 2
     if not quiet:
         from perfkit.renderers.console import render
 
         render(rec)
-        click.echo(f"run record: {path}", err=True)
+        click.echo(f"run record: {output}", err=True)
     if problems:
         click.echo("perfkit profile: budget exceeded\n" + "\n".join(problems), err=True)
         if code == 0:
             code = 2
-    ctx.exit(code)
+    return code

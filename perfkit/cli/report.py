@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from perfkit.cli.errors import BadInput
@@ -11,7 +13,7 @@ DEFAULT_TITLE = "perfkit throughput report"
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, metavar="RUN_OR_SWEEP...")
-@click.option("-o", "--out", "out_dir", default="reports/latest", show_default=True, type=click.Path(file_okay=False),
+@click.option("-o", "--out", "out_dir", default="runs/report", show_default=True, metavar="DIR",
               help="Directory for index.html, report.md and the PNG plots.")
 @click.option("--title", default=DEFAULT_TITLE, show_default=True)
 def report(inputs, out_dir, title):
@@ -19,9 +21,18 @@ def report(inputs, out_dir, title):
 
     Several inputs are shown side by side, e.g. `perfkit report runs/train.json runs/train_naive.json`.
     """
-    from perfkit.record import RecordError
-    from perfkit.renderers.report import build_report, load_inputs, write_report
+    from perfkit.cli.requires import require
 
+    require("report", "matplotlib", "jinja2", "numpy")
+    from perfkit.analysis.report_model import build_report, load_inputs
+    from perfkit.outputs import OutputError, check_writable, describe_error
+    from perfkit.record import RecordError
+    from perfkit.renderers import write_report
+
+    try:
+        check_writable(Path(out_dir) / "index.html")
+    except OutputError as e:
+        raise BadInput(describe_error(out_dir, e)) from None
     try:
         items = load_inputs(inputs)
     except RecordError as e:
@@ -30,7 +41,10 @@ def report(inputs, out_dir, title):
     if title != DEFAULT_TITLE:
         command += ["--title", title]
     rep = build_report(items, title=title, command=command)
-    paths = write_report(rep, out_dir)
+    try:
+        paths = write_report(rep, out_dir)
+    except OSError as e:
+        raise BadInput(describe_error(getattr(e, "filename", None) or out_dir, e)) from None
     click.echo(f"wrote {paths['html']}")
     click.echo(f"wrote {paths['md']}")
     for p in paths["png"]:

@@ -1,4 +1,4 @@
-"""Reference batched locomotion env (docs/design.md, "Reference batched env").
+"""Reference batched locomotion env.
 
 ``make_env(name, num_envs, backend="auto", device=None, seed=0)`` builds an ant-like quadruped
 (``"ant"``, this project's MJCF) or MuJoCo's humanoid (``"humanoid"``) as one batch of

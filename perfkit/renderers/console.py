@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from perfkit.record import Run
+from perfkit.record import EXTRA_NOTES, EXTRA_TOTAL_STEPS, EXTRA_VERIFY, EXTRA_WARMUP_STEPS, EXTRA_WHAT_IF, Run
 
 
 def _fmt(v: float | None, digits: int = 3) -> str:
@@ -31,13 +31,13 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
     env = f"{run.num_envs} envs" if run.num_envs else "num_envs unknown"
     if run.steps:
         con.print(
-            f"  {env} on {dev}: [bold]{_fmt(run.sps, 4)} env-steps/s[/]  step p50 {_fmt(run.step_ms.get('p50'))} ms"
+            f"  {env} on {dev}: [bold]{_fmt(run.sps, 4)} {run.throughput_unit}[/]  step p50 {_fmt(run.step_ms.get('p50'))} ms"
             f"  p99 {_fmt(run.step_ms.get('p99'))} ms  ({run.steps} steady steps, warm-up {_fmt(run.warmup_s)} s"
-            f" over {run.extra.get('warmup_steps', 0)} steps)"
+            f" over {run.extra.get(EXTRA_WARMUP_STEPS, 0)} steps)"
         )
     else:
-        total = run.extra.get("total_steps", 0)
-        con.print(f"  {env} on {dev}: {total} step(s) detected, none in steady state (warm-up {run.extra.get('warmup_steps', 0)})")
+        total = run.extra.get(EXTRA_TOTAL_STEPS, 0)
+        con.print(f"  {env} on {dev}: {total} step(s) detected, none in steady state (warm-up {run.extra.get(EXTRA_WARMUP_STEPS, 0)})")
     if run.segments:
         t = Table(title=None, box=None, pad_edge=False, header_style="bold")
         for c in ("segment", "cpu ms/step", "gpu ms/step", "syncs/step", "allocs/step", "calls/step"):
@@ -51,6 +51,10 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
         con.print(t)
         if any(s.children for s in run.segments.values()):
             con.print("  [dim](indented: what 'other' holds, by the env step's own callees)[/]")
+        con.print("  [dim]calls/step: times per steady-state step the loop entered the segment from another one[/]")
+    if run.steps and run.num_envs is None:
+        con.print("  [dim]steps/s counts loop steps: the stepped object has no num_envs; give it with "
+                  "--num-envs N or perfkit.step(num_envs=N) for env-steps/s and per-env loop detection[/]")
     findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or 0.0), -f.per_step))
     if findings:
         con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))}, by where they live)")
@@ -76,14 +80,14 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                     con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
     else:
         con.print("[green]no syncs, allocations, per-env loops or stream hazards found[/]")
-    wi = run.extra.get("what_if")
+    wi = run.extra.get(EXTRA_WHAT_IF)
     if isinstance(wi, dict) and wi.get("sps_after") and wi.get("fixed"):
         con.print(f"  fixing the top {len(wi['fixed'])}: est. {_fmt(wi.get('step_ms'))} -> {_fmt(wi.get('step_ms_after'))} ms/step,"
-                  f" {_fmt(wi.get('sps'), 4)} -> {_fmt(wi.get('sps_after'), 4)} env-steps/s")
-    ver = run.extra.get("verify")
+                  f" {_fmt(wi.get('sps'), 4)} -> {_fmt(wi.get('sps_after'), 4)} {run.throughput_unit}")
+    ver = run.extra.get(EXTRA_VERIFY)
     if isinstance(ver, dict) and ver.get("steps"):
         colour = "green" if not ver.get("unattributed") else "red"
         con.print(f"  verify: {ver['runtime_syncs']} runtime syncs in {ver['steps']} steps, "
                   f"[{colour}]{ver['unattributed']} unattributed[/]")
-    for note in run.extra.get("notes", []):
+    for note in run.extra.get(EXTRA_NOTES, []):
         con.print(f"  [yellow]note:[/] {escape(note)}")

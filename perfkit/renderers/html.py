@@ -29,7 +29,7 @@ def data_uri(path: Path) -> str:
 
 
 def render(report) -> str:
-    """The page as a string; the report's figures must already be drawn (``draw_figures``)."""
+    """The page as a string; the report's figures must already be drawn (``plots.draw_report``)."""
     from perfkit import __version__
 
     images = {fig.name: data_uri(fig.path) for fig in report.figures if fig.path is not None}
@@ -37,7 +37,6 @@ def render(report) -> str:
 
 
 def write(report, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(report), encoding="utf-8")
-    return path
+    from perfkit.outputs import write_text
+
+    return write_text(path, render(report))

@@ -86,7 +86,6 @@ def render(report) -> str:
 
 
 def write(report, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(report), encoding="utf-8")
-    return path
+    from perfkit.outputs import write_text
+
+    return write_text(path, render(report))

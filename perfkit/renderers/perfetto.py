@@ -1,6 +1,6 @@
 """Chrome / Perfetto trace JSON (the "Trace Event Format") from a run record.
 
-The profile session writes ``run.extra["timeline"]``: a list of
+The profile session writes ``run.extra[EXTRA_TIMELINE]``: a list of
 ``{"step", "segment", "start_ms", "dur_ms", "gpu"}`` spans. Each becomes a complete ("X") event on
 a CPU or a GPU track of one process, plus an enclosing "step N" span per step on a track of its
 own. A run without a timeline (a sweep point, an older record) gets one span per steady-state step
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perfkit.record import Run
+from perfkit.record import EXTRA_TIMELINE, Run
 
 PID = 1
 TID_STEPS = 1
@@ -48,18 +48,54 @@ def _meta(name: str, tid: int | None, value: str, sort: int | None = None) -> li
     return ev
 
 
-def trace_events(run: Run) -> list[dict[str, Any]]:
+StepRange = tuple[int | None, int | None]
+
+
+def parse_steps(text: str) -> StepRange:
+    """``"A:B"`` -> ``(A, B)``: steps ``A <= step < B``, like a Python slice; ``"A:"`` / ``":B"`` leave a
+    side open; ``"N"`` is the one step N. ValueError when it is none of these."""
+    a, sep, b = str(text).strip().partition(":")
+    try:
+        start = int(a) if a.strip() else None
+        stop = (int(b) if b.strip() else None) if sep else (start + 1 if start is not None else None)
+    except ValueError:
+        raise ValueError(f"not a step range: {text!r} (use A:B, A:, :B or N)") from None
+    if not sep and start is None:
+        raise ValueError(f"not a step range: {text!r} (use A:B, A:, :B or N)")
+    if (start is not None and start < 0) or (stop is not None and stop < 0):
+        raise ValueError(f"step range {text!r}: steps are numbered from 0")
+    if start is not None and stop is not None and stop <= start:
+        raise ValueError(f"step range {text!r} is empty (A:B takes the steps A <= step < B)")
+    return start, stop
+
+
+def _in(step: int, steps: StepRange | None) -> bool:
+    if steps is None:
+        return True
+    start, stop = steps
+    return (start is None or step >= start) and (stop is None or step < stop)
+
+
+def _timeline(run: Run) -> list | None:
+    tl = run.extra.get(EXTRA_TIMELINE)
+    if tl and not isinstance(tl, list):
+        raise TraceError(f"extra.timeline is a {type(tl).__name__}, not a list of spans")
+    return tl or None
+
+
+def trace_events(run: Run, steps: StepRange | None = None) -> list[dict[str, Any]]:
+    """The trace's events: metadata, then the spans of the steps in ``steps`` (all by default).
+    TraceError when the timeline is malformed or the range holds none of the record's steps."""
     title = " ".join(map(str, run.command)) or "perfkit run"
     events: list[dict[str, Any]] = _meta("process_name", None, f"perfkit: {title}")
     events += _meta("thread_name", TID_STEPS, "steps", 0)
-    timeline = run.extra.get("timeline")
+    timeline = _timeline(run)
     spans: list[dict[str, Any]] = []
+    held: list[int] = []  # the steps the record holds, for the message when the range misses them all
     if timeline:
-        if not isinstance(timeline, list):
-            raise TraceError(f"extra.timeline is a {type(timeline).__name__}, not a list of spans")
         events += _meta("thread_name", TID_CPU, "CPU segments", 1)
         has_gpu = False
-        steps: dict[int, list[float]] = {}
+        bounds: dict[int, list[float]] = {}
         for i, e in enumerate(timeline):
             if not isinstance(e, dict) or any(k not in e for k in _REQUIRED):
                 raise TraceError(f"timeline entry {i} lacks one of {', '.join(_REQUIRED)}: {e!r}"[:300])
@@ -67,34 +103,44 @@ def trace_events(run: Run) -> list[dict[str, Any]]:
             if dur < 0:
                 raise TraceError(f"timeline entry {i}: negative duration {dur}")
             step = int(_num(e["step"], "step", i))
+            held.append(step)
+            if not _in(step, steps):
+                continue
             gpu = bool(e.get("gpu", False))
             has_gpu |= gpu
             spans.append({"ph": "X", "pid": PID, "tid": TID_GPU if gpu else TID_CPU, "name": str(e["segment"]),
                           "cat": "gpu" if gpu else "segment", "ts": start * 1e3, "dur": dur * 1e3,
                           "args": {"step": step}})
             if not gpu:
-                lo_hi = steps.setdefault(step, [start, start + dur])
+                lo_hi = bounds.setdefault(step, [start, start + dur])
                 lo_hi[0], lo_hi[1] = min(lo_hi[0], start), max(lo_hi[1], start + dur)
         if has_gpu:
             events += _meta("thread_name", TID_GPU, "GPU segments", 2)
-        for step, (lo, hi) in steps.items():
+        for step, (lo, hi) in bounds.items():
             spans.append({"ph": "X", "pid": PID, "tid": TID_STEPS, "name": f"step {step}", "cat": "step",
                           "ts": lo * 1e3, "dur": (hi - lo) * 1e3, "args": {"step": step}})
     else:
         t = 0.0
         for i, ms in enumerate(run.step_times_ms):
             dur = _num(ms, "step_times_ms", i)
-            spans.append({"ph": "X", "pid": PID, "tid": TID_STEPS, "name": f"step {i}", "cat": "step",
-                          "ts": t * 1e3, "dur": dur * 1e3, "args": {"step": i, "num_envs": run.num_envs}})
+            held.append(i)
+            if _in(i, steps):
+                spans.append({"ph": "X", "pid": PID, "tid": TID_STEPS, "name": f"step {i}", "cat": "step",
+                              "ts": t * 1e3, "dur": dur * 1e3, "args": {"step": i, "num_envs": run.num_envs}})
             t += dur
+    if steps is not None and not spans:
+        have = f"steps {min(held)}..{max(held)}" if held else "no steps"
+        start, stop = steps
+        raise TraceError(f"no step in {'' if start is None else start}:{'' if stop is None else stop}: "
+                         f"the record holds {have}")
     spans.sort(key=lambda e: (e["ts"], -e["dur"]))
     return events + spans
 
 
-def to_trace(run: Run) -> dict[str, Any]:
-    source = "timeline" if run.extra.get("timeline") else "step_times_ms"
+def to_trace(run: Run, steps: StepRange | None = None) -> dict[str, Any]:
+    source = "timeline" if _timeline(run) else "step_times_ms"
     return {
-        "traceEvents": trace_events(run),
+        "traceEvents": trace_events(run, steps),
         "displayTimeUnit": "ms",
         "otherData": {
             "generator": "perfkit",
@@ -104,17 +150,22 @@ def to_trace(run: Run) -> dict[str, Any]:
             "num_envs": run.num_envs,
             "steps": run.steps,
             "sps": run.sps,
+            "sps_unit": run.throughput_unit,
             "device": run.machine.get("device"),
+            "step_range": list(steps) if steps is not None else None,
         },
     }
 
 
-def write_trace(run: Run, path: str | os.PathLike) -> tuple[Path, int]:
-    """Write the trace; returns the path and the number of span events."""
-    trace = to_trace(run)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(trace, separators=(",", ":")) + "\n")
-    os.replace(tmp, path)
-    return path, sum(1 for e in trace["traceEvents"] if e["ph"] == "X")
+def steps_covered(trace: dict[str, Any]) -> list[int]:
+    """The steps a trace's spans cover, sorted."""
+    return sorted({e["args"]["step"] for e in trace["traceEvents"] if e["ph"] == "X"})
+
+
+def write_trace(run: Run, path: str | os.PathLike, steps: StepRange | None = None) -> tuple[Path, int, list[int]]:
+    """Write the trace; returns the path, the number of span events and the steps covered."""
+    from perfkit.outputs import write_text
+
+    trace = to_trace(run, steps)
+    write_text(path, json.dumps(trace, separators=(",", ":")) + "\n")
+    return Path(path), sum(1 for e in trace["traceEvents"] if e["ph"] == "X"), steps_covered(trace)

@@ -2,7 +2,7 @@
 
 Each function draws one figure from plain data, writes it to ``path`` and returns the path — or
 returns None when there is nothing to draw (no findings, no sweep), so a report never embeds an
-empty chart.
+empty chart. :func:`draw_report` draws the figures of a report's model.
 """
 
 from __future__ import annotations
@@ -258,3 +258,26 @@ def _short(n: int) -> str:
     if n >= 1024 and n % 1024 == 0:
         return f"{n // 1024}k"
     return str(n)
+
+
+def draw_report(rep, out_dir: str | Path) -> list:
+    """Draw every figure of a report (:class:`perfkit.analysis.report_model.Report`) that has data
+    into ``out_dir``, setting each figure's ``path``; figures without data are dropped from the report."""
+    out = Path(out_dir)
+    data = rep.plot_data
+    draw = {
+        "sps_memory.png": lambda p: sps_memory_vs_envs(data["sps"], p),
+        "segments.png": lambda p: segment_breakdown(data["segments"], p),
+        "step_times.png": lambda p: step_time_distribution(data["dist"], p),
+        "findings.png": lambda p: top_findings(data["findings"], p),
+    }
+    kept = []
+    for fig in rep.figures:
+        target = out / fig.name
+        if target.exists() or target.is_symlink():
+            target.unlink()  # never leave a stale plot from an earlier report beside this one
+        fig.path = draw[fig.name](target)
+        if fig.path is not None:
+            kept.append(fig)
+    rep.figures = kept
+    return kept

@@ -57,7 +57,8 @@ sys.path.insert(0, str(ROOT))
 
 from perfkit.analysis.cost import loop_body_findings, predict, price_run  # noqa: E402
 from perfkit.costs_profile import build_profile, save_profile  # noqa: E402
-from perfkit.record import Finding, Run  # noqa: E402
+from perfkit.machine import label  # noqa: E402
+from perfkit.record import EXTRA_PRICING, Finding, Run  # noqa: E402
 
 NAIVE = ROOT / "examples" / "train_naive.py"
 FIXES = ("item_log", "nonzero_reset", "env_loop", "fresh_tensors", "print_tensor", "cpu_numpy", "list_gather")
@@ -75,8 +76,8 @@ def log(msg: str) -> None:
 def profile_markdown(profile: dict) -> str:
     m = profile["machine"]
     lines = [f"# Machine cost profile: {m.get('device')}", "",
-             f"`{profile['key']}` — torch {m.get('torch')}, CUDA {m.get('cuda')}, driver {m.get('driver')}, "
-             f"warp {m.get('warp')}, measured {profile['created']} by `python3 scripts/gpu/probe_validate.py`"
+             f"{label(m)}" + (f", warp {m['warp']}" if m.get("warp") else "") +
+             f"; measured {profile['created']} by `python3 scripts/gpu/probe_validate.py`"
              f"{' (quick mode)' if profile.get('quick') else ''}.", "",
              "## Costs the model uses", "", "| cost | value | from |", "|---|---:|---|"]
     for name, value in profile["costs"].items():
@@ -95,7 +96,7 @@ def profile_markdown(profile: dict) -> str:
 
 
 def run_probes(out: Path, quick: bool) -> dict:
-    import probes
+    import perfkit.probes as probes
 
     t0 = time.perf_counter()
     results = probes.run_all(quick=quick, progress=lambda n: log(f"probe {n}"))
@@ -324,9 +325,9 @@ def validate(a: argparse.Namespace, profile: dict, out: Path, fixes: list[str], 
     return {"base_fix": list(base_fix), "num_envs": num_envs, "iterations": a.iterations, "backend": a.backend,
             "env": a.env, "attribution": method, "measured": measure.mode, "baseline_sps_runs": base_runs,
             "baseline_median_sps": med["baseline"], "baseline_noise": noise, "step_ms_unprofiled": step_base,
-            "profiled_baseline_sps": base.sps, "gpu_ms_per_step": priced.extra["pricing"]["gpu_ms_per_step"],
-            "gpu_backlog_ms_per_step": priced.extra["pricing"]["gpu_backlog_ms_per_step"],
-            "tolerance": TOLERANCE, "rows": rows, "pricing": priced.extra["pricing"]}
+            "profiled_baseline_sps": base.sps, "gpu_ms_per_step": priced.extra[EXTRA_PRICING]["gpu_ms_per_step"],
+            "gpu_backlog_ms_per_step": priced.extra[EXTRA_PRICING]["gpu_backlog_ms_per_step"],
+            "tolerance": TOLERANCE, "rows": rows, "pricing": priced.extra[EXTRA_PRICING]}
 
 
 def validation_markdown(passes: list[dict]) -> str:

@@ -7,7 +7,7 @@
    hazards (output in DIR/pytest-gpu.txt).
 2. ``perfkit profile --verify`` on the planted loop and on the GPU-bound loop: the console summaries
    (DIR/verify.txt, DIR/timing.txt) and records (DIR/verify.json, DIR/timing.json).
-3. The overhead benchmark (``probes/overhead.py``) at 256 and 4096 envs: the reference env
+3. The overhead benchmark (``benchmarks/overhead.py``) at 256 and 4096 envs: the reference env
    (``perfkit.envs:make_env('humanoid')`` on MuJoCo Warp) when it builds, else the self-contained torch
    env; interleaved A/B rounds; DIR/overhead.json. The first MuJoCo Warp capture compiles kernels
    (~60 s, cached afterwards).
@@ -102,7 +102,7 @@ def main() -> int:
             env_kind = "factory"
         except Exception:
             env_kind = "torch"
-    cmd = [py, "-m", "probes.overhead", "--env", env_kind, "--name", "humanoid", "--num-envs", "256", "4096",
+    cmd = [py, str(ROOT / "benchmarks" / "overhead.py"), "--env", env_kind, "--name", "humanoid", "--num-envs", "256", "4096",
            "--device", "cuda", "--rounds", str(a.rounds), "--steps", str(a.steps), "--estimate", "--control",
            "--json", str(out / "overhead.json")]
     code, text = sh(cmd, out / "overhead.txt", 420)

@@ -75,8 +75,11 @@ def main() -> int:
         fail("no CUDA device: this script measures the mjwarp backend on a GPU")
     out = a.out.resolve()  # before chdir: a relative --out means relative to where this was started
     os.chdir(REPO)  # the sweep's subprocesses import perfkit from this checkout
-    from perfkit.renderers.report import build_report, load_inputs, write_report
-    from perfkit.sweep import SweepConfig, load_sweep, parse_num_envs, run_sweep
+    from perfkit.analysis.report_model import build_report, load_inputs
+    from perfkit.renderers import write_report
+    from perfkit.sweep import SweepConfig, parse_num_envs, run_sweep
+    from perfkit.record import EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS
+    from perfkit.sweep_record import load_sweep
 
     out.mkdir(parents=True, exist_ok=True)
     me = ["python3", "scripts/gpu/sweeps.py", *sys.argv[1:]]
@@ -119,10 +122,10 @@ def main() -> int:
             ok = p.status == "complete" and r is not None
             rows.append({
                 "num_envs": p.num_envs, "status": p.status,
-                "sps": r.sps if ok else None, "physics_sps": r.extra.get("physics_sps") if ok else None,
+                "sps": r.sps if ok else None, "physics_sps": r.extra.get(EXTRA_PHYSICS_SPS) if ok else None,
                 "p50_ms": r.step_ms.get("p50") if ok else None, "p99_ms": r.step_ms.get("p99") if ok else None,
                 "steps": r.steps if ok else 0, "warmup_s": r.warmup_s if r else None,
-                "first_step_s": r.extra.get("first_step_s") if r else None,
+                "first_step_s": r.extra.get(EXTRA_FIRST_STEP_S) if r else None,
                 "gpu_used_bytes": r.memory.get("gpu_used_bytes") if r else None,
                 "peak_torch_bytes": r.memory.get("peak_gpu_bytes") if r else None,
                 "segments_ms": {k: (v.gpu_ms_per_step if v.gpu_ms_per_step is not None else v.cpu_ms_per_step)

@@ -6,7 +6,8 @@ from click.testing import CliRunner
 
 from perfkit.cli import main
 from perfkit.record import Run
-from perfkit.sweep import PointResult, SweepConfig, write_outputs
+from perfkit.sweep import SweepConfig, write_outputs
+from perfkit.sweep_record import PointResult
 
 
 def write_sweep(d, curve, failed=()):

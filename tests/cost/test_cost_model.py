@@ -69,14 +69,6 @@ def test_all_syncs_together_never_drain_more_than_a_step_of_gpu_work():
     assert total == pytest.approx(20 * (0.9 * 0.010 + 0.1 * 0.030) + 9.0)
 
 
-def test_session_measurements_at_a_site_override_the_estimate():
-    f_full, f_wait = sync(line=1), sync(line=2, per_step=3.0)
-    extra = {"sync_queue": {"train.py:1": {"full_fraction": 1.0}, "train.py:2": {"wait_ms": 0.5}}}
-    run = price_run(run_of(f_full, f_wait, gpu=2.0, extra=extra), GPU_PROFILE)
-    assert run.findings[0].est_ms_per_step == pytest.approx(0.010 + 2.0 / 4)  # 4 syncs per step
-    assert run.findings[1].est_ms_per_step == pytest.approx(3 * 0.5)
-
-
 def test_op_specific_extras():
     findings = [
         sync("print(tensor)", line=1),

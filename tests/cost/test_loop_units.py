@@ -14,7 +14,7 @@ import sys
 from perfkit.analysis import cost
 from perfkit.session import Session
 
-import probes.pyloop as pyloop_probe
+import perfkit.probes.pyloop as pyloop_probe
 
 BODY = "out[i] = a[i] * 2.0 + b[i]"
 

@@ -110,7 +110,7 @@ def test_missing_training_script_fails_loudly_after_the_profile(pv, tmp_path, mo
 def test_end_to_end_on_cpu_with_a_planted_toy_loop(pv, tmp_path, monkeypatch):
     """Profile, attribute by markers, price, measure interleaved: the whole validation on a CPU toy."""
     monkeypatch.setenv("PERFKIT_CACHE_DIR", str(tmp_path / "cache"))
-    import probes
+    import perfkit.probes as probes
     from perfkit.costs_profile import build_profile
 
     profile = build_profile(probes.run_all(quick=True, only=["pyloop", "allocator"]))

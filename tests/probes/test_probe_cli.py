@@ -74,3 +74,22 @@ def test_unwritable_output_is_a_clear_error(tmp_path, cache):
     target.mkdir()
     r = CliRunner().invoke(main, ["probe", "--quick", "--only", "markers", "-o", str(target)])
     assert r.exit_code == 2  # click refuses a directory for a file path
+
+
+def test_titles_name_only_what_is_known():
+    from rich.console import Console
+
+    from perfkit.cli.probe import render_table
+    from perfkit.costs_profile import build_profile
+    from perfkit.machine import label
+
+    cpu = {"device": "cpu", "driver": None, "cuda": None, "torch": "2.13.0"}
+    assert label(cpu) == "cpu, torch 2.13.0"
+    gpu = {"device": "NVIDIA H200", "driver": "580.65", "cuda": "13.0", "torch": "2.11.0"}
+    assert label(gpu) == "NVIDIA H200, driver 580.65, CUDA 13.0, torch 2.11.0"
+    prof = build_profile({"pyloop": {"status": "ok", "per_env_iteration_us": 10.0}})
+    assert "None" not in prof["source"]
+    console = Console(width=200, record=True)
+    console.print(render_table(dict(prof, machine=cpu), ["pyloop"]))
+    text = console.export_text()
+    assert "perfkit probe: cpu, torch 2.13.0" in text and "None" not in text

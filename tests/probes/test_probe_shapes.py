@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-import probes
-from probes._bench import STATUSES
+import perfkit.probes as probes
+from perfkit.probes._bench import STATUSES
 
 torch = pytest.importorskip("torch")
 HAS_CUDA = torch.cuda.is_available()
@@ -93,7 +93,7 @@ def test_unknown_probe_is_refused():
 
 
 def test_a_failing_probe_is_reported_not_raised(monkeypatch):
-    import probes.pyloop
+    import perfkit.probes.pyloop
 
     def boom(quick=False):
         raise RuntimeError("device lost")
@@ -104,17 +104,17 @@ def test_a_failing_probe_is_reported_not_raised(monkeypatch):
 
 
 def test_probe_main_prints_json():
-    out = subprocess.run([sys.executable, "-m", "probes.markers", "--quick"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "perfkit.probes.markers", "--quick"], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     res = json.loads(out)
     assert res["status"] in STATUSES and _positive_number(res["nvtx_range_us"])
 
 
 def test_package_main_runs_the_named_probes_and_refuses_unknown_ones():
-    p = subprocess.run([sys.executable, "-m", "probes", "--quick", "pyloop"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "perfkit.probes", "--quick", "pyloop"], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)
     assert list(res) == ["pyloop"] and res["pyloop"]["status"] == "ok"
-    bad = subprocess.run([sys.executable, "-m", "probes", "nope"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run([sys.executable, "-m", "perfkit.probes", "nope"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown probe 'nope'" in bad.stderr

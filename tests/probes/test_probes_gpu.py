@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import probes
+import perfkit.probes as probes
 
 pytestmark = pytest.mark.gpu
 

@@ -10,7 +10,8 @@ from report_helpers import load_in_chromium, make_run, screenshot
 
 from perfkit.cli import main
 from perfkit.record import Finding, Run
-from perfkit.sweep import PointResult, SweepConfig, write_outputs
+from perfkit.sweep import SweepConfig, write_outputs
+from perfkit.sweep_record import PointResult
 
 
 def report(*args):

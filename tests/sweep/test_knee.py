@@ -75,3 +75,14 @@ def test_bad_input():
         find_knee([1, 2], [1.0])
     with pytest.raises(ValueError):
         find_knee([1, 2], [1.0, 2.0], threshold=0)
+
+
+def test_no_knee_message_is_true_when_an_earlier_doubling_gained_little():
+    # +5.9 % then +12.1 %: the last doubling still gains >= 10 %, so there is no knee, but not "every" one did
+    knee = find_knee([256, 512, 1024], [100.0, 105.9, 105.9 * 1.121])
+    assert knee.num_envs is None
+    msg = knee.describe()
+    assert "every doubling" not in msg
+    assert "no knee up to 1024 envs" in msg and "+12.1%" in msg and "+5.9%" in msg
+    linear = find_knee([256, 512, 1024], [100.0, 200.0, 400.0]).describe()
+    assert "every doubling still gains at least 10%" in linear

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from perfkit.cli import main
 from perfkit.record import Run
-from perfkit.sweep import SweepError, load_sweep, parse_env_kwargs, parse_num_envs
+from perfkit.sweep import SweepError, parse_env_kwargs, parse_num_envs
+from perfkit.sweep_record import load_sweep
 
 HERE = Path(__file__).parent
 
@@ -128,15 +129,20 @@ def test_sweep_report_has_plots(sweep_dir):
     assert "![Throughput and memory vs num\\_envs](sps_memory.png)" in md
 
 
-def test_sweep_with_no_completed_point_exits_1_and_records_the_error(tmp_path):
+def test_sweep_with_no_completed_point_exits_1_and_records_the_error(tmp_path, toy_on_path):
+    # an unimportable target is refused before any point runs (tests/sweep/test_sweep_checks.py);
+    # a target that imports but fails to build runs its point and records why
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["sweep", "no_such_module_for_perfkit:make", "--num-envs", "8", "-o", str(out),
-                                    "--steps", "2", "--no-progress"])
+    res = CliRunner().invoke(main, ["sweep", "sweep_toy_env:make_toy_env", "--num-envs", "8", "-o", str(out),
+                                    "--steps", "2", "--env-kwarg", "no_such_kwarg=1", "--no-progress"])
     assert res.exit_code == 1, res.output
     points = json.loads((out / "sweep.json").read_text())["points"]
     assert [p["status"] for p in points] == ["error"]
-    assert "No module named 'no_such_module_for_perfkit'" in points[0]["error"]
+    assert "unexpected keyword argument 'no_such_kwarg'" in points[0]["error"]
     assert Run.load(out / "points" / "8.json").status == "error"
+    text = " ".join(res.output.split())  # the reason is shown, with the point's log
+    assert "n=8 error: TypeError:" in text and "unexpected keyword argument 'no_such_kwarg'" in text
+    assert str(out / "points" / "8.log") in text
 
 
 def test_script_target_runs_each_point_under_perfkit_profile(tmp_path, toy_on_path):
@@ -151,6 +157,10 @@ def test_script_target_runs_each_point_under_perfkit_profile(tmp_path, toy_on_pa
     assert run.command[-4:] == ["--n", "24", "--iters", "15"]  # the env count and the script's own arguments
     assert run.num_envs == 24 and run.steps == 12 and run.sps > 0  # 15 steps, 3 of them warm-up
     assert json.loads((out / "sweep.json").read_text())["kind"] == "script"
+    # the recorded command holds only options that apply to a script (no --steps, --actions, --seed)
+    assert json.loads((out / "sweep.json").read_text())["command"] == [
+        "perfkit", "sweep", str(script), "--num-envs", "24", "--num-envs-arg", "--n", "--warmup-steps", "3",
+        "-o", str(out), "--", "--iters", "15"]
 
 
 def test_hung_point_times_out_and_is_recorded(tmp_path, toy_on_path):

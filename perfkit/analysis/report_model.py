@@ -1,9 +1,9 @@
-"""What a throughput report shows, gathered once for every output format.
+"""What a throughput report shows, gathered once for every output format (the report's model).
 
 ``load_inputs`` reads run records and sweeps (a sweep directory or its ``sweep.json``);
 ``build_report`` turns them into a :class:`Report` — tables of plain strings and numbers plus the
-figures to draw; ``write_report`` draws the PNGs and renders ``index.html`` and ``report.md`` into a
-directory. The HTML and Markdown renderers only format what is here, so both always agree.
+data of the figures to draw. The renderers (:mod:`perfkit.renderers`: plots, HTML, Markdown) only
+format what is here, so every output always agrees.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from perfkit.record import Finding, RecordError, Run
-from perfkit.sweep import physics_sps
+from perfkit.record import EXTRA_ERROR, EXTRA_SEGMENTS_SOURCE, Finding, RecordError, Run
+from perfkit.sweep_record import Sweep, is_sweep_path, load_sweep, physics_sps
 
 TOP_FINDINGS = 15
 
@@ -28,7 +28,7 @@ class Item:
     label: str
     source: str
     run: Run | None = None
-    sweep: Any = None  # perfkit.sweep.Sweep
+    sweep: Sweep | None = None
 
     @property
     def kind(self) -> str:
@@ -68,7 +68,7 @@ class Report:
     findings_total: int = 0
     figures: list[Figure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    _plot_data: dict[str, Any] = field(default_factory=dict, repr=False)
+    plot_data: dict[str, Any] = field(default_factory=dict, repr=False)  # what each figure draws
 
 
 # ---- inputs -------------------------------------------------------------------------------------
@@ -76,8 +76,6 @@ class Report:
 def load_inputs(paths: Sequence[str | os.PathLike]) -> list[Item]:
     """Each path: a run record (perfkit.run/1), or a sweep directory / manifest (perfkit.sweep/1).
     Raises RecordError naming the file that could not be read."""
-    from perfkit.sweep import is_sweep_path, load_sweep
-
     items: list[Item] = []
     for p in paths:
         if is_sweep_path(p):
@@ -142,6 +140,13 @@ def fmt_bytes(v: Any) -> str:
         if v >= scale:
             return f"{v / scale:.2f} {unit}"
     return f"{v:.0f} B"
+
+
+def sps_cell(run: Run) -> str:
+    """A run's throughput for a table: env steps/s, or loop steps/s (said so) when num_envs is unknown."""
+    if run.sps is None:
+        return "-"
+    return fmt_num(float(run.sps)) + (" steps/s" if run.num_envs is None else "")
 
 
 def _syncs(run: Run) -> float:
@@ -235,7 +240,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
     for label, r in runs:
         mem, kind = r.peak_memory()
         rep.run_rows.append([
-            label, r.status, fmt_num(r.num_envs), fmt_num(r.steps), fmt_num(float(r.sps)),
+            label, r.status, fmt_num(r.num_envs), fmt_num(r.steps), sps_cell(r),
             fmt_num(physics_sps(r)), fmt_num(r.step_ms.get("p50")), fmt_num(r.step_ms.get("p99")),
             fmt_num(float(r.warmup_s)), f"{fmt_bytes(mem)} ({kind})" if mem else "-",
             fmt_num(float(_syncs(r))), fmt_num(float(_allocs(r))), fmt_num(len(r.findings)),
@@ -255,7 +260,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         gains = {a: g for a, _b, g in knee.gains}
         for p in sw.points:
             r = sw.runs.get(p.num_envs)
-            ok = p.status == "complete" and r is not None
+            ok = p.status == "complete" and r is not None and r.sps is not None
             m, kind = r.peak_memory() if r is not None else (None, "memory")
             note = ""
             if ok and p.num_envs in gains:
@@ -322,7 +327,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
                 lab = f"{it.sweep.short_label} n={r.num_envs}" if len(items) > 1 else f"n={r.num_envs}"
                 seg_entries.append((lab, r))
                 dist.append((lab, r.step_times_ms))
-    rep._plot_data = {"sps": sps_series, "segments": seg_entries, "dist": dist, "findings": found}
+    rep.plot_data = {"sps": sps_series, "segments": seg_entries, "dist": dist, "findings": found}
     rep.figures = [
         Figure("sps_memory.png", "Throughput and memory vs num_envs",
                "Env steps/s (solid) and physics steps/s = env SPS x decimation (dashed) on log axes; the star "
@@ -341,45 +346,12 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
     for it in items:
         r = it.representative()
         if r is not None and r.status not in ("complete",) and it.run is not None:
-            rep.notes.append(f"{it.label}: run status is {r.status!r}" + (f" ({r.extra.get('error')})" if r.extra.get("error") else ""))
-        if r is not None and r.extra.get("segments_source", "").startswith("sweep worker"):
+            rep.notes.append(f"{it.label}: run status is {r.status!r}" + (f" ({r.extra.get(EXTRA_ERROR)})" if r.extra.get(EXTRA_ERROR) else ""))
+        if it.run is not None and r.num_envs is None and r.steps:
+            rep.notes.append(f"{it.label}: num_envs unknown, so its throughput counts loop steps (steps/s), not env "
+                             "steps (profile with --num-envs N or perfkit.step(num_envs=N))")
+        if r is not None and r.extra.get(EXTRA_SEGMENTS_SOURCE, "").startswith("sweep worker"):
             rep.notes.append(f"{it.label}: segments not broken down (run the sweep with --session-steps N for per-segment "
                              "times and findings); the bar is the whole env.step")
     rep.notes = list(dict.fromkeys(rep.notes))
     return rep
-
-
-def draw_figures(rep: Report, out_dir: str | Path) -> list[Figure]:
-    """Draw every figure that has data into ``out_dir``; figures without data are dropped."""
-    from perfkit.renderers import plots
-
-    out = Path(out_dir)
-    data = rep._plot_data
-    draw = {
-        "sps_memory.png": lambda p: plots.sps_memory_vs_envs(data["sps"], p),
-        "segments.png": lambda p: plots.segment_breakdown(data["segments"], p),
-        "step_times.png": lambda p: plots.step_time_distribution(data["dist"], p),
-        "findings.png": lambda p: plots.top_findings(data["findings"], p),
-    }
-    kept = []
-    for fig in rep.figures:
-        target = out / fig.name
-        if target.exists():
-            target.unlink()  # never leave a stale plot from an earlier report beside this one
-        fig.path = draw[fig.name](target)
-        if fig.path is not None:
-            kept.append(fig)
-    rep.figures = kept
-    return kept
-
-
-def write_report(rep: Report, out_dir: str | Path) -> dict[str, Path]:
-    """Draw the figures, then write ``index.html`` and ``report.md`` beside them."""
-    from perfkit.renderers import html, markdown
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    draw_figures(rep, out)
-    paths = {"html": html.write(rep, out / "index.html"), "md": markdown.write(rep, out / "report.md")}
-    paths["png"] = [f.path for f in rep.figures]
-    return paths

@@ -1,9 +1,9 @@
 """What perfkit's default instrumentation costs: interleaved A/B of one training-style loop with and
 without a profiling session (what ``perfkit profile`` wraps a script in).
 
-    python -m probes.overhead                         # CPU here: self-contained torch env, 256 envs
-    python -m probes.overhead --env factory --num-envs 256 4096 --device cuda   # the H200 runs
-    python -m probes.overhead --json out.json
+    python benchmarks/overhead.py                         # CPU here: self-contained torch env, 256 envs
+    python benchmarks/overhead.py --env factory --num-envs 256 4096 --device cuda   # the H200 runs
+    python benchmarks/overhead.py --json out.json
 
 The loop: a batched env (``perfkit.envs:make_env`` — ``--env factory`` — or a self-contained torch
 env with decimation, reward, terminations and masked resets — ``--env torch``) driven by a 2x256 MLP
@@ -106,7 +106,7 @@ def make_loop(env_kind: str, num_envs: int, device: str, name: str) -> tuple[Cal
         label = f"perfkit.envs:make_env({name!r}, backend={getattr(env, 'backend', '?')})"
     else:
         env = TorchEnv(num_envs, device=device)
-        label = "probes.overhead:TorchEnv"
+        label = "benchmarks/overhead.py:TorchEnv"
     obs = env.reset()
     policy = torch.nn.Sequential(
         torch.nn.Linear(env.obs_dim, 256), torch.nn.ELU(), torch.nn.Linear(256, 256), torch.nn.ELU(),
@@ -135,6 +135,7 @@ def _sync(device: str) -> None:
 def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", rounds: int = 9, steps: int = 200,
             name: str = "ant", warmup: int = 20, clock: str = "wall", warm_steps: int = 10,
             with_control: bool = False) -> dict[str, Any]:
+    from perfkit.record import EXTRA_TOTAL_STEPS
     from perfkit.session import Session
 
     if clock == "thread" and device.startswith("cuda"):
@@ -147,7 +148,7 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
 
     def arm(instrumented: bool, sham: bool = False) -> float:
         if instrumented:
-            with Session(command=["probes/overhead.py"]) as s:
+            with Session(command=["benchmarks/overhead.py"]) as s:
                 loop(session_warm)
                 _sync(device)
                 if sham:  # the control: a session entered and left the same way, its hooks taken off
@@ -205,7 +206,7 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
         "ratio_of_best": max(sps_b) / max(sps_a),
         "overhead_of_best_pct": round((1 - max(sps_b) / max(sps_a)) * 100, 2),
         "control_ratio_median": statistics.median(control) if control else None,
-        "session_found_steps": bool(run and run.extra.get("total_steps")),
+        "session_found_steps": bool(run and run.extra.get(EXTRA_TOTAL_STEPS)),
         "session_findings": len(run.findings) if run else None,
         "session_segments": list(run.segments) if run else None,
     }
@@ -300,7 +301,7 @@ def estimate(loop: Callable[[int], None], steps: int = 50) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m probes.overhead", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python benchmarks/overhead.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--env", choices=("torch", "factory"), default="torch",
                    help="self-contained torch env, or perfkit.envs:make_env (the reference env)")
     p.add_argument("--name", default="ant", help="reference env name for --env factory (ant, humanoid)")

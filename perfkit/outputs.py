@@ -1,0 +1,112 @@
+"""Writing perfkit's outputs (run records, traces, reports, sweep manifests) without destroying anything.
+
+``write_text(path, text)`` writes *to* a path, never *over* what the path is:
+
+* a regular file (or a new one) is written atomically — a temporary file beside it, then a rename —
+  so a reader never sees half a record, and the file keeps its permissions;
+* a symlink is followed: the file it points to is replaced atomically, beside itself, and the link
+  stays a link;
+* anything else that exists (``/dev/null``, ``/dev/full``, a FIFO, a terminal) is opened and
+  written directly, as a shell's ``>`` would: it is never unlinked or replaced by a regular file.
+
+``check_writable(path)`` says, before a long run starts, whether ``write_text`` could write there;
+``resolve(path)``, called when a command starts, anchors a relative output path to the directory
+the command was started in, so a profiled program that changes directory does not move its record.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+class OutputError(OSError):
+    """An output path cannot be written; ``strerror`` says why (:func:`describe_error` adds the path)."""
+
+
+def resolve(path: str | os.PathLike, start: str | None = None) -> Path:
+    """``path`` made absolute against ``start`` (default: the working directory now — call it before
+    the profiled program can change it)."""
+    p = Path(os.path.expanduser(os.fspath(path)))
+    return p if p.is_absolute() else Path(start or os.getcwd()) / p
+
+
+def _target(path: Path) -> Path:
+    """Where writing ``path`` lands: the end of its symlink chain (which may not exist yet)."""
+    return Path(os.path.realpath(path))
+
+
+def check_writable(path: str | os.PathLike) -> Path:
+    """The resolved target of ``path`` if a file could be written there now; OutputError saying
+    why not otherwise (a directory, no permission, a parent that is a file, a read-only place)."""
+    p = Path(path)
+    target = _target(p)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise OutputError(e.errno, e.strerror or str(e)) from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise OutputError(errno.EISDIR, "it is a directory")
+        if not os.access(target, os.W_OK):
+            raise OutputError(errno.EACCES, "permission denied")
+        if stat.S_ISREG(st.st_mode) and not os.access(target.parent, os.W_OK | os.X_OK):
+            # the atomic replace writes a temporary file beside the target
+            raise OutputError(errno.EACCES, f"the directory {target.parent} is not writable")
+        return target
+    # a new file: the nearest existing ancestor must be a writable directory
+    parent = target.parent
+    while not parent.exists():
+        if parent.is_symlink():  # a dangling link in the middle of the path
+            raise OutputError(errno.ENOENT, f"{parent} is a broken symbolic link")
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(errno.ENOTDIR, f"{parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(errno.EACCES, f"the directory {parent} is not writable")
+    return target
+
+
+def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` (see the module doc for what that means for links and devices).
+    Returns ``path`` as given. Raises OSError (with the path in its message) when it cannot."""
+    p = Path(path)
+    target = _target(p)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(p))
+    data = text.encode(encoding)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        # a device, a FIFO, a terminal: write into it, never replace it
+        with open(target, "wb") as f:
+            f.write(data)
+        return p
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # 0o666 less the umask for a new file, as open() would; an existing file keeps its mode
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if st is None else stat.S_IMODE(st.st_mode))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))  # the umask must not narrow an existing file's mode
+        os.replace(tmp, target)  # a reader never sees half a file
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return p
+
+
+def describe_error(path: str | os.PathLike, e: OSError) -> str:
+    """``cannot write PATH: REASON`` for an OSError from :func:`write_text` or :func:`check_writable`."""
+    return f"cannot write {path}: {e.strerror or e}"

@@ -1,0 +1,143 @@
+"""Sweeps (issue 13, item 7): targets checked before the first point, the failed point's reason shown,
+Ctrl-C exits 130 and --resume runs only the rest, script commands hold script options, a default
+per-point timeout, and an unwritable output refused up front."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from perfkit.cli import main
+from perfkit.record import Run
+from perfkit.sweep import DEFAULT_TIMEOUT_S, SweepConfig
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent.parent
+
+
+def sweep(*args):
+    return CliRunner().invoke(main, ["sweep", "--no-progress", *map(str, args)])
+
+
+@pytest.mark.parametrize("target, says", [
+    ("no_such_module_for_perfkit:make", "no module named 'no_such_module_for_perfkit'"),
+    ("sweep_toy_env:no_such_factory", "defines no 'no_such_factory'"),
+    ("hanging_target:nope", "defines no 'nope'"),  # found without importing it (its import hangs)
+])
+def test_a_target_that_cannot_run_is_refused_before_the_first_point(tmp_path, toy_on_path, target, says):
+    out = tmp_path / "out"
+    t0 = time.perf_counter()
+    res = sweep(target, "--num-envs", "8,16", "-o", out)
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith("Error: ") and says in res.output and len(res.output.strip().splitlines()) == 1
+    assert not out.exists()  # no point ran, nothing written
+    assert time.perf_counter() - t0 < 20
+
+
+def test_a_script_with_a_syntax_error_is_refused_before_the_first_point(tmp_path):
+    bad = tmp_path / "train.py"
+    bad.write_text("def f(:\n")
+    res = sweep(bad, "--num-envs-arg", "--n", "--num-envs", "8", "-o", tmp_path / "out")
+    assert res.exit_code == 2 and "does not compile" in res.output and "SyntaxError" in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_script_points_reason_is_its_exception(tmp_path, toy_on_path):
+    script = tmp_path / "crash.py"
+    script.write_text("import sys\nprint('starting', sys.argv)\nraise RuntimeError('planted crash')\n")
+    out = tmp_path / "out"
+    res = sweep(script, "--num-envs-arg", "--n", "--num-envs", "4", "-o", out)
+    assert res.exit_code == 1
+    point = json.loads((out / "sweep.json").read_text())["points"][0]
+    assert point["status"] == "partial" and point["error"] == "exit code 1: RuntimeError: planted crash"
+    assert "RuntimeError: planted crash" in " ".join(res.output.split())
+
+
+def test_factory_only_options_are_refused_for_a_script_target(tmp_path):
+    # what a script target's command does hold: tests/sweep/test_sweep_cli.py (script target test)
+    res = sweep(HERE / "toy_script.py", "--num-envs-arg", "--n", "--num-envs", "8", "-o", tmp_path / "o2",
+                "--steps", "50", "--seed", "3")
+    assert res.exit_code == 2 and "--steps, --seed apply to factory targets" in res.output
+    assert not (tmp_path / "o2").exists()
+
+
+def test_points_have_a_default_timeout():
+    cfg = SweepConfig(target="a:b", num_envs=[8], out_dir=Path("x"))
+    assert cfg.timeout_s == DEFAULT_TIMEOUT_S > 0
+    res = CliRunner().invoke(main, ["sweep", "--help"])
+    assert "--timeout" in res.output and f"{DEFAULT_TIMEOUT_S:g}" in res.output
+
+
+def test_an_unwritable_output_is_refused_before_the_first_point(tmp_path, toy_on_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "-o", blocker)
+    assert res.exit_code == 2 and res.output.startswith("Error: cannot write ")
+    res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "-o", tmp_path / "ok", "--report", blocker / "r")
+    assert res.exit_code == 2 and "cannot write" in res.output and not (tmp_path / "ok").exists()
+
+
+def _wait_for(pred, timeout=120):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_ctrl_c_exits_130_and_resume_runs_only_the_rest(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)]), "PERFKIT_TEST_SLOW_AT": "16"}
+    cmd = [sys.executable, "-m", "perfkit", "sweep", "slow_target:make", "--num-envs", "8,16", "-o", str(out),
+           "--steps", "5", "--warmup-steps", "1", "--no-progress"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        def first_done():
+            try:
+                return json.loads((out / "sweep.json").read_text())["points"][0]["status"] == "complete"
+            except (OSError, ValueError, KeyError, IndexError):
+                return False
+        assert _wait_for(first_done), "the first point never completed"
+        assert _wait_for(lambda: (out / "points" / "16.log").exists())  # the slow point is under way
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "interrupted: 1 of 2 points finished" in stderr and "--resume" in stderr
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert manifest["interrupted"] is True
+    assert [p["status"] for p in manifest["points"]] == ["complete", "pending"]
+    first = (out / "points" / "8.json").read_bytes()
+
+    env.pop("PERFKIT_TEST_SLOW_AT")
+    resumed = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert [p["status"] for p in manifest["points"]] == ["complete", "complete"]
+    assert manifest["interrupted"] is False
+    assert (out / "points" / "8.json").read_bytes() == first  # the finished point was not redone
+    assert Run.load(out / "points" / "16.json").steps == 5
+
+
+def test_resume_refuses_a_sweep_measured_otherwise(tmp_path, toy_on_path):
+    from perfkit.sweep import write_outputs
+    from perfkit.sweep_record import PointResult
+
+    out = tmp_path / "out"
+    out.mkdir()
+    earlier = SweepConfig(target="sweep_toy_env:make_toy_env", num_envs=[8], out_dir=out, steps=3)
+    write_outputs(earlier, [PointResult(num_envs=8, status="pending")], {}, "2026-12-01T00:00:00+00:00")
+    res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8,16", "-o", out, "--steps", "4", "--resume")
+    assert res.exit_code == 2 and "other options" in res.output and "steps 3 there, 4 here" in res.output
+    assert sorted(p.name for p in out.iterdir()) == ["sweep.csv", "sweep.json"]  # nothing ran

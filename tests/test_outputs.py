@@ -1,0 +1,160 @@
+"""Outputs are written *to* a path, never *over* it: a symlink stays a link (its target is written), a
+device or a FIFO is written into and survives, a regular file is replaced atomically (issue 13, item 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+
+import pytest
+from click.testing import CliRunner
+
+from perfkit.cli import main
+from perfkit.outputs import OutputError, check_writable, write_text
+from perfkit.record import Run
+
+RUN = Run(command=["train.py"], steps=3, num_envs=4, sps=10.0, step_times_ms=[1.0, 2.0, 3.0])
+
+
+class FifoReader:
+    """Reads a FIFO to its end in a thread (a writer blocks until a reader opens it)."""
+
+    def __init__(self, path):
+        self.data = b""
+        self.thread = threading.Thread(target=self._read, args=(path,), daemon=True)
+        self.thread.start()
+
+    def _read(self, path):
+        with open(path, "rb") as f:
+            self.data = f.read()
+
+    def text(self) -> str:
+        self.thread.join(timeout=30)
+        assert not self.thread.is_alive(), "nothing was written to the FIFO"
+        return self.data.decode()
+
+
+@pytest.fixture
+def devices_guarded():
+    """A broken writer replaces /dev/null (as root, a regular file takes its place and every later
+    subprocess writing to it misbehaves): put the devices back if that happened, and fail."""
+    yield
+    broken = []
+    for path, minor in (("/dev/null", 3), ("/dev/full", 7)):
+        if os.path.lexists(path) and not stat.S_ISCHR(os.lstat(path).st_mode):
+            broken.append(path)
+            os.unlink(path)
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+            os.chmod(path, 0o666)
+    assert not broken, f"{broken} were replaced by regular files (restored)"
+
+
+def test_dev_null_stays_a_device(devices_guarded):
+    write_text("/dev/null", "x" * 10_000)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    RUN.save("/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_dev_full_is_an_error_and_stays_a_device(devices_guarded):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with pytest.raises(OSError):
+        RUN.save("/dev/full")
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_fifo_is_written_into_and_survives(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = FifoReader(fifo)
+    RUN.save(fifo)
+    assert Run.from_dict(json.loads(reader.text())).step_times_ms == [1.0, 2.0, 3.0]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no temporary file left beside it
+
+
+def test_a_symlink_stays_a_link_and_its_target_is_written(tmp_path):
+    target = tmp_path / "real" / "run.json"
+    target.parent.mkdir()
+    target.write_text("stale")
+    os.chmod(target, 0o640)
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+    RUN.save(link)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert Run.load(target).sps == 10.0  # the target is fresh, not stale
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640  # and keeps its mode
+    assert sorted(p.name for p in target.parent.iterdir()) == ["run.json"]
+
+
+def test_a_dangling_symlink_creates_its_target(tmp_path):
+    link = tmp_path / "latest.json"
+    link.symlink_to(tmp_path / "runs" / "new.json")
+    RUN.save(link)
+    assert link.is_symlink() and Run.load(tmp_path / "runs" / "new.json").steps == 3
+
+
+def test_a_regular_file_is_replaced_whole(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text("x" * 100_000)
+    RUN.save(path)
+    assert Run.load(path).steps == 3 and sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+
+
+def test_check_writable_says_why(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OutputError, match="(?i)not a directory"):
+        check_writable(tmp_path / "file" / "run.json")
+    with pytest.raises(OutputError, match="is a directory"):
+        check_writable(tmp_path)
+    assert check_writable(tmp_path / "new" / "deeper" / "run.json") == tmp_path / "new" / "deeper" / "run.json"
+    assert check_writable("/dev/null") == __import__("pathlib").Path("/dev/null")
+    if os.geteuid() != 0:  # root may write anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        os.chmod(ro, 0o500)
+        with pytest.raises(OutputError, match="not writable"):
+            check_writable(ro / "run.json")
+
+
+# ---- the commands ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def exits_script():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "profile", "scripts", "exits.py")
+
+
+def test_profile_output_to_dev_null_a_fifo_and_a_symlink(tmp_path, exits_script, devices_guarded):
+    def profile(out):
+        return CliRunner().invoke(main, ["profile", "-q", "-o", str(out), exits_script, "ok"])
+
+    assert profile("/dev/null").exit_code == 0
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = FifoReader(fifo)
+    assert profile(fifo).exit_code == 0
+    assert json.loads(reader.text())["schema"] == "perfkit.run/1" and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    target = tmp_path / "run-1.json"
+    target.write_text("stale")
+    link = tmp_path / "latest.json"
+    link.symlink_to(target.name)
+    assert profile(link).exit_code == 0
+    assert link.is_symlink() and Run.load(target).status == "complete"
+
+
+def test_export_trace_output_to_a_fifo_and_a_symlink(tmp_path):
+    src = RUN.save(tmp_path / "run.json")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = FifoReader(fifo)
+    res = CliRunner().invoke(main, ["export-trace", str(src), "-o", str(fifo)])
+    assert res.exit_code == 0, res.output
+    assert "traceEvents" in json.loads(reader.text()) and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    link = tmp_path / "trace.json"
+    link.symlink_to(tmp_path / "t-real.json")
+    assert CliRunner().invoke(main, ["export-trace", str(src), "-o", str(link)]).exit_code == 0
+    assert link.is_symlink() and "traceEvents" in json.loads((tmp_path / "t-real.json").read_text())
