@@ -16,8 +16,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "segment": "perfkit.segments",
     "step": "perfkit.session",
-    "budget": "perfkit.analysis.budgets",
-    "BudgetExceeded": "perfkit.analysis.budgets",
+    "budget": "perfkit.collectors.budget",
+    "BudgetExceeded": "perfkit.collectors.budget",
     "Session": "perfkit.session",
 }
 

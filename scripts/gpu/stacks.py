@@ -26,7 +26,7 @@ succeeded, 1 when some run failed (the reports say which), 2 when the set-up is 
 rsl-rl-lib and its pure-Python requirements are not on the GPU machine: stage them here with
 ``bash scripts/gpu/stage-stack-wheels.sh`` (into .gpu4/) and carry .gpu4; this script installs them
 into /tmp/site-stacks when rsl_rl does not import (``--wheels``). warp, mujoco and mujoco-warp come
-from the GPU check's own staging (../shared/device/README.md), in /tmp/site.
+from the GPU check's own staging (scripts/gpu/README.md), in /tmp/site.
 """
 
 from __future__ import annotations
@@ -437,7 +437,7 @@ def main(argv=None) -> int:
     if missing:
         results["missing"] = missing
         write_reports(out, results)
-        print("stacks: missing on this machine (stage them: ../shared/device/stage-wheels.sh for warp/mujoco/mujoco-warp, "
+        print("stacks: missing on this machine (stage them: bash scripts/gpu/stage-wheels.sh for warp/mujoco/mujoco-warp, "
               "bash scripts/gpu/stage-stack-wheels.sh for rsl-rl-lib & co, and carry them):\n  " + "\n  ".join(missing),
               file=sys.stderr)
         return 2

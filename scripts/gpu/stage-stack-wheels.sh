@@ -6,7 +6,7 @@
 #   bash scripts/gpu/stage-stack-wheels.sh [DIR]
 #
 # rsl-rl-lib 5.5.1 requires GitPython, numpy, onnx, onnxscript, tensorboard, tensordict and torch.
-# Already on the GPU image (../shared/device/KINDS.md, "Python packages already there"): numpy,
+# Already on the lent GPU machine's image (its package list): numpy,
 # onnx, onnxscript, tensorboard, torch 2.11, cloudpickle, packaging, typing-extensions. Missing:
 #   rsl-rl-lib 5.5.1                 py3-none-any
 #   tensordict 0.15.3                py3-none-any: no compiled part (0.14 and older ship tensordict/_C.so,
