@@ -19,11 +19,12 @@ from typing import Any
 SCHEMA = "perfkit.run/2"
 """The schema this perfkit writes. /2: a finding's ``count`` is over the steady-state steps (/1
 counted warm-up too); ``total_steps``, ``warmup_steps``, ``sampling``, ``Finding.chain``/``library``
-and ``SegmentStats.children`` added."""
+and ``SegmentStats.children`` added; later, without a new schema, the ``dist`` block (a record
+without one is rank 0 of a world of 1) and the ``comm`` segment."""
 READABLE_SCHEMAS: tuple[str, ...] = ("perfkit.run/1", SCHEMA)
 """The schemas :meth:`Run.load` accepts (a new schema is one more entry here)."""
 
-SEGMENTS = ("physics", "policy", "reward", "learner", "logging", "other")
+SEGMENTS = ("physics", "policy", "reward", "learner", "comm", "logging", "other")
 """The segments of a training loop, in the order reports list them."""
 
 FINDING_KINDS = ("sync", "alloc", "loop", "stream")
@@ -142,6 +143,7 @@ class Run:
     total_steps: int = 0  # every step, warm-up included
     warmup_steps: int = 0  # steps kept apart from steady state
     sampling: dict[str, Any] = field(default_factory=dict)  # the sampled steps: {"steps": [...], "every": k, "weights": [...]}
+    dist: dict[str, Any] = field(default_factory=dict)  # rank, world size, backend, device; collectives and DDP (perfkit.dist)
     schema: str = SCHEMA
 
     # ---- derived views -------------------------------------------------------------------------
@@ -273,7 +275,7 @@ _RUN_TYPES = {
     "schema": "str", "command": "str-list", "steps": "int", "num_envs": "int?", "wall_s": "num", "warmup_s": "num",
     "sps": "num?", "step_ms": "num-dict", "segments": "dict", "findings": "list", "machine": "dict", "status": "str",
     "exit_code": "int?", "env": "dict", "step_times_ms": "num-list", "memory": "dict", "extra": "dict",
-    "total_steps": "int", "warmup_steps": "int", "sampling": "dict",
+    "total_steps": "int", "warmup_steps": "int", "sampling": "dict", "dist": "dict",
 }
 _SEGMENT_TYPES = {"gpu_ms_per_step": "num?", "cpu_ms_per_step": "num", "syncs_per_step": "num",
                   "allocs_per_step": "num", "alloc_bytes_per_step": "num", "calls_per_step": "num"}

@@ -158,6 +158,10 @@ class Session:
         try:
             self.rules.install()
             self.notes.extend(self.rules.errors)
+            from perfkit.collectors.comm import CommCollector
+
+            self.comm = CommCollector(self.clock, self._timed)  # torch.distributed: segment comm, ranks
+            self.comm.install(self.patcher)
             if self.step_fn:
                 _steps.install_step_fn(self.patcher, self.step_fn)
             self.discovery = _steps.Discovery(self.clock, self.patcher, find_steps=not self.step_fn,
@@ -490,6 +494,7 @@ class Session:
             verify=self._verify.result() if self._verify is not None else None,
             interop_sites=dict(self.streams.interop_sites), machine=describe(), memory=process_memory(self._torch),
             fixes={**torch_sync.FIXES, **warp_sync.FIXES}, alloc_fix=alloc.FIX, stream_fix=streams.FIX, loop_fix=loops.FIX,
+            dist=self.comm.snapshot() if getattr(self, "comm", None) is not None else None,
         )
 
     def _record(self, status: str, t_end: float) -> Run:

@@ -74,6 +74,7 @@ class Snapshot:
     alloc_fix: str = ""
     stream_fix: str = ""
     loop_fix: str = ""
+    dist: dict[str, Any] | None = None  # perfkit.collectors.comm.CommCollector.snapshot(): rank, collectives, DDP
 
 
 def build_run(snap: Snapshot) -> Run:
@@ -116,6 +117,9 @@ def build_run(snap: Snapshot) -> Run:
         run.extra["loop_ops"] = loop_ops  # torch ops per loop iteration (the cost model reads it)
     run.machine = dict(snap.machine)
     run.memory = dict(snap.memory)
+    from perfkit.collectors.comm import dist_record
+
+    run.dist = dist_record(snap.dist, len(times), run.env.get("device"), snap.machine.get("host"))
     run.extra["total_steps"] = n_steps
     run.extra["warmup_steps"] = min(snap.warmup_steps, n_steps)
     run.extra["step_detection"] = snap.step_detection

@@ -23,7 +23,7 @@ from time import perf_counter
 from typing import Any
 
 NVTX_DOMAIN = "perfkit"
-_COLORS = {"physics": "green", "policy": "blue", "reward": "yellow", "learner": "red", "logging": "purple", "other": "grey"}
+_COLORS = {"physics": "green", "policy": "blue", "reward": "yellow", "learner": "red", "comm": "orange", "logging": "purple", "other": "grey"}
 
 
 def nvtx_wanted(setting: str | bool | None) -> str:

@@ -18,6 +18,7 @@ SEGMENT_COLORS = {
     "policy": "#DD8452",
     "reward": "#55A868",
     "learner": "#C44E52",
+    "comm": "#DA8BC3",
     "logging": "#8172B3",
     "other": "#937860",
     "env.step": "#64B5CD",
