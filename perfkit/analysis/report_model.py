@@ -68,6 +68,7 @@ class Report:
     findings_total: int = 0
     figures: list[Figure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ranks: list[dict[str, Any]] = field(default_factory=list)  # one per data-parallel job (perfkit.analysis.ranks)
     plot_data: dict[str, Any] = field(default_factory=dict, repr=False)  # what each figure draws
 
 
@@ -92,12 +93,16 @@ def load_inputs(paths: Sequence[str | os.PathLike]) -> list[Item]:
 
 def run_label(run: Run, path: str | os.PathLike) -> str:
     """``train.py`` for a record of ``perfkit profile ... examples/train.py --num-envs 4096``; the
-    file name when the command says nothing better."""
+    file name when the command says nothing better; ``train_ddp.py rank 1`` for a rank of a job."""
+    rank = ""
+    world = run.dist.get("world_size") if isinstance(run.dist, dict) else None
+    if isinstance(world, int) and world > 1:
+        rank = f" rank {run.dist.get('rank')}"
     for tok in run.command:
         if str(tok).endswith(".py"):
-            return Path(str(tok)).name
+            return Path(str(tok)).name + rank
     if len(run.command) >= 2 and run.command[0] == "-m":
-        return str(run.command[1])
+        return str(run.command[1]) + rank
     return Path(path).stem
 
 
@@ -208,8 +213,10 @@ def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
 
 
 def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput report",
-                 command: Sequence[str] | None = None) -> Report:
-    """``inputs``: Items, or Runs / Sweeps directly (labelled for you)."""
+                 command: Sequence[str] | None = None, single: Item | Run | None = None) -> Report:
+    """``inputs``: Items, or Runs / Sweeps directly (labelled for you). Per-rank records of a
+    data-parallel job are also merged (:mod:`perfkit.analysis.ranks`), beside ``single`` (the 1-GPU
+    run: one of the inputs, or found among them) for the scaling efficiency."""
     items: list[Item] = []
     for x in inputs:
         if isinstance(x, Item):
@@ -245,6 +252,15 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
             fmt_num(float(r.warmup_s)), f"{fmt_bytes(mem)} ({kind})" if mem else "-",
             fmt_num(float(_syncs(r))), fmt_num(float(_allocs(r))), fmt_num(len(r.findings)),
         ])
+
+    # data-parallel jobs: their ranks merged
+    from perfkit.analysis.ranks import report_sections
+
+    base = None
+    if single is not None:
+        it = single if isinstance(single, Item) else next((i for i in items if i.run is single), None)
+        base = (it.label, it.run) if it is not None else (run_label(single, "single"), single)
+    rep.ranks = report_sections(runs, base, fmt_num)
 
     # sweeps
     sps_series = []

@@ -16,7 +16,10 @@ DEFAULT_TITLE = "perfkit throughput report"
 @click.option("-o", "--out", "out_dir", default="runs/report", show_default=True, metavar="DIR",
               help="Directory for index.html, report.md and the PNG plots.")
 @click.option("--title", default=DEFAULT_TITLE, show_default=True)
-def report(inputs, out_dir, title):
+@click.option("--single", default=None, metavar="RUN",
+              help="The 1-GPU run of a data-parallel job's script, for its scaling efficiency (default: the one "
+                   "input of a world of 1 that ran the same script under a process group).")
+def report(inputs, out_dir, title, single):
     """Render a report from run records (perfkit.run/1) and sweeps (a sweep directory or its sweep.json).
 
     Several inputs are shown side by side, e.g. `perfkit report runs/train.json runs/train_naive.json`.
@@ -35,12 +38,22 @@ def report(inputs, out_dir, title):
         raise BadInput(describe_error(out_dir, e)) from None
     try:
         items = load_inputs(inputs)
+        base = None
+        if single is not None:
+            base = next((it for it in items if it.source == single), None)
+            if base is None:
+                base = load_inputs([single])[0]
+                items.append(base)
+            if base.run is None:
+                raise BadInput(f"--single {single}: a sweep, not a run record")
     except RecordError as e:
         raise BadInput(str(e)) from None
     command = ["perfkit", "report", *inputs, "-o", out_dir]
+    if single is not None:
+        command += ["--single", single]
     if title != DEFAULT_TITLE:
         command += ["--title", title]
-    rep = build_report(items, title=title, command=command)
+    rep = build_report(items, title=title, command=command, single=base)
     try:
         paths = write_report(rep, out_dir)
     except OSError as e:

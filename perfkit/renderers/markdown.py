@@ -56,6 +56,19 @@ def render(report) -> str:
             if it.run is not None and it.run.command:
                 lines.append(f"* {esc(it.label)}: {code(' '.join(map(str, it.run.command)))}")
         lines.append("")
+    for job in getattr(report, "ranks", None) or []:
+        lines += [f"## Data-parallel job: {esc(job['label'])}", ""]
+        lines += [esc(h) for h in job["headline"]] + [""]
+        for n in job["notes"]:
+            lines.append(f"> {esc(n)}")
+        if job["notes"]:
+            lines.append("")
+        lines += table(job["columns"], job["rows"]) + [""]
+        lines += [f"### Segments per rank (ms per step, {esc(job['segment_source'])})", ""]
+        lines += table(job["segment_columns"], job["segment_rows"], first_col_header=True) + [""]
+        if job["comm_rows"]:
+            lines += ["### Collectives per rank", ""]
+            lines += table(job["comm_columns"], job["comm_rows"]) + [""]
     for sw in report.sweeps:
         lines += [f"## Sweep: {esc(sw['label'])}", ""]
         if sw["command"]:
