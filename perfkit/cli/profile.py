@@ -12,7 +12,9 @@ from perfkit.cli.errors import BadInput
     context_settings=dict(ignore_unknown_options=True, allow_interspersed_args=False, help_option_names=["-h", "--help"]),
 )
 @click.option("-o", "--output", "output", default="runs/latest.json", show_default=True, metavar="PATH",
-              help="Where to write the run record (perfkit.run/1 JSON); relative to the directory perfkit was started in.")
+              help="Where to write the run record (perfkit.run/2 JSON); relative to the directory perfkit was started in. "
+                   "Under torchrun (WORLD_SIZE > 1) rank R writes PATH with .rankR before its suffix "
+                   "(run.json -> run.rankR.json; a directory -> DIR/run.rankR.json).")
 @click.option("--max-syncs-per-step", type=click.FloatRange(min=0), default=None,
               help="Exit with status 2 when the steady-state syncs per step exceed N.")
 @click.option("--max-allocs-per-step", type=click.FloatRange(min=0), default=None,
@@ -58,11 +60,19 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
     if step_fn is not None and ":" not in step_fn:
         raise click.BadParameter("must look like module:Class.method", param_hint="--step-fn")
     # the record goes where the user pointed from here, whatever directory the program moves to
+    from perfkit.dist import launch_info, rank_record_path
+
+    launch = launch_info()
+    if launch["world_size"] > 1:  # one process per rank (torchrun): each writes its own record
+        output = str(rank_record_path(output, launch["rank"]))
     out_path = resolve(output)
     try:
         check_writable(out_path)
     except OutputError as e:
         raise BadInput(f"{describe_error(output, e)} (the script was not run)") from None
+    if launch["world_size"] > 1 and launch["rank"] == 0:
+        click.echo(f"perfkit: {launch['world_size']} ranks: each writes its own record ({output} here); "
+                   "rank 0 prints the summary, every rank one line; merge them with perfkit report", err=True)
     max_syncs = max_syncs_per_step if max_syncs_per_step is not None else cfg.max_syncs_per_step
     max_allocs = max_allocs_per_step if max_allocs_per_step is not None else cfg.max_allocs_per_step
     kwargs = dict(config=cfg, verify=verify)
@@ -98,6 +108,7 @@ def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) 
     sys.stdout.flush()
     code = outcome.exit_code
     rec = outcome.run
+    output, out_path, rank, world = _rank_output(rec, output, out_path)
     problems = check_run(rec, max_syncs, max_allocs)
     if problems:
         rec.extra[EXTRA_BUDGET] = {"max_syncs_per_step": max_syncs, "max_allocs_per_step": max_allocs,
@@ -114,13 +125,31 @@ def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) 
             where = ""
         click.echo(f"Error: {describe_error(output, e)}{where}", err=True)
         return 2
-    if not quiet:
+    if not quiet and rank == 0:
         from perfkit.renderers.console import render
 
         render(rec)
-        click.echo(f"run record: {output}", err=True)
+        if world == 1:
+            click.echo(f"run record: {output}", err=True)
+    if not quiet and world > 1:
+        from perfkit.analysis.ranks import rank_line
+
+        click.echo(rank_line(rec, output), err=True)
     if problems:
         click.echo("perfkit profile: budget exceeded\n" + "\n".join(problems), err=True)
         if code == 0:
             code = 2
     return code
+
+
+def _rank_output(rec, output: str, out_path):
+    """``(output, path, rank, world size)`` of a finished run: a rank of a job whose launcher did not
+    say so in the environment (its process group did) still gets its own record name."""
+    from perfkit.analysis.ranks import rank_of, world_of
+    from perfkit.dist import launch_info, rank_record_path
+
+    rank, world = rank_of(rec), world_of(rec)
+    if world > 1 and launch_info()["world_size"] == 1:
+        out_path = rank_record_path(out_path, rank)  # absolute: the program may have changed directory
+        output = str(rank_record_path(output, rank))
+    return output, out_path, rank, world
