@@ -109,3 +109,25 @@ def test_report_single_must_be_a_run(job, tmp_path):
     proc = perfkit(["report", "records/run.rank0.json", "--single", str(tmp_path / "none.json"), "-o", "rep2"], cwd=out)
     assert proc.returncode == 2 and proc.stderr.startswith("Error: ") and "none.json" in proc.stderr
     json.loads((out / "records" / "run.rank0.json").read_text())  # untouched
+
+
+def test_ranks_named_only_by_their_process_group_get_their_own_record(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from _dist_helpers import env
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [subprocess.Popen([sys.executable, "-m", "perfkit", "profile", "-o", "run.json", str(SCRIPTS / "tcp_pg.py"),
+                               "--rank", str(r), "--port", str(port)], cwd=tmp_path, env=env(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in (0, 1)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["run.rank0.json", "run.rank1.json"]
+    for r in (0, 1):
+        d = Run.load(tmp_path / f"run.rank{r}.json").dist
+        assert (d["rank"], d["world_size"], d["backend"], d["launcher"]) == (r, 2, "gloo", None)
+        assert f"record run.rank{r}.json" in outs[r]

@@ -1,0 +1,47 @@
+"""scripts/gpu/dist.py in its CPU form (gloo, MuJoCo C, tiny sizes): the four launches, the merged
+report beside the 1-rank record, and a summary whose efficiencies follow from the SPS it read."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from _dist_helpers import ROOT, env
+
+SCRIPT = ROOT / "scripts" / "gpu" / "dist.py"
+CPU = ["--backend", "gloo", "--device", "cpu", "--num-envs", "8", "--iterations", "3", "--num-steps", "8", "--timeout", "150"]
+
+
+def _run(args, timeout=400):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env(), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_cpu_form_end_to_end(tmp_path):
+    out = tmp_path / "dist"
+    proc = _run(["--out", str(out), *CPU])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads((out / "summary.json").read_text())
+    for kind in ("plain", "perfkit"):
+        one, multi = res[kind]["one"], res[kind]["multi"]
+        assert one["nproc"] == 1 and multi["nproc"] == 2 and len(multi["per_rank"]) == 2
+        assert multi["total_sps"] == pytest.approx(sum(multi["per_rank"]), abs=0.2)
+        assert res[kind]["scaling_efficiency"] == pytest.approx(multi["total_sps"] / (2 * one["total_sps"]))
+    rec = res["perfkit"]["recorded"]
+    assert rec["scaling_efficiency"] == pytest.approx(rec["total_sps"] / (2 * rec["single_sps"]))
+    assert res["straggler"] in (0, 1) and res["comm_share"] > 0
+    assert res["environment"] == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    for name in ("one/run.json", "multi/run.rank0.json", "multi/run.rank1.json", "report/index.html", "report/report.md",
+                 "summary.md", "plain-1.log", "plain-2.log", "perfkit-1.log", "perfkit-2.log"):
+        assert (out / name).stat().st_size > 0, name
+    md = (out / "report" / "report.md").read_text()
+    assert "## Data-parallel job: train\\_ddp.py, 2 of 2 ranks (gloo)" in md and "Scaling efficiency" in md
+    assert "scaling efficiency" in proc.stdout and "of the step" in proc.stdout
+    assert (out / "plain-2.log").read_text().startswith(sys.executable)  # each log names its command
+
+
+def test_a_failed_launch_exits_1_naming_its_log(tmp_path):
+    proc = _run(["--out", str(tmp_path / "d"), *CPU, "--env", "no-such-env"], timeout=120)
+    assert proc.returncode == 1 and "FAILED: plain-1" in proc.stdout and "plain-1.log" in proc.stdout
