@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -97,6 +98,9 @@ class PPO:
         self._last_episode = (0.0, 0.0)
         self._refresh_policy_constants()
         self._iter_start = time.perf_counter()  # last known mean return/length, for iterations with no episode end
+        # called after each minibatch's backward, before clipping and the optimizer step: data-parallel
+        # training averages the gradients over the ranks here (examples/train_ddp.py)
+        self.grad_sync: Callable[[], None] | None = None
         self._iterations_logged = 0
         self._init_async_metrics()
         self._flat = {
@@ -183,6 +187,8 @@ class PPO:
         loss = policy_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if self.grad_sync is not None:
+            self.grad_sync()
         torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
         with torch.no_grad():
