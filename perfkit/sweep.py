@@ -15,7 +15,10 @@ same directory did not finish (complete or out of memory). Before the first poin
 checked without running it: a factory's module must be found and define the callable, a script
 must compile. Each point has a time limit (``DEFAULT_TIMEOUT_S`` unless given).
 With several GPUs (``gpus=["0", "1"]``) one worker thread per GPU pulls points from a shared queue
-and pins its subprocesses with ``CUDA_VISIBLE_DEVICES``.
+and pins its subprocesses with ``CUDA_VISIBLE_DEVICES``. A point is a single process: the launcher's
+variables (``RANK``, ``WORLD_SIZE``, ... :data:`perfkit.dist.LAUNCH_VARS`) are not passed on, so its
+record is rank 0 of a world of 1 whatever shell the sweep runs in, its ``dist.device`` the GPU it
+saw (``cuda:0``) and ``dist.physical_gpu`` the machine's GPU behind it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from perfkit.analysis.knee import DEFAULT_THRESHOLD, find_knee
+from perfkit.dist import LAUNCH_VARS
 from perfkit.oom import is_oom_text
 from perfkit.record import EXTRA_ERROR, RecordError, Run
 from perfkit.sweep_record import CSV, MANIFEST, POINTS, SWEEP_SCHEMA, PointResult, Sweep, load_sweep, points_frame
@@ -252,6 +256,8 @@ def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run
     if record.exists():
         record.unlink()  # a stale record from an earlier sweep must not pass for this one
     env = dict(os.environ)
+    for k in LAUNCH_VARS:  # a point is one process, rank 0 of 1, even in a shell inside a torchrun job
+        env.pop(k, None)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
     env.setdefault("PYTHONUNBUFFERED", "1")

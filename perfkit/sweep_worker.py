@@ -319,6 +319,13 @@ def run_point(cfg: PointConfig, out: str | os.PathLike) -> int:
                                  "note": "point failed before torch was imported"}
     except Exception as e:
         point.run.machine = {"error": str(e)}
+    try:  # which process this was: rank 0 of 1, on the device it saw (dist.physical_gpu: the machine's)
+        from perfkit.collectors.comm import dist_record
+        from perfkit.dist import launch_info
+
+        point.run.dist = dist_record({"launch": launch_info()}, 0, point.run.env.get("device"), point.run.machine.get("host"))
+    except Exception:  # pragma: no cover - a record without it is still a record
+        pass
     point.run.save(out)
     return code
 
