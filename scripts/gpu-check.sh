@@ -2,6 +2,7 @@
 # The whole GPU check, in one script, for the lent H200 (see scripts/gpu/README.md).
 #
 #   bash scripts/gpu-check.sh [STAGE...]       STAGE: setup tests profile env probes sweeps train (default: all)
+#                                               dist: data-parallel scaling on 2 GPUs (nvidia-h200-x2; not in the default)
 #
 # Run from the repository root on the GPU machine, after the wheels staged by
 # scripts/gpu/stage-wheels.sh have been carried (.gpu1/.gpu2 in two earlier calls; .gpu3 in this
@@ -50,6 +51,7 @@ stage_env()     { run_script env scripts/gpu/env_bench.py; }
 stage_train()   { run_script train scripts/gpu/train_curve.py; }
 stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
 stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py --train; }  # + train.py vs train_naive.py report
+stage_dist()    { NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 run_script dist scripts/gpu/dist.py; }
 
 stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(setup tests profile env train probes sweeps)

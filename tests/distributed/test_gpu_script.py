@@ -45,3 +45,9 @@ def test_cpu_form_end_to_end(tmp_path):
 def test_a_failed_launch_exits_1_naming_its_log(tmp_path):
     proc = _run(["--out", str(tmp_path / "d"), *CPU, "--env", "no-such-env"], timeout=120)
     assert proc.returncode == 1 and "FAILED: plain-1" in proc.stdout and "plain-1.log" in proc.stdout
+
+
+def test_a_spent_budget_launches_nothing(tmp_path):
+    proc = _run(["--out", str(tmp_path / "d"), *CPU, "--budget", "5"], timeout=60)
+    assert proc.returncode == 1 and "budget of 5 s is spent" in proc.stdout
+    assert not list((tmp_path / "d").glob("*.log"))
