@@ -175,7 +175,11 @@ class SegmentClock:
             self._trace.append((name, now))
 
     def tick(self, now: float) -> None:
-        """Bring the cumulative per-segment time up to ``now``."""
+        """Bring the cumulative per-segment time up to ``now`` (a ``now`` before the last transition —
+        the last step's end, when work ran after it returned — charges nothing: no segment time is
+        ever negative)."""
+        if now <= self.t:
+            return
         cur = self.cur
         self.acc[cur] = self.acc.get(cur, 0.0) + (now - self.t)
         self.t = now
