@@ -46,6 +46,7 @@ from perfkit.record import Run
 
 _active: "Session | None" = None
 POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
+MAX_TIMELINE = 50_000  # segment spans kept for export-trace (CPU and GPU each)
 
 
 def active() -> "Session | None":
@@ -171,6 +172,7 @@ class Session:
             self._streams_installed = self.streams.install(self.patcher)
             self._setup_gpu()
             _segments.on_transition = self.segclock.transition
+            self.clock.on_end = self.segclock.mark_end
         except BaseException:
             self._teardown()
             raise
@@ -212,6 +214,7 @@ class Session:
     def _teardown(self) -> None:
         global _active
         _segments.on_transition = None
+        self.clock.on_end = None
         try:
             self.sampler.stop()
         except Exception:
@@ -298,6 +301,8 @@ class Session:
         # the step begins now, after perfkit's own work at this boundary
         t = perf_counter()
         clock.begin_t = t
+        if idx <= _steps.MAX_STEP_STARTS:
+            clock.starts.append(t)
         segclock.skip(t)
         if segclock.trace is not None:
             segclock.trace = [(segclock.cur, t)]
@@ -336,6 +341,8 @@ class Session:
         special = idx + POLL_EVERY - (idx % POLL_EVERY)  # the next periodic check
         if steady_i < 1:
             return idx + 1
+        # the next GPU-timed (and timeline-traced) step: every timing_every-th steady step
+        special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
         gpu = self._gpu
         if gpu is not None and self._torch.cuda.is_initialized():  # else creating events would initialize CUDA
             gpu.poll()
@@ -344,9 +351,7 @@ class Session:
                 if self._nvtx_mode == "sampled" and self._nvtx is not None:
                     self.segclock.nvtx_on(self._nvtx)
                 special = idx + 1  # close the timed step at the next boundary
-            else:
-                special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
-        if steady_i <= self.config.timeline_steps:
+        if self._traced(steady_i):
             self.segclock.trace = [(self.segclock.cur, now)]
             special = idx + 1
         if self.verify and self._verify is None and gpu is not None and self._torch.cuda.is_initialized():
@@ -356,6 +361,13 @@ class Session:
             if self._verify.prof is not None:
                 special = idx + 1
         return special
+
+    def _traced(self, steady_i: int) -> bool:
+        """Whether steady step ``steady_i`` records its segment timeline: the first ``timeline_steps``, then
+        every ``timing_every``-th (the GPU-timed ones), until the timeline holds :data:`MAX_TIMELINE` spans."""
+        if len(self.timeline) >= MAX_TIMELINE:
+            return False
+        return steady_i <= self.config.timeline_steps or (steady_i - 1) % self.timing_every == 0
 
     def _close_step(self, now: float, final: bool = False) -> None:
         """Account the step that runs from the last boundary to ``now`` (slow path and the end)."""
@@ -367,9 +379,11 @@ class Session:
             return
         if final and not clock.manual and clock.last_end is not None and clock.last_end >= clock.begin_t:
             now_step = clock.last_end  # auto steps: the last step ends when its call returns
+            if not segclock.rewind_to_end():
+                segclock.tick(now_step)
         else:
             now_step = now
-        segclock.tick(now_step)
+            segclock.tick(now_step)
         if segclock.trace is not None:
             trace = segclock.trace + [(None, now_step)]
             for (seg, t0), (_, t1) in zip(trace, trace[1:]):
@@ -428,7 +442,7 @@ class Session:
         if torch is not None and torch.cuda.is_available():
             self._gpu = CudaEventTimer(torch)
             self._gpu.t0 = self.t_start
-            self._gpu.timeline_steps = self.config.timeline_steps
+            self._gpu.timeline_limit = MAX_TIMELINE
             if self._nvtx_mode != "off":
                 try:
                     import nvtx
@@ -484,6 +498,8 @@ class Session:
             sample_every=self.sample_every if self.sample_steps is None else None,
             per_sample=self.sink.per_sample, chains=self.sink.chains, other_envs=dict(clock.others),
             timeline=self.timeline + (gpu.timeline if gpu is not None else []), notes=notes,
+            step_starts=[round((t - self.t_start) * 1e3, 3) for t in clock.starts],
+            last_step_end=round((clock.last_end - self.t_start) * 1e3, 3) if clock.last_end else None,
             step_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.discovery.step_classes],
             policy_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.rules.policy_classes],
             count_cpu_tensors=hub.count_cpu if self._count_cpu is None else bool(self._count_cpu),
