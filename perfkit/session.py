@@ -122,7 +122,7 @@ class Session:
             raise RuntimeError("a perfkit Session is already active; sessions do not nest")
         try:
             import torch  # the hooks need it; importing it here keeps it out of the steps
-        except ImportError:  # pragma: no cover - torch is a dependency
+        except ImportError:  # a program without torch: steps, segments and timing still work
             torch = None  # type: ignore[assignment]
         self._torch = torch
         from perfkit.collectors.loops import LineSampler
@@ -130,9 +130,8 @@ class Session:
         from perfkit.collectors.segment_rules import SegmentRules
         from perfkit.collectors.streams import StreamMonitor
         from perfkit.collectors.sync_wait import SyncWaits
-        from perfkit.collectors.timing import SegmentClock
-
         from perfkit.collectors.compiled import torchscript_names
+        from perfkit.collectors.timing import SegmentClock
 
         self._torchscript_before = set(torchscript_names())
         self.t_start = perf_counter()
@@ -313,7 +312,8 @@ class Session:
             self._gpu_pending = None
 
     def _stride(self) -> int:
-        """The steps a sample taken now stands for: the explicit list's gap, else the current stride."""
+        """The steps a sample taken now stands for: the current stride (explicit sampled steps stand for
+        themselves only)."""
         if self.sample_steps is not None:
             return 1
         return self.sample_every
@@ -326,7 +326,9 @@ class Session:
             self._next_sample = min(later) if later else 0
             return
         typical = sorted(self._recent)[len(self._recent) // 2] if self._recent else None
-        if typical and self.config.sample_budget < 1:  # a budget of 1 (the whole run): never widen  # what a sample costs beyond a typical step, spread over the steps each one stands for
+        # what a sample costs beyond a typical step, spread over the steps each one stands for; a budget
+        # of 1 (the whole run) never widens the stride
+        if typical and self.config.sample_budget < 1:
             self._sample_cost += max(0.0, took - typical)
             self._costed += 1
             need = self._sample_cost / self._costed / (self.config.sample_budget * typical)
