@@ -194,8 +194,10 @@ def env_only_estimate(a: argparse.Namespace) -> float:
 
 def plan_text(a: argparse.Namespace) -> tuple[str, float]:
     """The plan, one line per configuration with its estimated seconds, and the total."""
-    lines = [f"plan ({a.rounds} round{'' if a.rounds == 1 else 's'}; torch.profiler in the last {a.profiler_rounds}, at "
-             f"{'the same iterations' if a.profiler_fraction >= 1 else f'{a.profiler_fraction:g} of the iterations'}):"]
+    tp = ("no torch.profiler arm" if not a.profiler_rounds else
+          f"torch.profiler in the last {a.profiler_rounds}, at "
+          + ("the same iterations" if a.profiler_fraction >= 1 else f"{a.profiler_fraction:g} of the iterations"))
+    lines = [f"plan ({a.rounds} round{'' if a.rounds == 1 else 's'}; {tp}):"]
     total = EST_SETUP_S
     for c in configs(a):
         e = c.estimates()
@@ -303,10 +305,11 @@ def markdown(results: dict) -> str:
              f"started {results['started']}" + (f", {results['elapsed_s']} s" if results.get("elapsed_s") else ""), "",
              "Each run a fresh process; plain, `perfkit profile -q` and torch.profiler (CPU+CUDA, with_stack) interleaved, "
              "the order rotating by round; SPS is each run's own `SPS:` line (its steady state), wall the whole process. "
-             f"torch.profiler runs in the last {results['args']['profiler_rounds']} round(s)"
-             + ("" if results["args"]["profiler_fraction"] >= 1 else
-                f", at {results['args']['profiler_fraction']:g} of the iterations (its SPS ratio holds; its wall "
-                "time is for the shorter run)") + ".", ""]
+             + (f"torch.profiler runs in the last {results['args']['profiler_rounds']} round(s)"
+                + ("" if results["args"]["profiler_fraction"] >= 1 else
+                   f", at {results['args']['profiler_fraction']:g} of the iterations (its SPS ratio holds; its wall "
+                   "time is for the shorter run)") + "." if results["args"]["profiler_rounds"] else "No torch.profiler arm."),
+             ""]
     lines += headline(results) + [""]
     if results.get("env_only"):
         lines += env_only_lines(results["env_only"])
