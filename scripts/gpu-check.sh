@@ -60,9 +60,10 @@ stage_train()   { run_script train scripts/gpu/train_curve.py; }
 stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
 stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py --train; }  # + train.py vs train_naive.py report
 stage_verify()  { run_script verify scripts/gpu/verify.py; }          # --verify on both examples, 256 and 4096 envs
-stage_stacks()  { run_script stacks scripts/gpu/stacks.py --wheels .gpu4; }  # the manager env through rsl_rl at 4096 envs
-stage_overhead() { run_script overhead scripts/gpu/overhead.py; }     # plain vs perfkit vs torch.profiler, whole runs
-stage_prices()  { run_script prices scripts/gpu/probe_validate.py; }  # predicted vs measured gain of each fix
+stage_stacks()  { run_script stacks scripts/gpu/stacks.py --wheels .gpu4 --skip-overhead; }  # the manager env through rsl_rl, 4096 envs
+stage_overhead() { run_script overhead scripts/gpu/overhead.py --parts train; }   # train.py 256/4096: plain vs perfkit vs torch.profiler
+stage_overhead_manager() { run_script overhead_manager scripts/gpu/overhead.py --parts manager,env-only --wheels .gpu4; }
+stage_prices()  { run_script prices scripts/gpu/price_validate.py; }  # predicted vs measured gain of each fix
 stage_dist()    { run_script dist scripts/gpu/dist.py; }              # the data-parallel example on 2 GPUs
 
 run_stage() {  # run_stage NAME: one stage, timed, its failure reported
@@ -75,7 +76,7 @@ run_stage() {  # run_stage NAME: one stage, timed, its failure reported
 }
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(setup tests verify stacks overhead prices dist)
+[ ${#stages[@]} -eq 0 ] && stages=(setup tests verify stacks overhead overhead_manager prices dist)
 status=0
 for s in "${stages[@]}"; do
   if [[ $s == *"|"* ]]; then  # two stages side by side, the first on GPU 0, the second on GPU 1
