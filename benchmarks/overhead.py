@@ -17,6 +17,12 @@ other processes only ever add time, so the best spans are the least disturbed). 
 
 This is a benchmark, not a test: it prints a table and (``--json``) the numbers; it never asserts
 (``--max-overhead`` makes it exit 1 above a threshold, for CI that wants a gate).
+
+It is the *env-only* figure: the step loop alone, in one process, with no start-up, no record writing
+and no learner. The *whole-run* figure (the same training script in fresh processes, plainly, under
+``perfkit profile`` and under ``torch.profiler``, each run's own SPS line and wall time) is
+``perfkit overhead SCRIPT [ARGS...]`` (:mod:`perfkit.overhead`); ``scripts/gpu/overhead.py`` puts
+the two side by side on the H200.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ from perfkit.record import Run
 
 _active: "Session | None" = None
 POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
+MAX_TIMELINE = 50_000  # segment spans kept for export-trace (CPU and GPU each)
 
 
 def active() -> "Session | None":
@@ -121,7 +122,7 @@ class Session:
             raise RuntimeError("a perfkit Session is already active; sessions do not nest")
         try:
             import torch  # the hooks need it; importing it here keeps it out of the steps
-        except ImportError:  # pragma: no cover - torch is a dependency
+        except ImportError:  # a program without torch: steps, segments and timing still work
             torch = None  # type: ignore[assignment]
         self._torch = torch
         from perfkit.collectors.loops import LineSampler
@@ -129,9 +130,8 @@ class Session:
         from perfkit.collectors.segment_rules import SegmentRules
         from perfkit.collectors.streams import StreamMonitor
         from perfkit.collectors.sync_wait import SyncWaits
-        from perfkit.collectors.timing import SegmentClock
-
         from perfkit.collectors.compiled import torchscript_names
+        from perfkit.collectors.timing import SegmentClock
 
         self._torchscript_before = set(torchscript_names())
         self.t_start = perf_counter()
@@ -175,6 +175,7 @@ class Session:
             self._streams_installed = self.streams.install(self.patcher)
             self._setup_gpu()
             _segments.on_transition = self.segclock.transition
+            self.clock.on_end = self.segclock.mark_end
         except BaseException:
             self._teardown()
             raise
@@ -216,6 +217,7 @@ class Session:
     def _teardown(self) -> None:
         global _active
         _segments.on_transition = None
+        self.clock.on_end = None
         try:
             self.sampler.stop()
         except Exception:
@@ -302,6 +304,8 @@ class Session:
         # the step begins now, after perfkit's own work at this boundary
         t = perf_counter()
         clock.begin_t = t
+        if idx <= _steps.MAX_STEP_STARTS:
+            clock.starts.append(t)
         segclock.skip(t)
         if segclock.trace is not None:
             segclock.trace = [(segclock.cur, t)]
@@ -312,7 +316,8 @@ class Session:
             self._gpu_pending = None
 
     def _stride(self) -> int:
-        """The steps a sample taken now stands for: the explicit list's gap, else the current stride."""
+        """The steps a sample taken now stands for: the current stride (explicit sampled steps stand for
+        themselves only)."""
         if self.sample_steps is not None:
             return 1
         return self.sample_every
@@ -325,7 +330,9 @@ class Session:
             self._next_sample = min(later) if later else 0
             return
         typical = sorted(self._recent)[len(self._recent) // 2] if self._recent else None
-        if typical and self.config.sample_budget < 1:  # a budget of 1 (the whole run): never widen  # what a sample costs beyond a typical step, spread over the steps each one stands for
+        # what a sample costs beyond a typical step, spread over the steps each one stands for; a budget
+        # of 1 (the whole run) never widens the stride
+        if typical and self.config.sample_budget < 1:
             self._sample_cost += max(0.0, took - typical)
             self._costed += 1
             need = self._sample_cost / self._costed / (self.config.sample_budget * typical)
@@ -340,6 +347,8 @@ class Session:
         special = idx + POLL_EVERY - (idx % POLL_EVERY)  # the next periodic check
         if steady_i < 1:
             return idx + 1
+        # the next GPU-timed (and timeline-traced) step: every timing_every-th steady step
+        special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
         gpu = self._gpu
         if gpu is not None and self._torch.cuda.is_initialized():  # else creating events would initialize CUDA
             gpu.poll()
@@ -348,9 +357,7 @@ class Session:
                 if self._nvtx_mode == "sampled" and self._nvtx is not None:
                     self.segclock.nvtx_on(self._nvtx)
                 special = idx + 1  # close the timed step at the next boundary
-            else:
-                special = min(special, idx + self.timing_every - ((steady_i - 1) % self.timing_every))
-        if steady_i <= self.config.timeline_steps:
+        if self._traced(steady_i):
             self.segclock.trace = [(self.segclock.cur, now)]
             special = idx + 1
         if self.verify and self._verify is None and gpu is not None and self._torch.cuda.is_initialized():
@@ -360,6 +367,13 @@ class Session:
             if self._verify.prof is not None:
                 special = idx + 1
         return special
+
+    def _traced(self, steady_i: int) -> bool:
+        """Whether steady step ``steady_i`` records its segment timeline: the first ``timeline_steps``, then
+        every ``timing_every``-th (the GPU-timed ones), until the timeline holds :data:`MAX_TIMELINE` spans."""
+        if len(self.timeline) >= MAX_TIMELINE:
+            return False
+        return steady_i <= self.config.timeline_steps or (steady_i - 1) % self.timing_every == 0
 
     def _close_step(self, now: float, final: bool = False) -> None:
         """Account the step that runs from the last boundary to ``now`` (slow path and the end)."""
@@ -371,9 +385,11 @@ class Session:
             return
         if final and not clock.manual and clock.last_end is not None and clock.last_end >= clock.begin_t:
             now_step = clock.last_end  # auto steps: the last step ends when its call returns
+            if not segclock.rewind_to_end():
+                segclock.tick(now_step)
         else:
             now_step = now
-        segclock.tick(now_step)
+            segclock.tick(now_step)
         if segclock.trace is not None:
             trace = segclock.trace + [(None, now_step)]
             for (seg, t0), (_, t1) in zip(trace, trace[1:]):
@@ -432,7 +448,7 @@ class Session:
         if torch is not None and torch.cuda.is_available():
             self._gpu = CudaEventTimer(torch)
             self._gpu.t0 = self.t_start
-            self._gpu.timeline_steps = self.config.timeline_steps
+            self._gpu.timeline_limit = MAX_TIMELINE
             if self._nvtx_mode != "off":
                 try:
                     import nvtx
@@ -488,6 +504,8 @@ class Session:
             sample_every=self.sample_every if self.sample_steps is None else None,
             per_sample=self.sink.per_sample, chains=self.sink.chains, other_envs=dict(clock.others),
             timeline=self.timeline + (gpu.timeline if gpu is not None else []), notes=notes,
+            step_starts=[round((t - self.t_start) * 1e3, 3) for t in clock.starts],
+            last_step_end=round((clock.last_end - self.t_start) * 1e3, 3) if clock.last_end else None,
             step_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.discovery.step_classes],
             policy_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.rules.policy_classes],
             count_cpu_tensors=hub.count_cpu if self._count_cpu is None else bool(self._count_cpu),

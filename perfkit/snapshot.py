@@ -25,7 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfkit.record import SEGMENTS, Finding, Run, SegmentStats
+from perfkit.record import (
+    EXTRA_COUNT_CPU_TENSORS, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
+    EXTRA_LAST_STEP_END, EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_OTHER_ENV_STEPS, EXTRA_POLICY_CLASSES,
+    EXTRA_SAMPLED_STEPS, EXTRA_SETUP_SYNCS, EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_STEP_STARTS,
+    EXTRA_SYNC_WAIT, EXTRA_TEARDOWN_SYNCS, EXTRA_TIMELINE, EXTRA_TOTAL_STEPS, EXTRA_VERIFY,
+    EXTRA_WARMUP_STEPS, EXTRA_WARP_TORCH_INTEROP, Finding, Run, SEGMENTS, SegmentStats,
+)
 from perfkit.source import relpath, source_line
 
 
@@ -62,6 +68,8 @@ class Snapshot:
     chains: dict[tuple, tuple] = field(default_factory=dict)  # (kind, op, file, line) -> ((file, line), ...)
     other_envs: dict[tuple[str, str], int] = field(default_factory=dict)  # (thread, env type) -> steps not timed
     timeline: list[dict] = field(default_factory=list)
+    step_starts: list[float] = field(default_factory=list)  # ms from the session's start, every step
+    last_step_end: float | None = None  # ms, when the last step call returned
     notes: list[str] = field(default_factory=list)
     step_classes: list[str] = field(default_factory=list)
     policy_classes: list[str] = field(default_factory=list)
@@ -107,41 +115,44 @@ def build_run(snap: Snapshot) -> Run:
     findings, setup, teardown, loop_ops = _findings(snap, steady, n_steps, loops_mod)
     run.findings = findings
     if setup:
-        run.extra["setup_syncs"] = setup
+        run.extra[EXTRA_SETUP_SYNCS] = setup
     if teardown:
-        run.extra["teardown_syncs"] = teardown  # after the last step's start
+        run.extra[EXTRA_TEARDOWN_SYNCS] = teardown  # after the last step's start
     sync_wait = sync_wait_record(snap.sync_waits, len(times))
     if sync_wait:
-        run.extra["sync_wait"] = sync_wait  # host time in each real sync, and the host work after it
+        run.extra[EXTRA_SYNC_WAIT] = sync_wait  # host time in each real sync, and the host work after it
     if loop_ops:
-        run.extra["loop_ops"] = loop_ops  # torch ops per loop iteration (the cost model reads it)
+        run.extra[EXTRA_LOOP_OPS] = loop_ops  # torch ops per loop iteration (the cost model reads it)
     run.machine = dict(snap.machine)
     run.memory = dict(snap.memory)
     from perfkit.collectors.comm import dist_record
 
     run.dist = dist_record(snap.dist, len(times), run.env.get("device"), snap.machine.get("host"))
-    run.extra["total_steps"] = n_steps
-    run.extra["warmup_steps"] = min(snap.warmup_steps, n_steps)
-    run.extra["step_detection"] = snap.step_detection
+    run.extra[EXTRA_TOTAL_STEPS] = n_steps
+    run.extra[EXTRA_WARMUP_STEPS] = min(snap.warmup_steps, n_steps)
+    run.extra[EXTRA_STEP_DETECTION] = snap.step_detection
     if snap.other_envs:
-        run.extra["other_env_steps"] = [{"thread": t, "env": e, "steps": n} for (t, e), n in snap.other_envs.items()]
+        run.extra[EXTRA_OTHER_ENV_STEPS] = [{"thread": t, "env": e, "steps": n} for (t, e), n in snap.other_envs.items()]
     if snap.step_classes:
-        run.extra["step_classes"] = list(snap.step_classes)
-    run.extra["sampled_steps"] = list(snap.sampled_steps)
+        run.extra[EXTRA_STEP_CLASSES] = list(snap.step_classes)
+    run.extra[EXTRA_SAMPLED_STEPS] = list(snap.sampled_steps)
     if snap.policy_classes:
-        run.extra["policy_classes"] = list(snap.policy_classes)
+        run.extra[EXTRA_POLICY_CLASSES] = list(snap.policy_classes)
     if snap.cuda_alloc:
-        run.extra["cuda_allocator_allocs_per_step"] = sum(snap.cuda_alloc) / len(snap.cuda_alloc)
-    run.extra["timeline"] = list(snap.timeline)
-    run.extra["count_cpu_tensors"] = snap.count_cpu_tensors
+        run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = sum(snap.cuda_alloc) / len(snap.cuda_alloc)
+    run.extra[EXTRA_TIMELINE] = list(snap.timeline)
+    run.extra[EXTRA_STEP_STARTS] = list(snap.step_starts)
+    if snap.last_step_end is not None:
+        run.extra[EXTRA_LAST_STEP_END] = snap.last_step_end
+    run.extra[EXTRA_COUNT_CPU_TENSORS] = snap.count_cpu_tensors
     if snap.gpu_totals is not None:
-        run.extra["gpu_timed_steps"] = snap.gpu_steps
+        run.extra[EXTRA_GPU_TIMED_STEPS] = snap.gpu_steps
         if snap.gpu_step_ms:
-            run.extra["gpu_step_ms_mean"] = sum(snap.gpu_step_ms) / len(snap.gpu_step_ms)
+            run.extra[EXTRA_GPU_STEP_MS_MEAN] = sum(snap.gpu_step_ms) / len(snap.gpu_step_ms)
     if snap.verify is not None:
-        run.extra["verify"] = snap.verify
+        run.extra[EXTRA_VERIFY] = snap.verify
     if snap.interop_sites:
-        run.extra["warp_torch_interop"] = [
+        run.extra[EXTRA_WARP_TORCH_INTEROP] = [
             {"call": k[0], "path": relpath(k[1]), "line": k[2], "count": v} for k, v in snap.interop_sites.items()
         ]
     notes = list(snap.notes)
@@ -155,7 +166,7 @@ def build_run(snap: Snapshot) -> Run:
         notes.append("no env step was detected: no `step` method on an object with an integer `num_envs` "
                      "was called; use perfkit.step(), --step-fn or [tool.perfkit] step_fn")
     if notes:
-        run.extra["notes"] = notes
+        run.extra[EXTRA_NOTES] = notes
     return run
 
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The whole GPU check, in one script, for the lent H200 (see scripts/gpu/README.md).
 #
-#   bash scripts/gpu-check.sh [STAGE...]       STAGE: setup tests profile env probes sweeps train (default: all)
-#                                               dist: data-parallel scaling on 2 GPUs (nvidia-h200-x2; not in the default)
+#   bash scripts/gpu-check.sh [STAGE...]       STAGE: see the stage_* functions below (default: the issue-11/12/15 set)
+#   bash scripts/gpu-check.sh 'overhead|prices' tests   a|b: two stages side by side, one per GPU (a 2-GPU machine)
 #
 # Run from the repository root on the GPU machine, after the wheels staged by
-# scripts/gpu/stage-wheels.sh have been carried (.gpu1/.gpu2 in two earlier calls; .gpu3 in this
-# one). Each stage writes under $OUT/<stage>/ and everything is packed into $OUT/gpu-results.tgz
-# (the device tool returns at most 8 files). Stages are independent: a failing one is reported and the next runs.
+# scripts/gpu/stage-wheels.sh (and scripts/gpu/stage-stack-wheels.sh for rsl_rl) have been carried
+# (.gpu1/.gpu2 in two earlier calls; .gpu3 and .gpu4 in this one). Each stage writes under
+# $OUT/<stage>/ and everything is packed into $OUT/gpu-results.tgz (the device tool returns at most 8
+# files). Stages are independent: a failing one is reported and the next runs.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -15,10 +16,15 @@ OUT=${OUT:-/tmp/perfkit-gpu-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$root${PYTHONPATH:+:$PYTHONPATH}
 export PATH=/tmp/perfkit-bin:$PATH
+# a multi-GPU machine here must keep NVLink multicast off (it can take the host's GPUs out of service)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 stage_setup() {
   bash scripts/gpu/install-on-gpu.sh
   [ -d /tmp/site/warp ] || { echo "warp not installed: carry .gpu1, .gpu2, .gpu3 first"; return 1; }
+  if [ -d .gpu4 ]; then  # rsl-rl-lib and the pure-Python packages it needs beyond the image's
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .gpu4/*.whl || return 1
+  fi
   # `perfkit` on PATH without installing (the machine has no network for build deps)
   mkdir -p /tmp/perfkit-bin
   printf '#!/bin/sh\nexec python3 -m perfkit "$@"\n' > /tmp/perfkit-bin/perfkit
@@ -29,6 +35,8 @@ import torch, warp, mujoco, mujoco_warp
 print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())
 print("warp", warp.config.version, "mujoco", mujoco.__version__, "mujoco_warp", getattr(mujoco_warp, "__version__", "?"))
 PY
+  # compile and cache the ant's Warp kernels once (~60 s), before stages run side by side
+  timeout 300 python3 examples/train.py --num-envs 64 --iterations 2 --num-steps 4 --backend mjwarp | tail -1
 }
 
 stage_tests() {
@@ -51,17 +59,36 @@ stage_env()     { run_script env scripts/gpu/env_bench.py; }
 stage_train()   { run_script train scripts/gpu/train_curve.py; }
 stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
 stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py --train; }  # + train.py vs train_naive.py report
-stage_dist()    { NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 run_script dist scripts/gpu/dist.py; }
+stage_verify()  { run_script verify scripts/gpu/verify.py; }          # --verify on both examples, 256 and 4096 envs
+stage_stacks()  { run_script stacks scripts/gpu/stacks.py --wheels .gpu4 --skip-overhead; }  # the manager env through rsl_rl, 4096 envs
+stage_overhead() { run_script overhead scripts/gpu/overhead.py --parts train; }   # train.py 256/4096: plain vs perfkit vs torch.profiler
+stage_overhead_manager() { run_script overhead_manager scripts/gpu/overhead.py --parts manager,env-only --wheels .gpu4; }
+stage_prices()  { run_script prices scripts/gpu/price_validate.py; }  # predicted vs measured gain of each fix
+stage_dist()    { run_script dist scripts/gpu/dist.py; }              # the data-parallel example on 2 GPUs
 
-stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(setup tests profile env train probes sweeps)
-status=0
-for s in "${stages[@]}"; do
+run_stage() {  # run_stage NAME: one stage, timed, its failure reported
+  local s=$1
   mkdir -p "$OUT/$s"
   echo "=== stage $s ($(date +%T))"
-  t0=$(date +%s)
-  if ! "stage_$s"; then echo "!!! stage $s failed"; status=1; fi
+  local t0=$(date +%s)
+  if ! "stage_$s"; then echo "!!! stage $s failed"; return 1; fi
   echo "=== stage $s took $(( $(date +%s) - t0 )) s"
+}
+
+stages=("$@")
+[ ${#stages[@]} -eq 0 ] && stages=(setup tests verify stacks overhead overhead_manager prices dist)
+status=0
+for s in "${stages[@]}"; do
+  if [[ $s == *"|"* ]]; then  # two stages side by side, the first on GPU 0, the second on GPU 1
+    a=${s%%|*}; b=${s#*|}
+    (CUDA_VISIBLE_DEVICES=0 run_stage "$a" > "$OUT/$a.console.txt" 2>&1) & pa=$!
+    (CUDA_VISIBLE_DEVICES=1 run_stage "$b" > "$OUT/$b.console.txt" 2>&1) & pb=$!
+    wait $pa || status=1
+    wait $pb || status=1
+    tail -n 40 "$OUT/$a.console.txt" "$OUT/$b.console.txt"
+  else
+    run_stage "$s" || status=1
+  fi
 done
 (cd "$OUT" && tar czf gpu-results.tgz --exclude=gpu-results.tgz . ) && ls -la "$OUT"
 exit $status

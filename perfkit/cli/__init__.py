@@ -19,6 +19,7 @@ COMMANDS = {
     "compare": "perfkit.cli.compare:compare",
     "export-trace": "perfkit.cli.export_trace:export_trace",
     "probe": "perfkit.cli.probe:probe",
+    "overhead": "perfkit.cli.overhead:overhead",
 }
 
 

@@ -40,6 +40,7 @@ from perfkit.collectors.hub import Sink
 from perfkit.collectors.patches import Patcher, wraps
 from perfkit.collectors.sites import chain_of, is_program_file
 
+MAX_STEP_STARTS = 1_000_000  # steps whose start the whole-run timeline keeps (8 bytes of JSON each, roughly)
 current: "StepClock | None" = None
 """The active session's clock (None outside a session): what the step wrappers report to."""
 
@@ -63,6 +64,7 @@ class StepClock:
         self.manual = False  # perfkit.step() was called: automatic detection is off
         self.next_special = 1
         self.trail: dict[tuple, int] = {}  # steady sync events since the last boundary, by sink key
+        self.starts: list[float] = []  # perf_counter() at the start of every step (the whole-run timeline)
         # whose steps are boundaries: the first stepping thread and env; another env's steps (an eval env,
         # an env on another thread) are counted apart, by (thread name, env type), never as boundaries
         self.thread: int | None = None
@@ -113,6 +115,8 @@ class StepClock:
             self.times.append(now - self.begin_t)
             self.index = idx
             self.begin_t = now
+            if idx <= MAX_STEP_STARTS:
+                self.starts.append(now)
             return
         hub.tls.depth += 1  # the scheduler's own torch calls are not the user's
         try:
@@ -120,9 +124,13 @@ class StepClock:
         finally:
             hub.tls.depth -= 1
 
+    on_end: Callable[[float], None] | None = None  # told when each step call returns (the session's segment clock)
+
     def end(self) -> None:
         """The env step call returned (the last step of a run ends here, not at the session's end)."""
-        self.last_end = perf_counter()
+        t = self.last_end = perf_counter()
+        if self.on_end is not None:
+            self.on_end(t)
 
     def mark(self) -> None:
         """``perfkit.step()``: a boundary by hand; automatic detection stops for the session."""

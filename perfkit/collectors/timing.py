@@ -47,7 +47,7 @@ class CudaEventTimer:
         self.steps = 0
         self.step_ms: list[float] = []  # GPU time of each timed step (first event to last)
         self.timeline: list[dict] = []
-        self.timeline_steps = 8
+        self.timeline_limit = 50_000  # GPU spans kept for the timeline (every timed step until then)
         self.t0 = 0.0
 
     def _event(self) -> Any:
@@ -107,7 +107,7 @@ class CudaEventTimer:
             for (a, seg), (b, _) in zip(evs, evs[1:]):
                 ms = a.elapsed_time(b)
                 self.totals[seg] = self.totals.get(seg, 0.0) + ms
-                if len({e["step"] for e in self.timeline}) < self.timeline_steps or (self.timeline and self.timeline[-1]["step"] == index):
+                if len(self.timeline) < self.timeline_limit:
                     self.timeline.append({"step": index, "segment": seg, "start_ms": round((t_cpu - self.t0) * 1e3 + off, 4),
                                           "dur_ms": round(ms, 4), "gpu": True})
                 off += ms
@@ -175,10 +175,29 @@ class SegmentClock:
             self._trace.append((name, now))
 
     def tick(self, now: float) -> None:
-        """Bring the cumulative per-segment time up to ``now``."""
+        """Bring the cumulative per-segment time up to ``now`` (a ``now`` before the last transition —
+        the last step's end, when work ran after it returned — charges nothing: no segment time is
+        ever negative)."""
+        if now <= self.t:
+            return
         cur = self.cur
         self.acc[cur] = self.acc.get(cur, 0.0) + (now - self.t)
         self.t = now
+
+    def mark_end(self, now: float) -> None:
+        """An env step call returned at ``now``: remember the per-segment time so far, so that the run's
+        last step can end here, not at the session's end (:meth:`rewind_to_end`)."""
+        acc = dict(self.acc)
+        acc[self.cur] = acc.get(self.cur, 0.0) + (now - self.t)
+        self._end = (acc, now)
+
+    def rewind_to_end(self) -> bool:
+        """Drop the time charged since the last :meth:`mark_end` (work after the last step returned)."""
+        end = getattr(self, "_end", None)
+        if end is None:
+            return False
+        self.acc, self.t = dict(end[0]), end[1]
+        return True
 
     def skip(self, now: float) -> None:
         """Charge nothing for the time up to ``now`` (perfkit's own work at a step boundary)."""

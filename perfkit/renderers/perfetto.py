@@ -1,9 +1,10 @@
 """Chrome / Perfetto trace JSON (the "Trace Event Format") from a run record.
 
-The profile session writes ``run.extra[EXTRA_TIMELINE]``: a list of
-``{"step", "segment", "start_ms", "dur_ms", "gpu"}`` spans. Each becomes a complete ("X") event on
-a CPU or a GPU track of one process, plus an enclosing "step N" span per step on a track of its
-own. A run without a timeline (a sweep point, an older record) gets one span per steady-state step
+The profile session writes ``run.extra[EXTRA_STEP_STARTS]`` — the start of every step of the run —
+and ``run.extra[EXTRA_TIMELINE]``: ``{"step", "segment", "start_ms", "dur_ms", "gpu"}`` spans of the
+segments, recorded on steps spread over the whole run (the first few steady steps and every
+GPU-timed one). Every step becomes a "step N" span on a track of its own; each segment span a
+complete ("X") event on a CPU or a GPU track. A run without a timeline (a sweep point, an older record) gets one span per steady-state step
 laid end to end from ``step_times_ms`` — honest about what it is: step durations, not a recorded
 timeline. Open the file in https://ui.perfetto.dev or chrome://tracing.
 """
@@ -16,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perfkit.record import EXTRA_TIMELINE, Run
+from perfkit.record import EXTRA_LAST_STEP_END, EXTRA_STEP_STARTS, EXTRA_TIMELINE, Run
 
 PID = 1
 TID_STEPS = 1
@@ -83,6 +84,13 @@ def _timeline(run: Run) -> list | None:
     return tl or None
 
 
+def _step_starts(run: Run) -> list[float]:
+    starts = run.extra.get(EXTRA_STEP_STARTS) or []
+    if not isinstance(starts, list):
+        raise TraceError(f"extra.{EXTRA_STEP_STARTS} is a {type(starts).__name__}, not a list")
+    return [_num(v, EXTRA_STEP_STARTS, i) for i, v in enumerate(starts)]
+
+
 def trace_events(run: Run, steps: StepRange | None = None) -> list[dict[str, Any]]:
     """The trace's events: metadata, then the spans of the steps in ``steps`` (all by default).
     TraceError when the timeline is malformed or the range holds none of the record's steps."""
@@ -116,9 +124,22 @@ def trace_events(run: Run, steps: StepRange | None = None) -> list[dict[str, Any
                 lo_hi[0], lo_hi[1] = min(lo_hi[0], start), max(lo_hi[1], start + dur)
         if has_gpu:
             events += _meta("thread_name", TID_GPU, "GPU segments", 2)
-        for step, (lo, hi) in bounds.items():
-            spans.append({"ph": "X", "pid": PID, "tid": TID_STEPS, "name": f"step {step}", "cat": "step",
-                          "ts": lo * 1e3, "dur": (hi - lo) * 1e3, "args": {"step": step}})
+        starts = _step_starts(run)
+        if starts:  # every step of the run, from its recorded start to the next one's
+            for k, lo in enumerate(starts, 1):
+                if k < len(starts):
+                    hi = starts[k]
+                else:  # the last step: until its call returned (or its last recorded span)
+                    end = run.extra.get(EXTRA_LAST_STEP_END)
+                    hi = _num(end, EXTRA_LAST_STEP_END, k) if end is not None else bounds.get(k, [lo, lo])[1]
+                held.append(k)
+                if _in(k, steps) and hi > lo:
+                    spans.append({"ph": "X", "pid": PID, "tid": TID_STEPS, "name": f"step {k}", "cat": "step",
+                                  "ts": lo * 1e3, "dur": (hi - lo) * 1e3, "args": {"step": k}})
+        else:
+            for step, (lo, hi) in bounds.items():
+                spans.append({"ph": "X", "pid": PID, "tid": TID_STEPS, "name": f"step {step}", "cat": "step",
+                              "ts": lo * 1e3, "dur": (hi - lo) * 1e3, "args": {"step": step}})
     else:
         t = 0.0
         for i, ms in enumerate(run.step_times_ms):

@@ -104,6 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.gpus < 2:
         p.error("--gpus must be >= 2")
+    if args.device is None or args.device.startswith("cuda"):
+        import torch
+
+        have = torch.cuda.device_count()
+        if have < args.gpus:
+            print(f"[dist] FAILED: {args.gpus} GPUs needed, this machine shows {have} "
+                  f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}); run it on nvidia-h200-x2, "
+                  "alone (not in an a|b pair of gpu-check.sh)", flush=True)
+            return 1
     out = Path(args.out)
     (out / "one").mkdir(parents=True, exist_ok=True)
     (out / "multi").mkdir(parents=True, exist_ok=True)

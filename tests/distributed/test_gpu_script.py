@@ -51,3 +51,9 @@ def test_a_spent_budget_launches_nothing(tmp_path):
     proc = _run(["--out", str(tmp_path / "d"), *CPU, "--budget", "5"], timeout=60)
     assert proc.returncode == 1 and "budget of 5 s is spent" in proc.stdout
     assert not list((tmp_path / "d").glob("*.log"))
+
+
+def test_too_few_gpus_is_said_before_anything_runs(tmp_path):
+    proc = _run(["--out", str(tmp_path / "d"), "--num-envs", "8"], timeout=60)  # the GPU form on this CPU machine
+    assert proc.returncode == 1 and "2 GPUs needed, this machine shows 0" in proc.stdout
+    assert not (tmp_path / "d").exists()

@@ -251,7 +251,9 @@ def test_record_round_trips_and_has_timeline(tmp_path):
     back = Run.load(p)
     assert back.schema == "perfkit.run/2" and back.command == ["toy.py"]
     tl = back.extra["timeline"]
-    assert {e["step"] for e in tl} == {3, 4, 5}
+    # the first timeline_steps steady steps, then every timing_every-th (7) over the whole run: steady step 8 = step 10
+    assert {e["step"] for e in tl} == {3, 4, 5, 10}
+    assert len(back.extra["step_starts_ms"]) == 12  # every step's start: export-trace covers the whole run
     assert all(set(e) == {"step", "segment", "start_ms", "dur_ms", "gpu"} for e in tl)
     assert all(e["dur_ms"] >= 0 for e in tl)
     d = json.loads(p.read_text())

@@ -237,3 +237,14 @@ def test_stream_ordering_follows_cuda_semantics():
     assert not ordered(0, 7, non_blocking)  # a non-blocking stream is not ordered with the default one
     assert not ordered(5, 7, blocking)  # torch on a side stream, Warp on its own
     assert not ordered(2, 7, blocking)  # the per-thread default stream orders with nothing but itself
+
+
+def test_work_after_the_last_step_never_makes_a_segment_time_negative():
+    env, a = FastEnv(), torch.ones(64)
+    with Session(warmup_steps=2) as s:
+        for _ in range(20):
+            env.step(a)
+        x = torch.zeros(256, 256)
+        for _ in range(200):  # teardown-like work after the last step returned
+            x = x @ x.T * 0.0 + 1.0
+    assert all(seg.cpu_ms_per_step >= 0 for seg in s.run.segments.values()), s.run.segments

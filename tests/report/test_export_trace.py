@@ -75,3 +75,32 @@ def test_bad_record_and_bad_timeline_exit_2(tmp_path):
     res, out = export(run, tmp_path)
     assert res.exit_code == 2 and "timeline entry 0: start_ms is not a number" in res.output
     assert not out.exists()
+
+
+def test_a_profiled_run_exports_every_step_with_segment_detail_spread_over_it():
+    import torch
+
+    from perfkit.renderers.perfetto import steps_covered, to_trace
+    from perfkit.session import Session
+
+    class Env:
+        num_envs = 8
+
+        def __init__(self):
+            self.x = torch.zeros(8)
+
+        def compute_reward(self):
+            return self.x.sum()
+
+        def step(self, a):
+            self.x.add_(a)
+            return self.compute_reward()
+
+    env, a = Env(), torch.ones(8)
+    with Session(warmup_steps=2) as s:
+        for _ in range(60):
+            env.step(a)
+    trace = to_trace(s.run)
+    assert steps_covered(trace) == list(range(1, 61))  # every step, warm-up included
+    seg_steps = {e["args"]["step"] for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "segment"}
+    assert max(seg_steps) > 40 and len(seg_steps) < 60  # segment detail spread over the run, not on every step

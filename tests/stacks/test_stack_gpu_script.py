@@ -1,17 +1,20 @@
 """scripts/gpu/stacks.py (the H200 run of the manager env) on the CPU: its parts, so that the GPU run is
 a single shot. The whole pipeline on the CPU (``--device cpu --num-envs 64 --iterations 3 --num-steps
-8 --rounds 1``) takes ~30 s and is run by hand; here the pieces it is made of."""
+8 --rounds 1``) takes ~30 s and is run by hand; here the pieces it is made of. Its overhead part (b)
+is :func:`perfkit.overhead.measure` (tested in tests/overhead/); here, that stacks.py drives it."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
-import textwrap
 
 import pytest
 
 from _stacks_helpers import ROOT
+
+from perfkit import overhead
 
 
 @pytest.fixture(scope="module")
@@ -22,55 +25,51 @@ def stacks():
     return mod
 
 
-def _row(i, plain, perfkit, torchprof, walls=(10.0, 11.0, 30.0)):
-    r = {"round": i, "plain": {"sps": plain, "wall_s": walls[0], "rc": 0, "timed_out": False},
-         "perfkit": {"sps": perfkit, "wall_s": walls[1], "rc": 0 if perfkit else 1, "timed_out": False},
-         "torch_profiler": {"sps": torchprof, "wall_s": walls[2], "rc": 0, "timed_out": False}}
-    r["perfkit/plain"] = perfkit / plain if perfkit else None
-    r["torch_profiler/plain"] = torchprof / plain
-    return r
+def _run(arm, rnd, sps, wall, ok=True):
+    return {"arm": arm, "round": rnd, "metric": sps, "wall_s": wall, "ok": ok, "rc": 0 if ok else 1, "timed_out": False,
+            "reason": None if ok else "exit 1", "stderr_tail": [] if ok else ["Traceback", "RuntimeError: boom"]}
 
 
-def test_overhead_summary_takes_medians_of_per_round_ratios(stacks):
-    rounds = [_row(1, 100.0, 98.0, 40.0), _row(2, 110.0, 99.0, 44.0), _row(3, 90.0, 90.0, 30.0)]
-    s = stacks.overhead_summary(rounds)
-    assert s["perfkit"]["ratios"] == pytest.approx([0.98, 0.9, 1.0])
-    assert s["perfkit"]["median_sps_ratio"] == pytest.approx(0.98)
-    assert s["perfkit"]["overhead_pct"] == pytest.approx(2.0)
-    assert s["torch_profiler"]["median_sps_ratio"] == pytest.approx(0.4)
-    assert s["perfkit"]["median_added_wall_s"] == pytest.approx(1.0)
-    assert s["median_sps"] == {"plain": 100.0, "perfkit": 98.0, "torch_profiler": 40.0}
+def _overhead_result(rows):
+    res = {"target": "examples/manager_env/train_rsl_rl.py --num-envs 8", "label": "manager env", "arms": list(overhead.ARMS),
+           "rounds_requested": len(rows), "arm_rounds": {a: len(rows) for a in overhead.ARMS}, "arm_args": {},
+           "metric_regex": overhead.DEFAULT_METRIC, "metric_name": "SPS", "machine": None, "warmup": [], "stopped": None,
+           "rounds": [{"round": i + 1, "order": list(r), "runs": r} for i, r in enumerate(rows)]}
+    res["summary"] = overhead.summarize(res)
+    return res
 
 
-def test_a_failed_run_is_left_out_of_the_ratios_and_listed_in_the_report(stacks, tmp_path):
-    rounds = [_row(1, 100.0, 97.0, 40.0), _row(2, 100.0, None, 50.0)]
-    s = stacks.overhead_summary(rounds)
-    assert s["perfkit"]["ratios"] == pytest.approx([0.97])
+def test_the_report_shows_the_overhead_rounds_and_a_failed_run(stacks, tmp_path):
+    rows = [{"plain": _run("plain", 1, 100.0, 10.0), "perfkit": _run("perfkit", 1, 97.0, 11.0),
+             "torch-profiler": _run("torch-profiler", 1, 40.0, 30.0)},
+            {"plain": _run("plain", 2, 100.0, 10.0), "perfkit": _run("perfkit", 2, None, 2.0, ok=False),
+             "torch-profiler": _run("torch-profiler", 2, 50.0, 30.0)}]
+    ov = _overhead_result(rows)
     results = {"command": "stacks.py --out x", "args": {"device": "cpu", "results": str(tmp_path / "device-out")},
-               "started": "now", "versions": {},
-               "overhead": {"rounds": rounds, "summary": s, "config": {"num_envs": 8, "iterations": 2, "num_steps": 4}}}
+               "started": "now", "versions": {}, "overhead": ov}
     md = stacks.markdown(results)
-    assert "round 2 perfkit: exit 1" in md
-    assert "| 2 | 100 | — | 50 |" in md
-    assert "overhead 3.0 %" in md
+    assert "## perfkit overhead: manager env" in md
+    assert "round 2 perfkit: exit 1" in md and "RuntimeError: boom" in md
+    assert "| 2 | plain perfkit torch-profiler | 100 | failed | 50 |" in md
+    assert "* perfkit/plain per round: 0.9700" in md
     assert not stacks.all_ok(results)
     stacks.write_reports(tmp_path / "out", results)  # and a copy where the device tool collects files
     for d in ("out", "device-out"):
         assert (tmp_path / d / "summary.md").read_text() == md
-        assert json.loads((tmp_path / d / "stacks.json").read_text())["overhead"]["summary"]["perfkit"]["ratios"] == [0.97]
+        saved = json.loads((tmp_path / d / "stacks.json").read_text())
+        assert [x["ratio"] for x in saved["overhead"]["summary"]["arms"]["perfkit"]["ratios"]] == [0.97]
+    rows[1]["perfkit"] = _run("perfkit", 2, 98.0, 11.0)
+    assert stacks.all_ok({**results, "overhead": _overhead_result(rows)})
+    assert not stacks.all_ok({**results, "overhead": _overhead_result([])})  # nothing ran
 
 
-def test_commands_of_the_three_modes(stacks, tmp_path):
+def test_the_profile_command(stacks, tmp_path):
     args = stacks.parse_args(["--out", str(tmp_path), "--device", "cpu", "--num-envs", "8", "--iterations", "3", "--num-steps", "4"])
     train = ["--device", "cpu", "--backend", "auto", "--num-envs", "8", "--iterations", "3", "--num-steps", "4"]
-    script = str(stacks.SCRIPT)
-    assert stacks.command("plain", args) == [sys.executable, script, *train]
     rec = tmp_path / "r.json"
-    assert stacks.command("perfkit", args, rec) == [sys.executable, "-m", "perfkit", "profile", "-o", str(rec),
-                                                    "--warmup-steps", "4", script, *train]
-    assert "--verify" in stacks.command("perfkit", args, rec, verify=True)
-    tp = stacks.command("torch_profiler", args)
-    assert tp[2] == stacks.CHILD_FLAG and tp[3:] == [script, *train]
+    assert stacks.profile_command(args, rec) == [sys.executable, "-m", "perfkit", "profile", "-o", str(rec),
+                                                 "--warmup-steps", "4", str(stacks.SCRIPT), *train]
+    assert "--verify" in stacks.profile_command(args, rec, verify=True)
     with pytest.raises(SystemExit):
         stacks.parse_args(["--out", str(tmp_path), "--iterations", "1"])
 
@@ -84,21 +83,30 @@ def test_run_one_reads_the_sps_line_and_kills_a_run_past_its_timeout(stacks, tmp
     slow.write_text("import time\nprint('SPS: 1.0', flush=True)\ntime.sleep(60)\n")
     r = stacks.run_one([sys.executable, str(slow)], {"PATH": "/usr/bin:/bin"}, tmp_path / "logs", "slow", timeout=1)
     assert r["timed_out"] and r["rc"] != 0 and r["wall_s"] < 30
-    assert (tmp_path / "logs" / "slow.out").read_text().startswith("$ ")
+    assert (tmp_path / "logs" / "slow.out").read_text() == "SPS: 1.0\n"
 
 
-def test_the_torch_profiler_child_runs_a_script_as_main_and_passes_its_exit_status(stacks, tmp_path):
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent("""
-        import sys, torch
-        x = torch.ones(8)
-        for _ in range(3):
-            x = x * 2
-        print(f"SPS: {float(x.sum()):.1f}")
-        sys.exit(int(sys.argv[1]))
-    """))
-    env = stacks.child_env(stacks.parse_args(["--out", str(tmp_path)]), [])
-    cmd = [sys.executable, str(ROOT / "scripts" / "gpu" / "stacks.py"), stacks.CHILD_FLAG, str(script), "3"]
-    r = stacks.run_one(cmd, env, tmp_path / "logs", "tp", timeout=120)
-    assert r["rc"] == 3 and r["sps"] == 64.0
-    assert "torch.profiler:" in (tmp_path / "logs" / "tp.err").read_text()
+def test_the_overhead_stage_measures_with_perfkit_overhead(stacks, tmp_path, monkeypatch):
+    """(b) on a stand-in for the manager env's script: the three arms, perfkit's warm-up one iteration,
+    the logs under DIR/overhead, the reports rewritten after the round."""
+    fake = tmp_path / "fake.py"
+    fake.write_text("import sys\nprint('argv', sys.argv[1:])\n"
+                    "print('SPS: 200.0' if 'perfkit.session' in sys.modules else 'SPS: 100.0')\n")
+    monkeypatch.setattr(stacks, "SCRIPT", fake)
+    args = stacks.parse_args(["--out", str(tmp_path / "out"), "--device", "cpu", "--num-envs", "8", "--iterations", "2",
+                              "--num-steps", "4", "--rounds", "1"])
+    env = stacks.child_env(args, [])
+    results = {"command": "stacks.py", "args": vars(args), "started": "now", "versions": {}}
+    import time
+
+    stacks.overhead_stage(args, env, tmp_path / "out", results, time.perf_counter())
+    ov = results["overhead"]
+    assert ov["rounds"][0]["order"] == ["plain", "perfkit", "torch-profiler"]
+    pk = ov["rounds"][0]["runs"]["perfkit"]
+    assert pk["cmd"][pk["cmd"].index("--warmup-steps") + 1] == "4"
+    assert ov["summary"]["arms"]["perfkit"]["median_ratio"] == 2.0
+    assert ov["summary"]["arms"]["torch-profiler"]["median_ratio"] == 1.0
+    assert sorted(p for p in os.listdir(tmp_path / "out" / "overhead") if p.endswith(".out")) == [
+        "r1-perfkit.out", "r1-plain.out", "r1-torch-profiler.out"]
+    assert "perfkit/plain per round: 2.0000" in (tmp_path / "out" / "summary.md").read_text()
+    assert stacks.all_ok(results)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from perfkit.lint.infer import BOOL, CPU, DEVICE, HOST, HOSTISH, NDARRAY, TDICT, TENSOR, WARP, is_mask_name
+from perfkit.lint.infer import BOOL, CPU, DEVICE, HOST, HOSTISH, TDICT, TENSOR, WARP, is_mask_name
 from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.modinfo import unit_nodes
 from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module

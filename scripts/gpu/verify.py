@@ -1,0 +1,99 @@
+"""Every sync the runtime makes is hooked (issue 11): ``perfkit profile --verify`` on the examples.
+
+    python3 scripts/gpu/verify.py --out DIR [--sizes 256 4096] [--iterations 6]
+
+For ``examples/train.py`` and ``examples/train_naive.py`` on MuJoCo Warp at each size, runs
+``perfkit profile --verify`` (torch.profiler/CUPTI counts the CUDA runtime's own synchronizing calls
+inside steady steps and matches them against perfkit's hooked syncs) and collects each run's verify
+block: runtime syncs, hooked syncs, unattributed ones (the target is zero), the per-API split and a
+sample of the unattributed calls. Writes DIR/verify.md and DIR/verify.json (after every run, so a
+timeout still leaves results) and each run's record and console output; exits 1 when any run has
+unattributed syncs or failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ("examples/train.py", "examples/train_naive.py")
+
+
+def run_one(script: str, n: int, iterations: int, out: Path, backend: str, timeout: int) -> dict:
+    name = f"{Path(script).stem}-{n}"
+    record = out / f"{name}.json"
+    cmd = [sys.executable, "-m", "perfkit", "profile", "--verify", "-o", str(record), script,
+           "--num-envs", str(n), "--iterations", str(iterations), "--backend", backend]
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+        code, text = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        code, text = 124, f"TIMEOUT after {timeout} s\n{e.stdout or ''}\n{e.stderr or ''}"
+    (out / f"{name}.txt").write_text(f"$ {' '.join(cmd)}\n# exit {code}, {time.time() - t0:.1f} s\n{text}")
+    row: dict = {"script": script, "num_envs": n, "exit": code, "seconds": round(time.time() - t0, 1)}
+    if record.exists():
+        rec = json.loads(record.read_text())
+        v = (rec.get("extra") or {}).get("verify") or {}
+        row.update({k: v.get(k) for k in ("steps", "runtime_syncs", "hooked_syncs", "unattributed",
+                                          "unattributed_per_step", "by_api", "unattributed_samples")})
+        row["syncs_per_step"] = round(sum(f["per_step"] for f in rec.get("findings", []) if f["kind"] == "sync"), 4)
+        row["sps"] = rec.get("sps")
+    return row
+
+
+def write(out: Path, rows: list[dict], machine: str) -> None:
+    (out / "verify.json").write_text(json.dumps({"machine": machine, "runs": rows}, indent=1) + "\n")
+    lines = ["# `perfkit profile --verify` on the examples", "", f"Machine: {machine}. Command per row: "
+             "`perfkit profile --verify -o R.json SCRIPT --num-envs N --iterations I --backend mjwarp`.", "",
+             "| script | envs | steps verified | runtime syncs | hooked | unattributed | per step | syncs/step (record) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| `{r['script']}` | {r['num_envs']} | {r.get('steps')} | {r.get('runtime_syncs')} | "
+                     f"{r.get('hooked_syncs')} | **{r.get('unattributed')}** | {r.get('unattributed_per_step')} | "
+                     f"{r.get('syncs_per_step')} |" + ("" if r["exit"] == 0 else f" exit {r['exit']}"))
+    for r in rows:
+        if r.get("unattributed"):
+            lines += ["", f"Unattributed in `{r['script']}` at {r['num_envs']}: by API {r.get('by_api')}; "
+                      f"samples {r.get('unattributed_samples')}"]
+    (out / "verify.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[256, 4096])
+    ap.add_argument("--iterations", type=int, default=6)
+    ap.add_argument("--backend", default="mjwarp")
+    ap.add_argument("--timeout", type=int, default=240)
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        import torch
+
+        machine = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    except Exception:
+        machine = "?"
+    rows: list[dict] = []
+    for n in a.sizes:
+        for script in SCRIPTS:
+            print(f"verify: {script} at {n} envs", flush=True)
+            rows.append(run_one(script, n, a.iterations, out, a.backend, a.timeout))
+            write(out, rows, machine)
+            r = rows[-1]
+            print(f"   exit {r['exit']}, {r.get('runtime_syncs')} runtime syncs, {r.get('unattributed')} unattributed "
+                  f"({r['seconds']} s)", flush=True)
+    print((out / "verify.md").read_text())
+    return 0 if all(r["exit"] == 0 and r.get("unattributed") == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
