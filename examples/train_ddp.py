@@ -23,6 +23,7 @@ loop must not stop on one rank's clock.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 
@@ -119,6 +120,9 @@ def main(argv=None) -> dict:
     try:
         return train(args, rank, world, device)
     finally:
+        # DDP's reducer holds the process group: collect it first, so that the group really ends here,
+        # while the interpreter is alive (a gloo group left to interpreter exit can abort the process)
+        gc.collect()
         dist.destroy_process_group()
 
 

@@ -114,7 +114,8 @@ class CommCollector:
         self._works: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
         self._step = -1  # the step the pending events belong to
         self._pending: list[tuple] = []  # (kind, op, t0, seconds, bytes) of the current step
-        self._ddp: dict[int, list] = {}  # id(module) -> [weakref, forwards, last logging data]
+        self._ddp: list[list] = []  # per DDP module seen: [weakref, forwards, last logging data, finalizer]
+        self._ddp_live: dict[int, list] = {}  # id(module) -> its entry, while the module lives
         self.ddp_forwards = 0  # forwards that all-reduce in backward, over the timed steps
         self._lock = threading.Lock()
 
@@ -328,23 +329,32 @@ class CommCollector:
 
     def _ddp_seen(self, module: Any) -> None:
         key = id(module)
-        e = self._ddp.get(key)
-        if e is None or e[0]() is not module:
-            e = self._ddp[key] = [weakref.ref(module), 0, None]
+        e = self._ddp_live.get(key)
+        if e is None:
+            e = [weakref.ref(module), 0, None, None]
+            self._ddp.append(e)
+            self._ddp_live[key] = e
+            # a module collected before the session ends (a training function returned, the program
+            # collects garbage before destroying the group) still leaves its statistics behind
+            e[3] = weakref.finalize(module, self._ddp_gone, key, e, getattr(module, "logger", None))
         e[1] += 1
         n = e[1]
         # DDP records its runtime statistics at the forward after a sampled iteration (1-10, every 100th)
         if n == 12 or (n > 12 and n % 100 == 2):
-            e[2] = _ddp_data(module)
+            e[2] = _ddp_data(module) or e[2]
         self._event("ddp", "ddp.forward", perf_counter(), 0.0, 0)
 
+    def _ddp_gone(self, key: int, e: list, logger: Any) -> None:
+        if self._ddp_live.get(key) is e:
+            del self._ddp_live[key]
+        if logger is not None:
+            e[2] = _ddp_data(logger) or e[2]
+
     def _read_ddp(self) -> None:
-        for e in self._ddp.values():
+        for e in self._ddp:
             m = e[0]()
             if m is not None:
-                data = _ddp_data(m)
-                if data:
-                    e[2] = data
+                e[2] = _ddp_data(m) or e[2]
 
     def _read_pg(self) -> None:
         try:
@@ -364,6 +374,9 @@ class CommCollector:
         if self._torch is not None:
             self._read_pg()
             self._read_ddp()
+        for e in self._ddp:
+            if e[3] is not None:
+                e[3].detach()  # the session is over: nothing more to read when the module goes
         cuda_device = None
         torch = self._torch or sys.modules.get("torch")
         if torch is not None:
@@ -378,18 +391,21 @@ class CommCollector:
             "cuda_device": cuda_device,
             "totals": {k: list(v) for k, v in self.totals.items()},
             "phases": {k: dict(v) for k, v in self.phases.items()},
-            "ddp": [{"forwards": e[1], "data": e[2]} for e in self._ddp.values() if e[1]],
+            "ddp": [{"forwards": e[1], "data": e[2]} for e in self._ddp if e[1]],
             "ddp_forwards": self.ddp_forwards,
         }
 
 
 def _ddp_data(module: Any) -> dict[str, Any] | None:
-    """The reducer's statistics DDP keeps about itself (None when this torch has none)."""
+    """The reducer's statistics DDP keeps about itself, from the module or its ``logger`` (None when
+    this torch has none)."""
     get = getattr(module, "_get_ddp_logging_data", None)
     if get is None:
         return None
     try:
         data = get()
+        if not isinstance(data, dict):  # the logger's own object: two maps (DDP's method merges them)
+            data = {**dict(getattr(data, "strs_map", {})), **dict(getattr(data, "ints_map", {}))}
     except Exception:
         return None
     keep = ("avg_backward_comm_time", "avg_backward_compute_comm_overlap_time", "avg_backward_compute_time",

@@ -4,6 +4,8 @@ comm still one, DDP's reducer statistics, and every hook removed afterwards."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -101,17 +103,22 @@ def test_a_wait_on_work_made_before_the_session_is_comm_wait(pg_cleanup):
     assert s.run.dist["backend"] == "gloo"  # the group existed before the session: read at its end
 
 
-def test_ddp_buckets_are_accounted_from_the_reducer(pg_cleanup):
+@pytest.mark.parametrize("collected", [False, True], ids=["alive", "collected-before-the-end"])
+def test_ddp_buckets_are_accounted_from_the_reducer(pg_cleanup, collected):
     env = ToyEnv()
     with Session(command=["toy"], warmup_steps=2) as s:
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
         model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Linear(16, 4)))
         x = torch.randn(32, 4)
-        for i in range(16):
+        for i in range(10):  # fewer forwards than DDP's first sampled read-out: the end reads the statistics
             env.step(torch.zeros(4))
             model(x).pow(2).mean().backward()
             with torch.no_grad():
                 model(x)  # no gradient: no bucket all-reduce follows, not counted
+        if collected:  # as a program does before destroying the group: the statistics outlive the module
+            del model
+            gc.collect()
+            dist.destroy_process_group()
     run = s.run
     ddp = run.dist["ddp"]
     timed = run.dist["comm"]["timed_steps"] if "comm" in run.dist else len(run.step_times_ms)

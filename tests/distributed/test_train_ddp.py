@@ -18,7 +18,7 @@ TOTAL = re.compile(r"^total SPS: ([0-9.]+) \(world size 2; per rank ([0-9.]+), (
 
 def _launch(tmp_path, *extra):
     proc = torchrun(2, [str(ROOT / "examples" / "train_ddp.py"), *ARGS, *extra], cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[:4000]
     return proc.stdout
 
 

@@ -88,4 +88,8 @@ for i in range(a.steps):
 dist.barrier()
 print(f"rank {rank} done", flush=True)
 if a.destroy:
+    del model  # DDP's reducer holds the group: let it go first, so that the group ends here, not at exit
+    import gc
+
+    gc.collect()
     dist.destroy_process_group()
