@@ -19,7 +19,7 @@ Every process gets ``NCCL_NVLS_ENABLE=0``, ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`
 efficiency (total SPS / (ranks x 1-GPU SPS)) plain and under perfkit, the straggler, the imbalance
 and the share of the step spent in communication, and writes DIR/summary.md and DIR/summary.json
 (and the logs of every launch). Exits 1 when a launch fails. The CPU form above (gloo, MuJoCo C)
-runs the same logic in about a minute on 2 cores (tests/distributed/test_gpu_script.py).
+runs the same logic in about a minute on 2 cores (tests/distributed/test_dist_gpu_script.py).
 """
 
 from __future__ import annotations
