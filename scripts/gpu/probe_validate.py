@@ -306,9 +306,9 @@ def validate(a: argparse.Namespace, profile: dict, out: Path, fixes: list[str], 
     num_envs = priced.num_envs or a.num_envs
     priced.num_envs = num_envs
     priced.sps = med["baseline"]
-    priced.step_ms = {"p50": num_envs * 1000.0 / med["baseline"]}
+    priced.step_ms = {"mean": num_envs * 1000.0 / med["baseline"]}  # the model's statistic: the mean step
     by_site = {(f.kind, f.op, f.path, f.line): f for f in priced.findings}
-    step_base = priced.step_ms["p50"]
+    step_base = priced.step_ms["mean"]
     rows = []
     for fx in fixes:
         owned = [(by_site[(f.kind, f.op, f.path, f.line)], share) for f, share in attribution.get(fx, [])]
