@@ -133,6 +133,29 @@ def test_a_loop_and_the_allocations_in_its_body_are_not_counted_twice(tmp_path):
     assert "inner allocation" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
 
 
+def test_a_sync_in_a_loop_body_holds_the_launch_of_its_op(tmp_path):
+    # obs[i, 1] = 0.5 is one torch call per iteration and a sync (a scalar copied host-to-device): the
+    # sync's round trip already holds that call's launch, so the loop adds nothing on top of it
+    src = tmp_path / "env.py"
+    src.write_text("def step(self):\n"
+                   "    for i in range(self.num_envs):\n"
+                   "        self.obs[i, 1] = 0.5\n"
+                   "        self.x[i].mul_(2.0)\n")
+    path = str(src)
+    loop = Finding("loop", "for-loop over envs", path, 2, per_step=16.0)
+    write = Finding("sync", "t[i] = scalar", path, 3, per_step=16.0)
+    run = price_run(run_of(loop, write, extra={"loop_ops": {f"{path}:2": 3.0}}), GPU_PROFILE)
+    per_call = 0.018 / 5  # the probed iteration over the probe body's five calls
+    assert loop.est_ms_per_step == pytest.approx(16 * 3 * per_call - 16 * per_call)
+    assert write.est_ms_per_step == pytest.approx(16 * 0.030)
+    assert "less 1 inner sync site(s)" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
+    # a sync that runs once per step, not per iteration, is no part of the loop's body cost
+    rare = Finding("sync", "t[i] = scalar", path, 3, per_step=1.0)
+    run = price_run(run_of(Finding("loop", "for-loop over envs", path, 2, per_step=16.0), rare,
+                           extra={"loop_ops": {f"{path}:2": 3.0}}), GPU_PROFILE)
+    assert run.findings[0].est_ms_per_step == pytest.approx(16 * 3 * per_call)
+
+
 @pytest.mark.parametrize("body, ops", [
     ("out[i] = a[i] * 2.0 + b[i]", 3),  # the pyloop probe's body: its price is per 3
     ("actions[i].clamp_(-1.0, 1.0)", 1),  # constants are not ops
