@@ -51,6 +51,8 @@ unsegmented rest ``R = max(0, T - sum h_s)``. A finding sits in its segment's bu
 its segment is not recorded). Its price is ``est = min(raw, bucket time, T)``: a finding cannot save
 more than the measured time of the segment it sits in (a sync's wait is host time inside its
 segment). ``pricing["source_of"][key]`` keeps ``raw`` (``unbounded_ms``) and the bound when it binds.
+A record with a negative segment time has no usable breakdown: the whole step is then one bucket
+(``pricing["segments_consistent"]`` is false and the notes say so).
 
 **What if.** Fixing a set ``F`` of findings: per bucket ``b``, ``saved_b = min(time_b, sum of est over
 the fixed findings in b)`` (when ``F`` holds every sync and all their waits were measured, a sync
@@ -166,7 +168,7 @@ class _RunContext:
     syncs_per_step: float
     busy: float  # probability a sync finds the queue full (0 without GPU timing)
     buckets: dict[str, float] = field(default_factory=dict)  # segment (or REST) -> host ms per step
-    segmented: bool = False  # some segment has a measured host time
+    segments_consistent: bool = True  # False: a negative segment time; the step is then one bucket
 
     @classmethod
     def of(cls, run: Run) -> "_RunContext":
@@ -178,12 +180,19 @@ class _RunContext:
         syncs = sum(f.per_step for f in run.findings if f.kind == "sync")
         busy = min(1.0, backlog / step) if step else 0.0
         buckets = {name: float(s.cpu_ms_per_step or 0.0) for name, s in run.segments.items()}
-        segmented = any(v > 0 for v in buckets.values())
+        consistent = all(v >= 0 for v in buckets.values())
+        if not consistent:  # a negative segment time: the breakdown cannot bound anything
+            buckets = {}
         buckets[REST] = max(0.0, (step or 0.0) - sum(buckets.values()))
-        return cls(step, gpu, backlog, bound, syncs, busy, buckets, segmented)
+        return cls(step, gpu, backlog, bound, syncs, busy, buckets, consistent)
 
     def bucket_of(self, f: Finding) -> str:
         return f.segment if f.segment in self.buckets and f.segment != REST else REST
+
+    def describe(self, bucket: str) -> str:
+        if bucket != REST:
+            return f"its segment's ({bucket})"
+        return "the unsegmented rest of the step" if self.segments_consistent else "the step (segment times inconsistent)"
 
 
 def step_ms_of(run: Run) -> float | None:
@@ -481,7 +490,7 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
         f.est_ms_per_step = room if bounded else raw
         source, label = namer.of(prices.touched, model)
         if bounded:
-            where = "the unsegmented rest of the step" if bucket == REST else f"its segment's ({bucket})"
+            where = ctx.describe(bucket)
             label += f"; bounded by {where} measured {room:.3g} ms/step"
             how += f" = {raw:.3g} ms/step, bounded by {where} measured {room:.3g} ms/step"
         hows[key] = how
@@ -504,6 +513,7 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
         "sync_all_ms": _all_syncs_ms(run),
         "step_ms": ctx.step_ms,
         "segments_ms": dict(ctx.buckets),  # the buckets of the bound (module doc)
+        "segments_consistent": ctx.segments_consistent,
         "gpu_ms_per_step": ctx.gpu_ms,
         "gpu_backlog_ms_per_step": ctx.backlog_ms,
         "queue_full_fraction": round(ctx.busy, 4),
@@ -671,6 +681,9 @@ def pricing_notes(run: Run) -> list[str]:
             part += f" ({e['bounded']} bounded by their segment's measured time)"
         parts.append(part)
     lines.append("prices: " + "; ".join(parts))
+    if pr.get("segments_consistent") is False:
+        lines.append("this record's segment times are inconsistent (a negative one): prices and predictions are "
+                     "bounded by the whole step only")
     if any(e["source"] in ("reference", "reference_same_gpu", "other") for e in wi["sources"].values()):
         lines.append("a price from another machine is not scaled to this one, only bounded by this run's "
                      "measured segment times: measure this machine's with `perfkit probe`")

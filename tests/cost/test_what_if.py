@@ -300,3 +300,18 @@ def test_what_if_keys_round_trip_through_the_record(tmp_path):
 
     del back.extra[EXTRA_WHAT_IF_TABLE]
     assert what_if_section(back, "old") is None
+
+
+def test_a_negative_segment_time_bounds_nothing_and_is_said():
+    # seen in a short CPU profile of train_naive.py (7 timed steps): 'other' at -1.03 ms/step, the other
+    # segments summing to more than the step; bounding by such a breakdown would price 'other' at nothing
+    segs = {"learner": SegmentStats(cpu_ms_per_step=4.3), "physics": SegmentStats(cpu_ms_per_step=1.8),
+            "logging": SegmentStats(cpu_ms_per_step=0.6), "other": SegmentStats(cpu_ms_per_step=-1.0)}
+    run = Run(steps=8, num_envs=8, wall_s=0.04, step_ms={"mean": 5.7}, segments=segs,
+              findings=[Finding("alloc", "torch.zeros", "t.py", 1, segment="other", per_step=100.0)])
+    price_run(run, GPU_PROFILE, validation={})
+    assert run.findings[0].est_ms_per_step == pytest.approx(0.4)  # unbounded: 100 x 4 us
+    assert run.extra["pricing"]["segments_consistent"] is False
+    assert run.extra["pricing"]["segments_ms"] == {REST: 5.7}
+    assert run.extra[EXTRA_WHAT_IF]["step_ms_after"] == pytest.approx(5.3)
+    assert any("segment times are inconsistent" in n for n in run.extra[EXTRA_WHAT_IF]["notes"])
