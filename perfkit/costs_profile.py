@@ -18,7 +18,7 @@ model (``loop``, ``alloc``, ``sync_wait``, ``backlog_split``, ``round_trip``: se
 :mod:`perfkit.analysis.cost`), whether the model's predicted saving of removing a planted anti-pattern
 of ``examples/train_naive.py`` came within the tolerance (±30 %) of the measured saving, and its
 worst error. :func:`read_validation` reads it; the cost model copies each finding's model's status
-into ``run.extra["pricing"]`` and the renderers show it ("unvalidated (error +85 %)"). Without the
+into ``run.extra["pricing"]`` and the renderers show it ("unvalidated (error +85%)"). Without the
 file every model reads "not validated".
 """
 
@@ -254,14 +254,14 @@ def read_validation(path: str | os.PathLike | None = None) -> dict[str, Any] | N
 
 def validation_label(model: str, doc: dict[str, Any] | None) -> str:
     """How far ``model``'s prices are validated, in words: ``validated on NVIDIA H200 (worst error
-    -12 %)``, ``unvalidated (error +85 %)``, ``unvalidated (effect below noise)``, ``not validated``."""
+    -12%)``, ``unvalidated (error +85%)``, ``unvalidated (effect below noise)``, ``not validated``."""
     m = ((doc or {}).get("models") or {}).get(model)
     if not isinstance(m, dict):
         return "not validated"
     err = m.get("error")
     where = ((doc or {}).get("machine") or {}).get("device") or "the GPU"
     if m.get("status") == "validated":
-        return f"validated on {where}" + (f" (worst error {err * 100:+.0f} %)" if err is not None else "")
+        return f"validated on {where}" + (f" (worst error {err * 100:+.0f}%)" if err is not None else "")
     if err is None:
         return f"unvalidated ({m.get('reason') or 'effect below noise'})"
-    return f"unvalidated (error {err * 100:+.0f} %)"
+    return f"unvalidated (error {err * 100:+.0f}%)"

@@ -78,7 +78,7 @@ profile, not measured here`` (or ``... same GPU model, not probed on this machin
 machine's profile, named. A price from another machine is never scaled, only bounded as above, and
 says so (``bounded by its segment's measured X ms/step``). The committed validation on the H200
 (``perfkit/data/price-validation.json``, :func:`perfkit.costs_profile.read_validation`) labels each
-model ``validated on NVIDIA H200 (...)``, ``unvalidated (error X %)`` or ``not validated``.
+model ``validated on NVIDIA H200 (...)``, ``unvalidated (error X%)`` or ``not validated``.
 """
 
 from __future__ import annotations

@@ -129,22 +129,30 @@ def _what_if(con, run: Run) -> None:
     if not isinstance(rows, list) or not rows or not summary:
         return
     unit = run.throughput_unit
-    con.print(f"[bold]what if[/] (the top {len(rows)} fixed in order; mean step {_fmt(wi.get('step_ms'))} ms = "
-              f"{_fmt(wi.get('sps'), 4)} {unit})")
+    con.print(f"[bold]what if[/] (the top {len(rows)} fixed in order, cumulative; mean step {_fmt(wi.get('step_ms'))} "
+              f"ms = {_fmt(wi.get('sps'), 4)} {unit})")
     t = Table(box=None, pad_edge=False, header_style="bold")
-    for c in ("#", "fix", "price ms/step", "price from", "validation", "step ms", unit):
+    for c in ("#", "fix", "ms/step", "price from", "validation", "step ms", unit):
         t.add_column(c, justify="left" if c in ("fix", "price from", "validation") else "right",
-                     overflow="fold")
+                     overflow="fold", no_wrap=c in ("#", "step ms", unit),
+                     min_width={"validation": 24}.get(c),
+                     max_width={"fix": 28, "price from": 24, "validation": 27, "ms/step": 16}.get(c))
+    bounded = False
     for r in rows:
         price = _fmt(r.get("est_ms_per_step"))
         if r.get("unbounded_ms") is not None:
-            price += f" (of {_fmt(r['unbounded_ms'])})"
+            price += f" ({_fmt(r['unbounded_ms'])})"
+            bounded = True
         site = str(r.get("site") or "")
         short = site.replace("\\", "/").rsplit("/", 1)[-1]  # the findings above name the whole path
+        source = (r.get("source_label") or "-").split("; bounded by")[0]  # the bound: "(of X)" and the note below
         t.add_row(str(r.get("rank")), escape(f"{short} {r.get('op')}"), price,
-                  escape(r.get("source_label") or "-"), escape(r.get("validation") or "-"),
+                  escape(source), escape(r.get("validation") or "-"),
                   _fmt(r.get("step_ms_after")), _fmt(r.get("sps_after"), 4))
     con.print(t)
+    if bounded:
+        con.print("  [dim]ms/step: the price of fixing it, bounded by the measured time of the segment it sits in "
+                  "(in brackets: the price before the bound)[/]")
     con.print(f"  {escape(summary)}")
     for line in wi.get("notes") or []:
         con.print(f"  [dim]{escape(line)}[/]")

@@ -576,7 +576,7 @@ def markdown(state: dict[str, Any]) -> str:
               "|---|---|---:|---:|---:|"]
     for name, s in (state.get("models") or {}).items():
         status = s["status"] if s["status"] == "validated" else (
-            f"unvalidated (error {s['error'] * 100:+.0f} %)" if s["error"] is not None else f"unvalidated ({s['reason']})")
+            f"unvalidated (error {s['error'] * 100:+.0f}%)" if s["error"] is not None else f"unvalidated ({s['reason']})")
         lines.append(f"| `{name}` | {status} | {_pct(s['error'])} | {s['judged']} | {s['below_noise']} |")
     lines += ["", "## Noise", "",
               "Per size and baseline: the rounds every arm completed, the run-to-run noise (pooled residual SD of "

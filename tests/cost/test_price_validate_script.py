@@ -180,7 +180,7 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
               findings=[Finding("sync", ".item()", "t.py", 1, segment="other", per_step=1.0, would_sync_on_gpu=True)])
     price_run(run)
     err = doc["models"]["round_trip"]["error"]
-    assert run.extra["pricing"]["source_of"]["t.py:1 .item()"]["validation"] == f"unvalidated (error {err * 100:+.0f} %)"
+    assert run.extra["pricing"]["source_of"]["t.py:1 .item()"]["validation"] == f"unvalidated (error {err * 100:+.0f}%)"
 
 
 def test_the_cpu_path_on_train_naive(pv, tmp_path):

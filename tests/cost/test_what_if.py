@@ -226,8 +226,8 @@ def test_source_and_validation_labels_reach_console_markdown_and_html(tmp_path):
     rep = build_report([run])
     rep.figures = []  # the plots are another test's business
     md, page = markdown.render(rep), html.render(rep)
-    expected = ["reference H200 profile, not measured here", "unvalidated (error +85 %)",
-                "validated on NVIDIA H200 (worst error -12 %)", "unvalidated (effect below noise)",
+    expected = ["reference H200 profile, not measured here", "unvalidated (error +85%)",
+                "validated on NVIDIA H200 (worst error -12%)", "unvalidated (effect below noise)",
                 "floored at 0.035 ms/step"]
     for text in expected:
         assert text in con, text
@@ -274,11 +274,11 @@ def test_the_committed_validation_file_is_read_and_checked(tmp_path, monkeypatch
     assert validation_label("loop", None) == "not validated"
     path.write_text(json.dumps(VALIDATION))
     doc = read_validation()
-    assert validation_label("round_trip", doc) == "unvalidated (error +85 %)"
+    assert validation_label("round_trip", doc) == "unvalidated (error +85%)"
     assert validation_label("sync_wait", doc) == "not validated"
     run = price_run(issue_run(), reference_profile())  # validation=None reads the committed file
-    assert run.extra["pricing"]["validation"]["models"]["loop"] == "validated on NVIDIA H200 (worst error -12 %)"
-    assert run.extra["pricing"]["source_of"]["small_policy_train.py:28 bool(t)"]["validation"] == "unvalidated (error +85 %)"
+    assert run.extra["pricing"]["validation"]["models"]["loop"] == "validated on NVIDIA H200 (worst error -12%)"
+    assert run.extra["pricing"]["source_of"]["small_policy_train.py:28 bool(t)"]["validation"] == "unvalidated (error +85%)"
     path.write_text(json.dumps({**VALIDATION, "models": {"loop": {"status": "fine"}}}))
     with pytest.raises(ProfileError, match="needs a status"):
         read_validation()
