@@ -70,7 +70,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from perfkit.analysis.cost import loop_body_findings, predict, price_run  # noqa: E402
-from perfkit.costs_profile import VALIDATION_SCHEMA, check_validation, load_profile  # noqa: E402
+from perfkit.costs_profile import (  # noqa: E402
+    VALIDATION_SCHEMA,
+    ProfileError,
+    cache_path,
+    check_validation,
+    load_profile,
+    read_profile,
+    reference_profile,
+)
 from perfkit.record import EXTRA_PRICING, EXTRA_SYNC_WAIT, Finding, Run  # noqa: E402
 
 NAIVE = ROOT / "examples" / "train_naive.py"
@@ -190,6 +198,22 @@ def variant_of(run: Run, variant: str) -> Run | None:
             for c in (s.children or {}).values():
                 c.gpu_ms_per_step = None
     return r
+
+
+def profile_used(run: Run) -> dict[str, Any] | None:
+    """The machine cost profile the profiled run was priced with (the reference, or a cached probe
+    profile named by its key), so that its variants are priced alike — found without asking this
+    process's torch about the machine (no CUDA context here); None when it cannot be found."""
+    pr = run.extra.get(EXTRA_PRICING) or {}
+    if str(pr.get("profile") or "").startswith("reference:"):
+        return reference_profile()
+    key = pr.get("profile_key")
+    if key:
+        try:
+            return read_profile(cache_path(key))
+        except ProfileError:
+            return None
+    return None
 
 
 def predictions(run: Run, script: Path, fixes: list[str], profile: dict | None) -> dict[str, dict[str, Any]]:
@@ -401,8 +425,6 @@ def profile_arm(a: argparse.Namespace, num_envs: int, fix: tuple[str, ...], out:
 # ---- the whole validation ---------------------------------------------------------------------------
 class Validation:
     def __init__(self, a: argparse.Namespace, argv: list[str]):
-        from perfkit.machine import describe
-
         self.a = a
         self.fixes = [f for f in (a.fixes or ",".join(FIXES)).split(",") if f]
         self.base_fix = tuple(f for f in a.base_fix.split(",") if f)
@@ -412,7 +434,7 @@ class Validation:
         self.profile = load_profile(a.profile) if a.profile else None
         self.state: dict[str, Any] = {
             "schema": RESULTS_SCHEMA, "command": "python3 scripts/gpu/price_validate.py " + " ".join(argv),
-            "machine": describe(), "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "machine": {}, "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "config": {"sizes": self.sizes, "fixes": self.fixes, "base_fix": list(self.base_fix),
                        "iterations": a.iterations, "slow_iterations": a.slow_iterations, "num_steps": a.num_steps,
                        "backend": a.backend, "device": a.device, "env": a.env, "seed": a.seed,
@@ -433,11 +455,14 @@ class Validation:
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     self.fail(f"profile n={n} {g['base']}: {e}")
                     continue
-                pr = predictions(run, self.a.script, list(g["arms"].values()), self.profile)
+                if not self.state["machine"]:
+                    self.state["machine"] = dict(run.machine)  # the runs' machine, as the profiled run saw it
+                profile = self.profile or profile_used(run) or load_profile()
+                pr = predictions(run, self.a.script, list(g["arms"].values()), profile)
                 self.state["profiles"][f"{n}/{g['base']}"] = {
                     "path": str(Path("profiles") / f"n{n}-{g['base']}.json"), "wall_s": round(wall, 2),
                     "step_ms_mean": (run.step_ms or {}).get("mean"), "sps": run.sps, "steps": run.steps,
-                    "pricing_profile": (run.extra.get(EXTRA_PRICING) or {}).get("profile"),
+                    "pricing_profile": profile.get("source"),
                     "has_sync_wait": bool(run.extra.get(EXTRA_SYNC_WAIT)),
                     "gpu_timed": any(s.gpu_ms_per_step is not None for s in run.segments.values())}
                 self.state["predicted"][f"{n}/{g['base']}"] = pr
@@ -570,7 +595,8 @@ def markdown(state: dict[str, Any]) -> str:
              "",
              f"Sizes {', '.join(map(str, cfg['sizes']))} envs; iterations {cfg['iterations']} "
              f"({cfg['slow_iterations']} with the per-env loop planted), num_steps {cfg['num_steps'] or 'default'}, "
-             f"backend {cfg['backend'] or 'auto'}; fresh process per run"
+             f"backend {cfg['backend'] or 'auto'}; priced with "
+             f"{next((p['pricing_profile'] for p in (state.get('profiles') or {}).values()), '—')}; fresh process per run"
              f"{' (imports preloaded while the previous run ran)' if cfg['preload'] else ''}; tolerance ±30 %.", ""]
     lines += ["## Pricing models", "", "| model | status | worst error | judged cases | below noise |",
               "|---|---|---:|---:|---:|"]

@@ -206,6 +206,8 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
         assert c["predicted"]["as_priced"]["verdict"] in ("below noise", "within ±30%", "over-predicted",
                                                           "under-predicted", "measured slower")
     assert [z["rounds"] for z in res["noise"]] == [2, 2]
+    assert res["profiles"]["8/none"]["pricing_profile"].startswith("reference:")  # no probe profile cached here
+    assert res["machine"]["device"] == "cpu"
     from perfkit.costs_profile import read_validation
 
     doc = read_validation(out / "price-validation.json")
@@ -214,3 +216,16 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
     for part in ("## Pricing models", "## Noise", "## Predicted vs measured saving", "| 8 | `item_log` | `env_loop` |"):
         assert part in md
     assert sorted(p.name for p in (out / "profiles").iterdir()) == ["n8-env_loop.json", "n8-none.json"]
+
+
+def test_variants_are_priced_with_the_profile_the_profiled_run_used(pv):
+    from perfkit.costs_profile import SCHEMA, save_profile
+
+    prof = {"schema": SCHEMA, "key": "NVIDIA_H200|580.1|2.11.0", "source": "measured on this machine by perfkit probe",
+            "probes": {}, "costs": {"alloc_cached_ms": 0.004}}
+    save_profile(prof)  # into this machine's cache, under its own key
+    run = Run(extra={"pricing": {"profile": prof["source"], "profile_key": prof["key"]}})
+    assert pv.profile_used(run)["costs"] == {"alloc_cached_ms": 0.004}
+    ref = pv.profile_used(Run(extra={"pricing": {"profile": "reference: NVIDIA H200 profile ...", "profile_key": "x"}}))
+    assert ref["source"].startswith("reference:")
+    assert pv.profile_used(Run(extra={"pricing": {"profile": "p", "profile_key": "not|cached|here"}})) is None
