@@ -66,7 +66,9 @@ mostly idle GPU). The prediction is
 
 and ``SPS_after = N * 1000 / T_after``; ``bound`` names the term that set it (``fixes``,
 ``untouched``, ``gpu``, or ``min_fraction``: a last resort, at most a 50x claim, that binds only
-where the untouched time and the GPU floor are smaller still — a run without segment times).
+where the untouched time and the GPU floor are smaller still, as in a run without segment times).
+A prediction is made on this run's own measured times: a price from another machine enters it
+bounded, never scaled.
 ``run.extra["what_if_table"]`` lists the top ``TOP_N`` findings by ``est`` with the cumulative
 ``T_after`` and SPS of fixing the first 1..k of them; ``run.extra["what_if"]`` is the top-N summary,
 with the words every output shows (``summary``, ``notes``: :func:`what_if_summary`,

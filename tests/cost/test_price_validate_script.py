@@ -229,3 +229,52 @@ def test_variants_are_priced_with_the_profile_the_profiled_run_used(pv):
     ref = pv.profile_used(Run(extra={"pricing": {"profile": "reference: NVIDIA H200 profile ...", "profile_key": "x"}}))
     assert ref["source"].startswith("reference:")
     assert pv.profile_used(Run(extra={"pricing": {"profile": "p", "profile_key": "not|cached|here"}})) is None
+
+
+def test_a_gpu_record_is_priced_three_ways_for_its_syncs(pv, tmp_path):
+    """What the H200 records hold (GPU timing, measured sync waits), without a GPU: each sync fix is
+    priced as profiled (sync_wait), without the waits (backlog_split) and without GPU timing (round_trip)."""
+    from perfkit.analysis.cost import price_run
+    from perfkit.costs_profile import reference_profile
+    from perfkit.record import SegmentStats
+
+    script = tmp_path / "train_naive.py"
+    script.write_text("def loop(fix, r, done):\n"
+                      "    if 'item_log' not in fix:\n"
+                      "        log(r.mean().item())  # ANTI-PATTERN item_log\n"
+                      "    if 'fresh_tensors' in fix:\n"
+                      "        x.add_(r)\n"
+                      "    else:\n"
+                      "        x = torch.zeros(n) + x + r  # ANTI-PATTERN fresh_tensors\n")
+    path = str(script)
+    run = Run(steps=200, num_envs=256, wall_s=1.0, step_ms={"mean": 5.0},
+              segments={"physics": SegmentStats(cpu_ms_per_step=0.1, gpu_ms_per_step=2.5),
+                        "other": SegmentStats(cpu_ms_per_step=4.9, gpu_ms_per_step=1.0)},
+              findings=[Finding("sync", ".item()", path, 3, segment="other", per_step=1.0),
+                        Finding("sync", ".tolist()", "perfkit/rl/ppo.py", 201, segment="other", per_step=1.0),
+                        Finding("alloc", "Tensor.mean", path, 3, segment="other", per_step=1.0),
+                        Finding("alloc", "torch.zeros", path, 7, segment="other", per_step=1.0),
+                        Finding("alloc", "Tensor.add", path, 7, segment="other", per_step=2.0)],
+              extra={"sync_wait": {f"{path}:3": {"wait_ms_per_step": 2.0, "gap_ms_per_step_after": 0.4,
+                                                 "calls_per_step": 1.0},
+                                   "perfkit/rl/ppo.py:201": {"wait_ms_per_step": 0.1, "gap_ms_per_step_after": 2.0,
+                                                             "calls_per_step": 1.0}}},
+              machine={"device": "NVIDIA H200", "driver": "580.159.04", "torch": "2.11.0"})
+    price_run(run, reference_profile(), validation={})
+    pr = pv.predictions(run, script, ["item_log", "fresh_tensors"], reference_profile())
+    item, fresh = pr["item_log"], pr["fresh_tensors"]
+    assert {v: p["model"] for v, p in item.items()} == {"as_priced": "sync_wait", "backlog_split": "backlog_split",
+                                                         "round_trip": "round_trip"}
+    ref = reference_profile()["costs"]
+    busy = 2.4 / 5.0  # the backlog: physics' 2.4 ms of GPU work beyond its host time
+    rt = busy * ref["sync_queued_extra_ms"] + (1 - busy) * ref["sync_idle_ms"]
+    alloc = ref["alloc_cached_ms"]
+    # one of two syncs: the drained wait overlaps the host gap after it only
+    assert item["as_priced"]["saved_ms"] == pytest.approx(rt + 0.4 + alloc)
+    assert item["backlog_split"]["saved_ms"] == pytest.approx(rt + 2.4 / 2 + alloc)  # half the backlog
+    assert item["round_trip"]["saved_ms"] == pytest.approx(ref["sync_idle_ms"] + alloc)
+    assert fresh["as_priced"]["model"] == "alloc" and fresh["as_priced"]["saved_ms"] == pytest.approx(3 * alloc)
+    st = pv.model_status([{"num_envs": 256, "fix": fx, "predicted": p, "measured": {"saved_ms": 0.5, "judged": True}}
+                          for fx, p in pr.items()])
+    assert set(st) == {"sync_wait", "backlog_split", "round_trip", "alloc"}
+    assert st["backlog_split"]["cases"][0]["fix"] == "item_log" and len(st["alloc"]["cases"]) == 1
