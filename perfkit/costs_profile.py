@@ -11,6 +11,15 @@ When no profile for this machine exists, a *reference* profile prices the run: t
 shipped at ``perfkit/data/h200-profile.json`` (measured by ``perfkit probe`` on the H200, see
 ``reports/probes-h200/``). The profile says where it came from (``source``), and the cost model
 copies that into ``run.extra["pricing"]``.
+
+**Validation.** ``perfkit/data/price-validation.json`` (schema ``perfkit.price-validation/1``, written
+by ``scripts/gpu/price_validate.py`` on the H200 and committed from its output) says, per pricing
+model (``loop``, ``alloc``, ``sync_wait``, ``backlog_split``, ``round_trip``: see
+:mod:`perfkit.analysis.cost`), whether the model's predicted saving of removing a planted anti-pattern
+of ``examples/train_naive.py`` came within the tolerance (±30 %) of the measured saving, and its
+worst error. :func:`read_validation` reads it; the cost model copies each finding's model's status
+into ``run.extra["pricing"]`` and the renderers show it ("unvalidated (error +85%)"). Without the
+file every model reads "not validated".
 """
 
 from __future__ import annotations
@@ -25,6 +34,9 @@ from typing import Any, Callable, Iterable
 SCHEMA = "perfkit.machine-profile/1"
 
 REFERENCE_PATH = Path(__file__).parent / "data" / "h200-profile.json"
+VALIDATION_SCHEMA = "perfkit.price-validation/1"
+VALIDATION_PATH = Path(__file__).parent / "data" / "price-validation.json"
+VALIDATION_STATUSES = ("validated", "unvalidated")
 
 # cost name -> (probe, metric in the probe's dict, unit conversion to the cost's unit, what it prices)
 COSTS: dict[str, tuple[str, str, float, str]] = {
@@ -208,3 +220,48 @@ def get_profile(quick: bool = False, only: Iterable[str] | None = None, refresh:
     profile = build_profile(have)
     save_profile(profile)
     return profile, measure, reuse
+
+
+# ---- the committed validation of the pricing models ---------------------------------------------------
+def check_validation(doc: Any, source: str = "<validation>") -> dict[str, Any]:
+    """``doc`` if it is a ``perfkit.price-validation/1`` document, else ProfileError saying why."""
+    if not isinstance(doc, dict) or doc.get("schema") != VALIDATION_SCHEMA:
+        raise ProfileError(f"{source}: not a {VALIDATION_SCHEMA} document")
+    models = doc.get("models")
+    if not isinstance(models, dict):
+        raise ProfileError(f"{source}: 'models' must be an object")
+    for name, m in models.items():
+        if not isinstance(m, dict) or m.get("status") not in VALIDATION_STATUSES:
+            raise ProfileError(f"{source}: model {name!r} needs a status, one of {VALIDATION_STATUSES}")
+        err = m.get("error")
+        if err is not None and not isinstance(err, (int, float)):
+            raise ProfileError(f"{source}: model {name!r}: 'error' must be a number or null")
+    return doc
+
+
+def read_validation(path: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The committed validation (``path=None``: ``perfkit/data/price-validation.json``), or None when
+    there is none. A damaged file raises ProfileError (a broken installation, like the reference)."""
+    path = Path(path) if path is not None else VALIDATION_PATH
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ProfileError(f"{path}: cannot read the price validation: {e}") from None
+    return check_validation(doc, str(path))
+
+
+def validation_label(model: str, doc: dict[str, Any] | None) -> str:
+    """How far ``model``'s prices are validated, in words: ``validated on NVIDIA H200 (worst error
+    -12%)``, ``unvalidated (error +85%)``, ``unvalidated (effect below noise)``, ``not validated``."""
+    m = ((doc or {}).get("models") or {}).get(model)
+    if not isinstance(m, dict):
+        return "not validated"
+    err = m.get("error")
+    where = ((doc or {}).get("machine") or {}).get("device") or "the GPU"
+    if m.get("status") == "validated":
+        return f"validated on {where}" + (f" (worst error {err * 100:+.0f}%)" if err is not None else "")
+    if err is None:
+        return f"unvalidated ({m.get('reason') or 'effect below noise'})"
+    return f"unvalidated (error {err * 100:+.0f}%)"

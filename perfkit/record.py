@@ -53,9 +53,10 @@ EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, unattributed, ...} -
 EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"
 EXTRA_NOTES = "notes"  # [str] shown under the summary
 EXTRA_TRACEBACK = "traceback"  # why a record is incomplete (session, sweep worker)
-# cost model -> console, scripts
-EXTRA_PRICING = "pricing"
-EXTRA_WHAT_IF = "what_if"
+# cost model -> console, report, scripts (perfkit.analysis.cost documents each)
+EXTRA_PRICING = "pricing"  # {model, profile, costs, how, model_of, source_of, validation, step_ms, ...}
+EXTRA_WHAT_IF = "what_if"  # fixing the top N: {statistic, step_ms, untouched_ms, step_ms_after, sps_after, bound, ...}
+EXTRA_WHAT_IF_TABLE = "what_if_table"  # [{rank, site, op, est_ms_per_step, source_label, validation, step_ms_after, sps_after, ...}]
 # perfkit profile
 EXTRA_BUDGET = "budget"  # {max_syncs_per_step, max_allocs_per_step, exceeded}
 # sweep worker -> sweep, report, compare

@@ -1,7 +1,15 @@
-"""The cost model: what each finding costs per step, and the SPS a fix would buy.
+"""The cost model: what each finding costs per step, and the step time and SPS a set of fixes would buy.
 
 Prices come from a machine cost profile (:mod:`perfkit.costs_profile`): this machine's cached one, or
-the labelled H200 reference. The model, per finding kind (all costs per call, times ``per_step``):
+the labelled H200 reference. The model is ``perfkit.cost/2``.
+
+**One statistic.** Every time here is a *mean* over the run's steady, timed steps: the step time
+``T`` is ``run.step_ms["mean"]`` (else ``wall_s / steps``, the same mean), a segment's time ``h_s``
+is its ``cpu_ms_per_step`` (host time spent in the segment per step, a mean over the same steps) and
+its GPU time ``g_s`` its ``gpu_ms_per_step``. SPS is a mean rate, ``N * 1000 / T`` (``N`` = num_envs,
+1 without it: steps/s), before and after a fix alike. Step-time percentiles (p50, p99) are never used.
+
+**Price of one finding** (``raw``; costs per call times ``per_step``), by model (``pricing["model_of"]``):
 
 * **sync** — ``round_trip + drain + extra``.
   ``round_trip`` is the idle-queue sync (``sync_idle_ms``) when the queue is empty and what a sync
@@ -9,25 +17,20 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
   probability the queue is full at that point. ``drain`` is the queued GPU work the host waits for.
   The run's per-segment GPU times are CUDA-event spans (they include GPU idle gaps), so they bound
   the GPU work rather than measure it; the work that outruns the host is the *backlog*
-  ``B = sum over segments of max(0, gpu_ms - cpu_ms)`` (a CUDA-graph physics segment: one launch on
-  the host, milliseconds on the GPU). The syncs of a step drain it: ``drain = B / k`` per call
-  (``k`` syncs per step), so all of them together never drain more than ``B``, and
-  ``p_full = min(1, B / step_ms)``. In a launch-bound loop ``B`` is 0 and a sync costs its round
-  trip.
-  Without GPU timing (a CPU-only run, would-sync-on-GPU findings) the price is the round trip alone.
-  When the session timed the site's real syncs (``run.extra["sync_wait"][site]``: host time blocked
-  per call and the host work from its end to the next sync or the step end), removing *one* sync is
-  priced ``round_trip + min(wait - round_trip, gap_after)`` per call: the queued GPU work overlaps
-  only with the host work before the next sync, which then waits instead (the H200 validation: one
-  of several syncs removed saves ~nothing). Fixing *all* syncs saves their summed waits
-  (``pricing["sync_all_ms"]``, ``what_if["all_syncs"]``), floored at the GPU time like any what-if.
-  ``pricing["model_of"]`` names the model that priced each finding.
+  ``B = sum over segments of max(0, g_s - h_s)`` (a CUDA-graph physics segment: one launch on
+  the host, milliseconds on the GPU), and ``p_full = min(1, B / T)``.
+  - ``sync_wait`` (the session timed the site's real syncs, ``run.extra["sync_wait"][site]``: host
+    time blocked per call and the host work from its end to the next sync or the step end): removing
+    *one* sync saves ``round_trip + min(wait - round_trip, gap_after)`` per call: the queued GPU work
+    overlaps only with the host work before the next sync, which then waits instead. Fixing *all*
+    syncs saves their summed waits (``pricing["sync_all_ms"]``, ``what_if["all_syncs"]``).
+  - ``backlog_split`` (GPU timing, no measured wait): the syncs of a step share the backlog evenly,
+    ``drain = B / k`` (``k`` syncs per step), so all of them together never drain more than ``B``.
+  - ``round_trip`` (no GPU timing: a CPU-only run's would-sync-on-GPU findings): the round trip alone,
+    a GPU's price (from the reference profile on a CPU-only machine) that is no cost on this machine.
   ``extra``: ``print`` formats the tensor (``tensor_repr_ms``); ``.cpu()``/``.numpy()``/``.tolist()``
   copy device->host (``d2h_latency_ms`` + bytes / ``d2h_gbps``); a blocking host->device copy
   (``torch.tensor(list, device=...)``, indexing with a Python list) copies the other way.
-  Removing one of several syncs saves its drain only as far as the host has work to overlap with
-  the GPU before the next sync drains the rest: the even split is a middle estimate of that, between
-  nothing (the next sync waits instead) and the whole backlog (all host work overlaps).
 * **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``, or
   ``alloc_cpu_ms`` on a CPU-only profile).
 * **loop** — ``per_step`` counts loop-body iterations per step; each iteration issues ``ops`` small
@@ -37,30 +40,80 @@ the labelled H200 reference. The model, per finding kind (all costs per call, ti
   the loop body's source issues (calls, arithmetic on tensors, item assignments: the kernels) or, if
   more, the out-of-place ops the run found in the body (alloc findings in its lines, per iteration),
   priced at ``pyloop_op_ms`` (the iteration over the probe body's three such ops); with no source,
-  the probe's three. Those inner allocations
-  keep their own price and the loop's is reduced by it, so a loop and its body are not counted twice.
+  the probe's three. Those inner allocations keep their own price and the loop's is reduced by it,
+  so a loop and its body are not counted twice; so do the syncs in its body (about one per
+  iteration), whose round trip holds the launch of their op: the loop's price is reduced by one op
+  per inner sync call.
 * **stream** — a race, not a cost: left unpriced.
 
-What if: the step time after fixing a set of findings is ``max(step_ms - sum(est), floor)`` with
-``floor`` the GPU time of the GPU-bound segments (``gpu_ms > cpu_ms``: that GPU work stays whatever
-the host does; a host-bound segment's event span is mostly GPU idling, so it sets no floor) — and
-never below ``MIN_STEP_FRACTION`` of the measured step — and SPS scales as ``step_ms / step_ms_after``.
+**Bound.** The step is cut into *buckets*: each recorded segment ``s`` (time ``h_s``) and the
+unsegmented rest ``R = max(0, T - sum h_s)``. A finding sits in its segment's bucket (the rest when
+its segment is not recorded). Its price is ``est = min(raw, bucket time, T)``: a finding cannot save
+more than the measured time of the segment it sits in (a sync's wait is host time inside its
+segment). ``pricing["source_of"][key]`` keeps ``raw`` (``unbounded_ms``) and the bound when it binds.
+A record with a negative segment time has no usable breakdown: the whole step is then one bucket
+(``pricing["segments_consistent"]`` is false and the notes say so).
+
+**What if.** Fixing a set ``F`` of findings: per bucket ``b``, ``saved_b = min(time_b, sum of est over
+the fixed findings in b)`` (when ``F`` holds every sync and all their waits were measured, a sync
+saves ``max(est, its share of its site's wait)``: all syncs gone, the whole backlog may overlap).
+The *untouched time* ``U`` is the summed time of the buckets no fixed finding sits in — measured
+time the fixes do not touch. The GPU floor ``G = min(T, sum of g_s over GPU-bound segments,
+g_s > h_s)`` is GPU work that stays whatever the host does (a host-bound segment's event span is
+mostly idle GPU). The prediction is
+
+    T_after = min(T, max(T - sum_b saved_b, U, G, MIN_STEP_FRACTION * T))
+
+and ``SPS_after = N * 1000 / T_after``; ``bound`` names the term that set it (``fixes``,
+``untouched``, ``gpu``, or ``min_fraction``: a last resort, at most a 50x claim, that binds only
+where the untouched time and the GPU floor are smaller still, as in a run without segment times).
+A prediction is made on this run's own measured times: a price from another machine enters it
+bounded, never scaled.
+``run.extra["what_if_table"]`` lists the top ``TOP_N`` findings by ``est`` with the cumulative
+``T_after`` and SPS of fixing the first 1..k of them; ``run.extra["what_if"]`` is the top-N summary,
+with the words every output shows (``summary``, ``notes``: :func:`what_if_summary`,
+:func:`pricing_notes`).
+
+**Where each price comes from** (``pricing["source_of"][key]["label"]``): ``measured here (sync
+wait)``; ``this machine's probe profile`` (the profile's key is the run's machine); ``reference H200
+profile, not measured here`` (or ``... same GPU model, not probed on this machine``); another
+machine's profile, named. A price from another machine is never scaled, only bounded as above, and
+says so (``bounded by its segment's measured X ms/step``). The committed validation on the H200
+(``perfkit/data/price-validation.json``, :func:`perfkit.costs_profile.read_validation`) labels each
+model ``validated on NVIDIA H200 (...)``, ``unvalidated (error X%)`` or ``not validated``.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
-from perfkit.costs_profile import ProfileError, load_profile, reference_profile, save_profile  # noqa: F401
-from perfkit.record import EXTRA_LOOP_OPS, EXTRA_PRICING, EXTRA_SYNC_WAIT, EXTRA_WHAT_IF, Finding, Run
+from perfkit.costs_profile import (  # noqa: F401
+    ProfileError,
+    load_profile,
+    read_validation,
+    reference_profile,
+    save_profile,
+    validation_label,
+)
+from perfkit.record import (
+    EXTRA_LOOP_OPS,
+    EXTRA_PRICING,
+    EXTRA_SYNC_WAIT,
+    EXTRA_WHAT_IF,
+    EXTRA_WHAT_IF_TABLE,
+    Finding,
+    Run,
+)
 
-MODEL = "perfkit.cost/1"
+MODEL = "perfkit.cost/2"
+STATISTIC = "mean"  # the one step-time statistic of every price and prediction (module doc)
 TOP_N = 5
-MIN_STEP_FRACTION = 0.02  # no prediction from pricing alone claims more than a 50x speed-up
+MIN_STEP_FRACTION = 0.02  # last resort where no segment time bounds a prediction: at most a 50x claim
+REST = "(unsegmented)"  # the bucket of step time outside every recorded segment
 # The pyloop probe's loop body, ``out[i] = a[i] * 2.0 + b[i]``, counted two ways: 3 ops as
 # ``_body_ops`` reads source (mul, add, the item assignment: the kernels), 5 torch calls as a session
 # counts them (``run.extra["loop_ops"]``: the two index views too). The probed iteration time is
@@ -72,14 +125,22 @@ PYLOOP_CALLS = 5
 _D2H_OPS = (".cpu", ".numpy", ".tolist", ".to(cpu")  # .cpu(), .numpy() (also Warp's array.numpy()), ...
 _H2D_OPS = ("torch.tensor(", "torch.as_tensor(", "t[list]")  # a Python list copied to the device
 
+# where a price comes from, most trusted first (a finding priced from several takes the least trusted)
+SOURCES = ("measured", "probe", "reference_same_gpu", "reference", "other")
+
 
 class _Prices:
-    """Costs by name from the machine profile, falling back to the reference; remembers what it used."""
+    """Costs by name from the machine profile, falling back to the reference; remembers what it used,
+    overall (``used``) and since the last :meth:`start` (``touched``: the costs one finding used)."""
 
     def __init__(self, profile: dict[str, Any], reference: dict[str, Any] | None):
         self.profile = profile
         self.reference = reference
         self.used: dict[str, dict[str, Any]] = {}
+        self.touched: dict[str, str] = {}  # cost name -> "profile" | "reference"
+
+    def start(self) -> None:
+        self.touched = {}
 
     def get(self, name: str, default: float | None = None) -> float | None:
         v = self.first(name)
@@ -87,7 +148,7 @@ class _Prices:
 
     def first(self, *names: str) -> float | None:
         """The first of ``names`` this machine's profile has, else the first the reference has."""
-        for doc in (self.profile, self.reference):
+        for role, doc in (("profile", self.profile), ("reference", self.reference)):
             if doc is None:
                 continue
             for name in names:
@@ -95,18 +156,21 @@ class _Prices:
                     value = float(doc["costs"][name])
                     self.used[name] = {"value": value, "source": doc.get("source", "?"),
                                        "metric": doc.get("cost_sources", {}).get(name)}
+                    self.touched[name] = role
                     return value
         return None
 
 
 @dataclass
 class _RunContext:
-    step_ms: float | None
+    step_ms: float | None  # T: the mean step time
     gpu_ms: float | None  # GPU time per step, all segments (event spans: an upper bound of GPU work)
     backlog_ms: float  # GPU work per step that outruns the host: what syncs drain
-    gpu_bound_ms: float  # GPU time of the GPU-bound segments: the floor of any fixed step
+    gpu_bound_ms: float  # GPU time of the GPU-bound segments: the GPU floor of any fixed step
     syncs_per_step: float
     busy: float  # probability a sync finds the queue full (0 without GPU timing)
+    buckets: dict[str, float] = field(default_factory=dict)  # segment (or REST) -> host ms per step
+    segments_consistent: bool = True  # False: a negative segment time; the step is then one bucket
 
     @classmethod
     def of(cls, run: Run) -> "_RunContext":
@@ -117,18 +181,42 @@ class _RunContext:
         bound = float(sum(s.gpu_ms_per_step for s in timed if s.gpu_ms_per_step > (s.cpu_ms_per_step or 0.0)))
         syncs = sum(f.per_step for f in run.findings if f.kind == "sync")
         busy = min(1.0, backlog / step) if step else 0.0
-        return cls(step, gpu, backlog, bound, syncs, busy)
+        buckets = {name: float(s.cpu_ms_per_step or 0.0) for name, s in run.segments.items()}
+        consistent = all(v >= 0 for v in buckets.values())
+        if not consistent:  # a negative segment time: the breakdown cannot bound anything
+            buckets = {}
+        buckets[REST] = max(0.0, (step or 0.0) - sum(buckets.values()))
+        return cls(step, gpu, backlog, bound, syncs, busy, buckets, consistent)
+
+    def bucket_of(self, f: Finding) -> str:
+        return f.segment if f.segment in self.buckets and f.segment != REST else REST
+
+    def describe(self, bucket: str) -> str:
+        if bucket != REST:
+            return f"its segment's ({bucket})"
+        return "the unsegmented rest of the step" if self.segments_consistent else "the step (segment times inconsistent)"
 
 
 def step_ms_of(run: Run) -> float | None:
-    """The run's typical step time: p50, else mean, else wall time over steps."""
-    for k in ("p50", "mean"):
-        v = (run.step_ms or {}).get(k)
-        if v:
-            return float(v)
+    """The run's mean step time (the model's one statistic): ``step_ms["mean"]``, else wall time over
+    steps (also a mean). Never a percentile."""
+    v = (run.step_ms or {}).get("mean")
+    if v:
+        return float(v)
     if run.steps and run.wall_s:
         return run.wall_s * 1000.0 / run.steps
     return None
+
+
+def envs_of(run: Run) -> int:
+    """What one step advances: num_envs, or 1 (SPS is then steps/s)."""
+    return int(run.num_envs) if run.num_envs else 1
+
+
+def sps_of(run: Run) -> float | None:
+    """Mean steps (env steps) per second, ``N * 1000 / T``: the rate the mean step time gives."""
+    step = step_ms_of(run)
+    return envs_of(run) * 1000.0 / step if step else None
 
 
 def _bytes_per_call(f: Finding) -> float:
@@ -215,6 +303,10 @@ def _inner_allocs(loop: Finding, run: Run) -> list[Finding]:
     return [a for a in loop_body_findings(loop, run) if a.kind == "alloc"]
 
 
+def _inner_syncs(loop: Finding, run: Run) -> list[Finding]:
+    return [a for a in loop_body_findings(loop, run) if a.kind == "sync"]
+
+
 def _sync_wait_of(run: Run, f: Finding) -> tuple[float, float] | None:
     """``(wait_ms, gap_ms_after)`` per call at ``f``'s site from ``run.extra["sync_wait"]``, or None."""
     d = (run.extra.get(EXTRA_SYNC_WAIT) or {}).get(f.site)
@@ -226,12 +318,16 @@ def _sync_wait_of(run: Run, f: Finding) -> tuple[float, float] | None:
     return float(w) / n, float(g) / n
 
 
-def pricing_model(f: Finding, run: Run) -> str:
-    """Which model prices ``f``: for syncs ``sync_wait`` (measured wait and gap) or ``backlog_split``
-    (the even split of the GPU backlog); else the finding kind."""
+def pricing_model(f: Finding, run: Run, ctx: "_RunContext | None" = None) -> str:
+    """Which model prices ``f``: for syncs ``sync_wait`` (measured wait and gap), ``backlog_split`` (the
+    even split of the GPU backlog: GPU timing but no measured wait) or ``round_trip`` (no GPU timing: a
+    CPU-only run's would-sync findings); else the finding kind."""
     if f.kind != "sync":
         return f.kind
-    return "sync_wait" if _sync_wait_of(run, f) is not None else "backlog_split"
+    if _sync_wait_of(run, f) is not None:
+        return "sync_wait"
+    ctx = ctx or _RunContext.of(run)
+    return "backlog_split" if ctx.gpu_ms is not None else "round_trip"
 
 
 def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None = None) -> tuple[float | None, str]:
@@ -284,7 +380,8 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
         if op_ms is None:
             return None, "no per-env loop cost in the profile"
         inner = _inner_allocs(f, run)
-        inner_rate = sum(a.per_step for a in inner) / f.per_step if f.per_step else 0.0
+        syncs = _inner_syncs(f, run)
+        inner_rate = sum(a.per_step for a in inner + syncs) / f.per_step if f.per_step else 0.0
         counted = (run.extra.get(EXTRA_LOOP_OPS) or {}).get(f.site)
         span = _loop_span(f.path, f.line)
         if isinstance(counted, (int, float)) and counted > 0:
@@ -299,9 +396,11 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
             ops = max(float(PYLOOP_OPS), inner_rate)
             how = f"{ops:.3g} torch ops per iteration (assumed: the probe's loop body)"
         alloc_ms = (prices.first("alloc_cached_ms", "alloc_cpu_ms") or 0.0) if inner else 0.0
-        inner_ms = sum(a.per_step for a in inner) * alloc_ms
+        # an inner sync's round trip already holds the launch of its op (the copy it waits for)
+        inner_ms = sum(a.per_step for a in inner) * alloc_ms + sum(a.per_step for a in syncs) * op_ms
         est = max(0.0, f.per_step * ops * op_ms - inner_ms)
-        return est, how + " x per-env loop op cost" + (f", less {len(inner)} inner allocation site(s)" if inner else "")
+        less = [f"{len(inner)} inner allocation site(s)"] * bool(inner) + [f"{len(syncs)} inner sync site(s)"] * bool(syncs)
+        return est, how + " x per-env loop op cost" + (", less " + " and ".join(less) if less else "")
     return None, f"unknown finding kind {f.kind!r}"
 
 
@@ -314,27 +413,95 @@ def _profile_for(profile: dict[str, Any] | None) -> tuple[dict[str, Any], dict[s
     return profile, reference
 
 
-def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
-    """Set every finding's ``est_ms_per_step`` and store ``run.extra["what_if"]`` and
-    ``run.extra["pricing"]``. Returns ``run`` (annotated in place).
+def machine_key(machine: dict[str, Any] | None) -> str | None:
+    """:func:`perfkit.machine.key` of a recorded machine block (device, driver, torch); None when the
+    record names no device."""
+    if not machine or not machine.get("device"):
+        return None
+    return f"{machine['device']}|{machine.get('driver')}|{machine.get('torch')}".replace(" ", "_")
+
+
+class _SourceNamer:
+    """Names where a finding's price came from (:data:`SOURCES`, and the words the outputs show)."""
+
+    def __init__(self, run: Run, profile: dict[str, Any], reference: dict[str, Any] | None):
+        self.run_key = machine_key(run.machine)
+        self.run_device = (run.machine or {}).get("device")
+        self.profile = profile
+        self.profile_is_reference = reference is None and str(profile.get("source", "")).startswith("reference:")
+        self.reference = reference if reference is not None else (profile if self.profile_is_reference else None)
+
+    def _reference(self) -> tuple[str, str]:
+        dev = ((self.reference or {}).get("machine") or {}).get("device") or "H200"
+        short = str(dev).replace("NVIDIA ", "")
+        if self.run_device and self.run_device == dev:
+            return "reference_same_gpu", f"reference {short} profile (same GPU model, not probed on this machine)"
+        return "reference", f"reference {short} profile, not measured here"
+
+    def role(self, role: str) -> tuple[str, str]:
+        """(source, label) of a cost taken from the machine profile (``"profile"``) or the reference."""
+        if role == "reference" or self.profile_is_reference:
+            return self._reference()
+        key = self.profile.get("key")
+        if self.run_key is None:
+            return "probe", f"probe profile ({self.profile.get('source', '?')})"
+        if key == self.run_key:
+            return "probe", "this machine's probe profile"
+        return "other", f"probe profile of another machine ({key}), not measured here"
+
+    def of(self, touched: dict[str, str], model: str) -> tuple[str, str]:
+        named = [self.role(r) for r in dict.fromkeys(touched.values())] or [("other", "no cost used")]
+        worst = max(named, key=lambda sl: SOURCES.index(sl[0]))
+        if model == "sync_wait":
+            label = "measured here (sync wait)"
+            if worst[0] != "probe":
+                label += f"; round trip from the {worst[1]}"
+            return "measured", label
+        return worst
+
+
+def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[str, Any] | None = None) -> Run:
+    """Set every finding's ``est_ms_per_step`` (bounded: module doc) and store ``run.extra["pricing"]``,
+    ``run.extra["what_if"]`` and ``run.extra["what_if_table"]``. Returns ``run`` (annotated in place).
 
     ``profile=None`` prices with this machine's cached profile if there is one, else the reference;
     costs a machine profile lacks (a CPU-only machine has no sync round trip) come from the reference,
-    and ``pricing["costs"]`` names the source of every number used.
+    and ``pricing["costs"]`` names the source of every number used, ``pricing["source_of"]`` the source
+    of every price. ``validation=None`` reads the committed validation
+    (:func:`perfkit.costs_profile.read_validation`); pass ``{}`` for none.
     """
     profile, reference = _profile_for(profile)
+    if validation is None:
+        validation = read_validation()
     prices = _Prices(profile, reference)
     ctx = _RunContext.of(run)
-    unpriced, hows = {}, {}
+    namer = _SourceNamer(run, profile, reference)
+    unpriced, hows, model_of, source_of = {}, {}, {}, {}
     for f in run.findings:
-        est, how = price_finding(f, run, prices, ctx)
-        f.est_ms_per_step = est
-        if est is None:
-            unpriced[f"{f.site} {f.op}"] = how
-        else:
-            hows[f"{f.site} {f.op}"] = how
+        key = f"{f.site} {f.op}"
+        prices.start()
+        raw, how = price_finding(f, run, prices, ctx)
+        model = model_of[key] = pricing_model(f, run, ctx)
+        if raw is None:
+            f.est_ms_per_step = None
+            unpriced[key] = how
+            continue
+        bucket = ctx.bucket_of(f)
+        room = min(ctx.buckets[bucket], ctx.step_ms) if ctx.step_ms else None
+        bounded = room is not None and raw > room
+        f.est_ms_per_step = room if bounded else raw
+        source, label = namer.of(prices.touched, model)
+        if bounded:
+            where = ctx.describe(bucket)
+            label += f"; bounded by {where} measured {room:.3g} ms/step"
+            how += f" = {raw:.3g} ms/step, bounded by {where} measured {room:.3g} ms/step"
+        hows[key] = how
+        source_of[key] = {"source": source, "label": label, "model": model,
+                          "validation": validation_label(model, validation), "bucket": bucket,
+                          "bound_ms": room, "unbounded_ms": raw if bounded else None}
     run.extra[EXTRA_PRICING] = {
         "model": MODEL,
+        "statistic": STATISTIC,
         "profile": profile.get("source"),
         "profile_key": profile.get("key"),
         "profile_created": profile.get("created"),
@@ -342,15 +509,31 @@ def price_run(run: Run, profile: dict[str, Any] | None = None) -> Run:
         "costs": prices.used,
         "unpriced": unpriced,
         "how": hows,
-        "model_of": {f"{f.site} {f.op}": pricing_model(f, run) for f in run.findings},
+        "model_of": model_of,
+        "source_of": source_of,
+        "validation": _validation_summary(validation),
         "sync_all_ms": _all_syncs_ms(run),
         "step_ms": ctx.step_ms,
+        "segments_ms": dict(ctx.buckets),  # the buckets of the bound (module doc)
+        "segments_consistent": ctx.segments_consistent,
         "gpu_ms_per_step": ctx.gpu_ms,
         "gpu_backlog_ms_per_step": ctx.backlog_ms,
         "queue_full_fraction": round(ctx.busy, 4),
     }
-    run.extra[EXTRA_WHAT_IF] = what_if(run)
+    run.extra[EXTRA_WHAT_IF] = what_if(run, ctx=ctx)
+    run.extra[EXTRA_WHAT_IF_TABLE] = what_if_table(run, ctx=ctx)
+    # the words every output shows, kept with the numbers (renderers format the record, nothing else)
+    run.extra[EXTRA_WHAT_IF]["summary"] = what_if_summary(run)
+    run.extra[EXTRA_WHAT_IF]["notes"] = pricing_notes(run)
     return run
+
+
+def _validation_summary(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not doc:
+        return None
+    return {"device": (doc.get("machine") or {}).get("device"), "created": doc.get("created"),
+            "report": doc.get("report"), "tolerance": doc.get("tolerance"),
+            "models": {name: validation_label(name, doc) for name in doc.get("models", {})}}
 
 
 def _all_syncs_ms(run: Run) -> float | None:
@@ -363,53 +546,184 @@ def _all_syncs_ms(run: Run) -> float | None:
     return float(sum(sw[site]["wait_ms_per_step"] for site in {f.site for f in syncs}))
 
 
-def sps_of(run: Run) -> float | None:
-    if run.sps:
-        return float(run.sps)
-    step = step_ms_of(run)
-    if step and run.num_envs:
-        return run.num_envs * 1000.0 / step
-    return None
+def _savings(run: Run, fixed: list[Finding]) -> list[tuple[Finding, float]]:
+    """What each fixed finding saves: its price; with every sync fixed and all their waits measured, a
+    sync saves at least its share (by calls) of its site's measured wait."""
+    out = [(f, f.est_ms_per_step or 0.0) for f in fixed]
+    syncs = [f for f in run.findings if f.kind == "sync"]
+    all_ms = (run.extra.get(EXTRA_PRICING) or {}).get("sync_all_ms")
+    if not syncs or not isinstance(all_ms, (int, float)) or not all(any(f is g for g in fixed) for f in syncs):
+        return out
+    sw = run.extra[EXTRA_SYNC_WAIT]
+    calls: dict[str, float] = {}
+    for f in syncs:
+        calls[f.site] = calls.get(f.site, 0.0) + f.per_step
+    return [(f, max(ms, float(sw[f.site]["wait_ms_per_step"]) * f.per_step / calls[f.site]) if f.kind == "sync"
+             and calls.get(f.site) else ms) for f, ms in out]
 
 
-def predict(run: Run, fixed: Iterable[Finding] | None = None, saved_ms: float | None = None) -> dict[str, Any]:
-    """Predicted step time and SPS after fixing ``fixed`` (priced findings) or saving ``saved_ms`` per step."""
-    ctx = _RunContext.of(run)
+_BOUNDS = ("fixes", "untouched", "gpu", "min_fraction")
+
+
+def predict(run: Run, fixed: Iterable[Finding] | None = None, saved_ms: float | None = None,
+            ctx: _RunContext | None = None) -> dict[str, Any]:
+    """Predicted mean step time and SPS after fixing ``fixed`` (priced findings; the module doc's
+    formula) or saving ``saved_ms`` per step (no segment known: every bucket counts as touched)."""
+    ctx = ctx or _RunContext.of(run)
     step = ctx.step_ms
-    sps = sps_of(run)
+    n = envs_of(run)
+    touched: set[str]
     if saved_ms is None:
-        fixed = list(fixed or [])
-        saved_ms = sum(f.est_ms_per_step or 0.0 for f in fixed)
-        syncs = [f for f in run.findings if f.kind == "sync"]
-        all_ms = (run.extra.get(EXTRA_PRICING) or {}).get("sync_all_ms")
-        if syncs and isinstance(all_ms, (int, float)) and all(any(f is g for g in fixed) for f in syncs):
-            # every sync fixed: their summed waits, not the one-at-a-time estimates (bounded by the floor below)
-            saved_ms += max(0.0, all_ms - sum(f.est_ms_per_step or 0.0 for f in syncs))
+        per_bucket: dict[str, float] = {}
+        for f, ms in _savings(run, list(fixed or [])):
+            b = ctx.bucket_of(f)
+            per_bucket[b] = per_bucket.get(b, 0.0) + ms
+        touched = set(per_bucket)
+        saved_ms = sum(min(ctx.buckets[b], ms) for b, ms in per_bucket.items())
+    else:
+        touched = set(ctx.buckets)
     if not step:
-        return {"step_ms": None, "saved_ms": saved_ms, "step_ms_after": None, "sps": sps, "sps_after": None,
-                "gain": None}
-    floor = max(ctx.gpu_bound_ms, MIN_STEP_FRACTION * step)
-    # a fix never makes the step slower: where the GPU-bound segments' event spans exceed the measured
-    # step (spans include idle GPU time, and the step is a host-side median), the floor is the step
-    after = min(step, max(step - saved_ms, floor))
-    sps_after = sps * step / after if sps else None
-    return {"step_ms": step, "saved_ms": saved_ms, "floor_ms": floor, "step_ms_after": after, "sps": sps,
-            "sps_after": sps_after, "gain": step / after - 1.0}
+        return {"statistic": STATISTIC, "step_ms": None, "saved_ms": saved_ms, "step_ms_after": None, "sps": None,
+                "sps_after": None, "gain": None, "bound": None}
+    untouched = float(sum(v for b, v in ctx.buckets.items() if b not in touched))
+    gpu_floor = min(step, ctx.gpu_bound_ms)
+    terms = {"fixes": step - saved_ms, "untouched": untouched, "gpu": gpu_floor,
+             "min_fraction": MIN_STEP_FRACTION * step}
+    after = max(terms.values())
+    # a floor the savings only just reach (every touched segment's whole time saved) is what sets it
+    bound = next((k for k in _BOUNDS[1:] if terms[k] >= after * (1.0 - 1e-9)), "fixes")
+    # a fix never makes the step slower (a GPU floor or segment sum above the measured step)
+    after = min(step, after)
+    return {"statistic": STATISTIC, "step_ms": step, "saved_ms": saved_ms, "untouched_ms": untouched,
+            "gpu_floor_ms": gpu_floor, "floor_ms": max(untouched, gpu_floor, terms["min_fraction"]),
+            "step_ms_after": after, "sps": n * 1000.0 / step, "sps_after": n * 1000.0 / after,
+            "gain": step / after - 1.0, "bound": bound}
 
 
-def what_if(run: Run, top_n: int = TOP_N) -> dict[str, Any]:
-    """Predicted SPS after fixing the ``top_n`` costliest priced findings, and per finding if only it were."""
-    priced = sorted((f for f in run.findings if f.est_ms_per_step is not None),
-                    key=lambda f: f.est_ms_per_step, reverse=True)
+def _ranked(run: Run) -> list[Finding]:
+    return sorted((f for f in run.findings if f.est_ms_per_step is not None), key=lambda f: f.est_ms_per_step,
+                  reverse=True)
+
+
+def what_if(run: Run, top_n: int = TOP_N, ctx: _RunContext | None = None) -> dict[str, Any]:
+    """Predicted step time and SPS after fixing the ``top_n`` costliest priced findings, and per finding
+    if only it were; ``sources``: how many priced findings each source priced (and how many bounded)."""
+    ctx = ctx or _RunContext.of(run)
+    priced = _ranked(run)
     top = priced[:top_n]
-    overall = predict(run, top)
+    overall = predict(run, top, ctx=ctx)
     per_finding = []
     for f in priced:
-        p = predict(run, [f])
+        p = predict(run, [f], ctx=ctx)
         per_finding.append({"site": f.site, "kind": f.kind, "op": f.op, "segment": f.segment,
                             "est_ms_per_step": f.est_ms_per_step, "sps_if_fixed": p["sps_after"],
                             "gain": p["gain"]})
     syncs = [f for f in run.findings if f.kind == "sync" and f.est_ms_per_step is not None]
-    all_syncs = predict(run, syncs) if syncs else None
+    all_syncs = predict(run, syncs, ctx=ctx) if syncs else None
+    source_of = (run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}
+    sources: dict[str, dict[str, Any]] = {}
+    for f in priced:
+        src = source_of.get(f"{f.site} {f.op}")
+        if src is None:
+            continue
+        base = src["label"].split("; bounded by")[0]
+        e = sources.setdefault(base, {"source": src["source"], "findings": 0, "bounded": 0})
+        e["findings"] += 1
+        e["bounded"] += src.get("unbounded_ms") is not None
     return {"top_n": top_n, "fixed": [f"{f.site} {f.op}" for f in top], **overall, "per_finding": per_finding,
-            "all_syncs": all_syncs}
+            "all_syncs": all_syncs, "sources": sources}
+
+
+def what_if_table(run: Run, top_n: int = TOP_N, ctx: _RunContext | None = None) -> list[dict[str, Any]]:
+    """Fixing the top 1, 2, ..., ``top_n`` findings: per row the finding, its price and where the
+    price comes from, and the cumulative predicted mean step time and SPS."""
+    ctx = ctx or _RunContext.of(run)
+    top = _ranked(run)[:top_n]
+    source_of = (run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}
+    rows = []
+    for k, f in enumerate(top, 1):
+        p = predict(run, top[:k], ctx=ctx)
+        src = source_of.get(f"{f.site} {f.op}") or {}
+        rows.append({"rank": k, "site": f.site, "op": f.op, "kind": f.kind, "segment": f.segment,
+                     "est_ms_per_step": f.est_ms_per_step, "unbounded_ms": src.get("unbounded_ms"),
+                     "source": src.get("source"), "source_label": src.get("label"), "model": src.get("model"),
+                     "validation": src.get("validation"), "step_ms_after": p["step_ms_after"],
+                     "sps_after": p["sps_after"], "gain": p["gain"], "untouched_ms": p.get("untouched_ms"),
+                     "bound": p["bound"]})
+    return rows
+
+
+_BOUND_WORDS = {
+    "untouched": "the measured time of the segments these fixes do not touch",
+    "gpu": "the GPU time of the GPU-bound segments",
+    "min_fraction": f"the last-resort floor of {MIN_STEP_FRACTION:.0%} of the step (no segment times bound it)",
+}
+
+
+def bound_words(bound: str | None) -> str | None:
+    """What set a prediction, in words (None when the fixes' savings did)."""
+    return _BOUND_WORDS.get(bound or "")
+
+
+def pricing_notes(run: Run) -> list[str]:
+    """The lines every output shows under the what-if table: the statistic, where the prices come
+    from (how many findings each source priced, how many bounded), and how far each model used is
+    validated. Read from the record alone (also for a record loaded later)."""
+    pr = run.extra.get(EXTRA_PRICING) or {}
+    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    if not pr or not wi.get("sources"):
+        return []
+    unit = "env-steps/s" if run.num_envs else "steps/s"
+    lines = [f"times are means over the steady steps (SPS = {'num_envs' if run.num_envs else '1'} x 1000 / mean "
+             f"step ms, {unit}); a prediction never goes below the measured time the fixes do not touch"]
+    parts = []
+    for label, e in wi["sources"].items():
+        part = f"{e['findings']} from the {label}" if not label.startswith("measured") else f"{e['findings']} {label}"
+        if e.get("bounded"):
+            part += f" ({e['bounded']} bounded by their segment's measured time)"
+        parts.append(part)
+    lines.append("prices: " + "; ".join(parts))
+    if pr.get("segments_consistent") is False:
+        lines.append("this record's segment times are inconsistent (a negative one): prices and predictions are "
+                     "bounded by the whole step only")
+    if any(e["source"] in ("reference", "reference_same_gpu", "other") for e in wi["sources"].values()):
+        lines.append("a price from another machine is not scaled to this one, only bounded by this run's "
+                     "measured segment times: measure this machine's with `perfkit probe`")
+    models = sorted({s["model"] for s in (pr.get("source_of") or {}).values()})
+    if models:
+        labels = [f"{m}: {validation_label_of(pr, m)}" for m in models]
+        lines.append("validation of the pricing models: " + "; ".join(labels))
+    return lines
+
+
+def _num(v: float | None, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if v == 0:
+        return "0"
+    return f"{v:.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def what_if_summary(run: Run) -> str | None:
+    """The one-line what-if every output shows: ``fixing the top 5: est. 0.297 -> 0.0546 ms/step
+    (mean), 53,808 -> 292,900 env-steps/s (x5.44); ...`` and what set the prediction."""
+    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    if not wi.get("fixed") or not wi.get("step_ms_after") or wi.get("statistic") != STATISTIC:
+        return None
+    unit = "env-steps/s" if run.num_envs else "steps/s"
+    line = (f"fixing the top {len(wi['fixed'])}: est. {_num(wi['step_ms'])} -> {_num(wi['step_ms_after'])} ms/step "
+            f"({wi['statistic']}), {_num(wi['sps'], 4)} -> {_num(wi['sps_after'], 4)} {unit} (x{_num(1 + wi['gain'])})")
+    words = bound_words(wi.get("bound"))
+    if words:
+        floor = wi.get("untouched_ms") if wi["bound"] == "untouched" else wi.get("step_ms_after")
+        line += f"; floored at {_num(floor)} ms/step, {words}"
+    elif wi.get("untouched_ms"):
+        line += f"; the segments these fixes do not touch measure {_num(wi['untouched_ms'])} ms/step"
+    return line
+
+
+def validation_label_of(pricing: dict[str, Any], model: str) -> str:
+    for s in (pricing.get("source_of") or {}).values():
+        if s.get("model") == model and s.get("validation"):
+            return s["validation"]
+    return "not validated"

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from perfkit.record import EXTRA_ERROR, EXTRA_SEGMENTS_SOURCE, Finding, RecordError, Run
+from perfkit.record import (
+    EXTRA_ERROR,
+    EXTRA_SEGMENTS_SOURCE,
+    EXTRA_WHAT_IF,
+    EXTRA_WHAT_IF_TABLE,
+    Finding,
+    RecordError,
+    Run,
+)
 from perfkit.sweep_record import Sweep, is_sweep_path, load_sweep, physics_sps
 
 TOP_FINDINGS = 15
@@ -69,6 +77,7 @@ class Report:
     figures: list[Figure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     ranks: list[dict[str, Any]] = field(default_factory=list)  # one per data-parallel job (perfkit.analysis.ranks)
+    what_if: list[dict[str, Any]] = field(default_factory=list)  # per priced run: {"label", "summary", "columns", "rows", "notes"}
     plot_data: dict[str, Any] = field(default_factory=dict, repr=False)  # what each figure draws
 
 
@@ -331,6 +340,13 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
                 fmt_num(float(f.per_step)), fmt_num(f.est_ms_per_step), f.message, f.code]
         rep.findings_rows.append(row)
 
+    # what if: each priced run's fixes in order, with where each price comes from
+    for it in items:
+        if it.run is not None:
+            section = what_if_section(it.run, it.label)
+            if section is not None:
+                rep.what_if.append(section)
+
     # per-step material for the figures
     seg_entries: list[tuple[str, Run]] = []
     dist: list[tuple[str, list[float]]] = []
@@ -371,3 +387,29 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
                              "times and findings); the bar is the whole env.step")
     rep.notes = list(dict.fromkeys(rep.notes))
     return rep
+
+
+WHAT_IF_COLUMNS = ["#", "fix", "site", "price ms/step", "price from", "validation", "step ms (mean)"]
+
+
+def what_if_section(run: Run, label: str) -> dict[str, Any] | None:
+    """A run's what-if table (``run.extra["what_if_table"]``: fixing the top 1..N findings, cumulative),
+    its summary line and the pricing notes, as the cost model wrote them into the record
+    (:func:`perfkit.analysis.cost.price_run`); None for a record without them (unpriced, or priced
+    before the table existed)."""
+    rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
+    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    summary = wi.get("summary")
+    if not isinstance(rows, list) or not rows or not summary:
+        return None
+    unit = "env-steps/s" if run.num_envs else "steps/s"
+    out_rows = []
+    for r in rows:
+        price = fmt_num(r.get("est_ms_per_step"))
+        if r.get("unbounded_ms") is not None:
+            price += f" (of {fmt_num(r['unbounded_ms'])})"
+        out_rows.append([str(r.get("rank")), f"{r.get('kind')} {r.get('op')}", str(r.get("site")), price,
+                         r.get("source_label") or "-", r.get("validation") or "-", fmt_num(r.get("step_ms_after")),
+                         fmt_num(r.get("sps_after"))])
+    return {"label": label, "summary": summary, "columns": WHAT_IF_COLUMNS + [unit], "rows": out_rows,
+            "notes": [str(n) for n in wi.get("notes") or []]}

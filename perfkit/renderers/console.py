@@ -6,7 +6,16 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from perfkit.record import EXTRA_NOTES, EXTRA_TOTAL_STEPS, EXTRA_VERIFY, EXTRA_WARMUP_STEPS, EXTRA_WHAT_IF, Run
+from perfkit.record import (
+    EXTRA_NOTES,
+    EXTRA_PRICING,
+    EXTRA_TOTAL_STEPS,
+    EXTRA_VERIFY,
+    EXTRA_WARMUP_STEPS,
+    EXTRA_WHAT_IF,
+    EXTRA_WHAT_IF_TABLE,
+    Run,
+)
 
 
 def _fmt(v: float | None, digits: int = 3) -> str:
@@ -71,7 +80,7 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                           f"configure or subclass the library, or report it upstream)[/]")
             for f in group:
                 extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
-                cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step" if f.est_ms_per_step is not None else ""
+                cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
                 con.print(f"    [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
                           f" {escape('[' + f.segment + ']')}  {_fmt(f.per_step)}/step{cost}{extra}")
                 if f.code:
@@ -80,10 +89,7 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                     con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
     else:
         con.print("[green]no syncs, allocations, per-env loops or stream hazards found[/]")
-    wi = run.extra.get(EXTRA_WHAT_IF)
-    if isinstance(wi, dict) and wi.get("sps_after") and wi.get("fixed"):
-        con.print(f"  fixing the top {len(wi['fixed'])}: est. {_fmt(wi.get('step_ms'))} -> {_fmt(wi.get('step_ms_after'))} ms/step,"
-                  f" {_fmt(wi.get('sps'), 4)} -> {_fmt(wi.get('sps_after'), 4)} {run.throughput_unit}")
+    _what_if(con, run)
     ver = run.extra.get(EXTRA_VERIFY)
     if isinstance(ver, dict) and ver.get("steps"):
         colour = "green" if not ver.get("unattributed") else "red"
@@ -91,3 +97,62 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                   f"[{colour}]{ver['unattributed']} unattributed[/]")
     for note in run.extra.get(EXTRA_NOTES, []):
         con.print(f"  [yellow]note:[/] {escape(note)}")
+
+
+# ---- pricing: where each price comes from, and the what-if table (perfkit.analysis.cost) -------------
+_TAGS = {"measured": "measured here", "probe": "this machine's probe", "other": "another machine's profile"}
+
+
+def _source_tag(run: Run, f) -> str:
+    """`` [ref. H200, bounded]``: where a finding's price comes from, in brief."""
+    src = ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
+    if not isinstance(src, dict):
+        return ""
+    label = src.get("label") or ""
+    if src.get("source") in ("reference", "reference_same_gpu"):
+        tag = "ref. " + (label.split()[1] if len(label.split()) > 1 else "profile")
+    else:
+        tag = _TAGS.get(src.get("source"), src.get("source") or "?")
+    if src.get("unbounded_ms") is not None:
+        tag += ", bounded"
+    return f" [dim]\\[{tag}][/]"
+
+
+def _what_if(con, run: Run) -> None:
+    """The what-if table (fixing the top 1..N, cumulative), the summary line, and the pricing notes."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
+    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    summary = wi.get("summary")
+    if not isinstance(rows, list) or not rows or not summary:
+        return
+    unit = run.throughput_unit
+    con.print(f"[bold]what if[/] (the top {len(rows)} fixed in order, cumulative; mean step {_fmt(wi.get('step_ms'))} "
+              f"ms = {_fmt(wi.get('sps'), 4)} {unit})")
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    for c in ("#", "fix", "ms/step", "price from", "validation", "step ms", unit):
+        t.add_column(c, justify="left" if c in ("fix", "price from", "validation") else "right",
+                     overflow="fold", no_wrap=c in ("#", "step ms", unit),
+                     min_width={"validation": 24}.get(c),
+                     max_width={"fix": 28, "price from": 24, "validation": 27, "ms/step": 16}.get(c))
+    bounded = False
+    for r in rows:
+        price = _fmt(r.get("est_ms_per_step"))
+        if r.get("unbounded_ms") is not None:
+            price += f" ({_fmt(r['unbounded_ms'])})"
+            bounded = True
+        site = str(r.get("site") or "")
+        short = site.replace("\\", "/").rsplit("/", 1)[-1]  # the findings above name the whole path
+        source = (r.get("source_label") or "-").split("; bounded by")[0]  # the bound: "(of X)" and the note below
+        t.add_row(str(r.get("rank")), escape(f"{short} {r.get('op')}"), price,
+                  escape(source), escape(r.get("validation") or "-"),
+                  _fmt(r.get("step_ms_after")), _fmt(r.get("sps_after"), 4))
+    con.print(t)
+    if bounded:
+        con.print("  [dim]ms/step: the price of fixing it, bounded by the measured time of the segment it sits in "
+                  "(in brackets: the price before the bound)[/]")
+    con.print(f"  {escape(summary)}")
+    for line in wi.get("notes") or []:
+        con.print(f"  [dim]{escape(line)}[/]")

@@ -95,6 +95,12 @@ def render(report) -> str:
     else:
         lines.append("No findings recorded.")
     lines.append("")
+    for wi in report.what_if:
+        lines += [f"## What if: {esc(wi['label'])}", "", esc(wi["summary"]), ""]
+        lines += table(wi["columns"], wi["rows"])
+        lines.append("")
+        lines += [f"* {esc(n)}" for n in wi["notes"]]
+        lines.append("")
     return "\n".join(lines)
 
 

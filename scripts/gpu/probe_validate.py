@@ -14,8 +14,9 @@
      markers (a marked per-env loop brings the findings in its body; ``# planted: NAME`` and
      ``# planted-begin/end: NAME`` blocks work too; with no markers at all, by profiling each
      ``--fix NAME`` run as well and taking the findings that vanish); price them with the profile from
-     step 1 against the *unprofiled* baseline step time; the predicted gain of a fix is
-     ``step / step_after - 1`` (:func:`perfkit.analysis.cost.predict`).
+     step 1 against the *unprofiled* baseline's mean step time (``num_envs * 1000 / SPS``: the
+     cost model's one statistic); the predicted gain of a fix is ``step / step_after - 1``
+     (:func:`perfkit.analysis.cost.predict`).
    * *measured*: the baseline and each single fix, unprofiled, interleaved (baseline, fix1, ..., fix7,
      baseline, ...), ``--repeats`` rounds or as many as ``--budget-s`` allows (at least one, plus a
      second baseline run when only one round fits); medians; gain = ``median SPS(fix) / median
@@ -29,6 +30,10 @@
      of the step: its gain grows without bound as the step shrinks); a gain smaller than the
      baseline's own run-to-run spread on both sides is reported as *below noise* rather than judged.
    Writes ``DIR/validation.json`` and ``DIR/validation.md`` (and the profiled runs ``DIR/naive-*.json``).
+
+The validation of the what-if prices that the reports label each pricing model with (issue 12: both
+sizes, fresh processes, noise-aware verdicts, ``perfkit/data/price-validation.json``) is
+``scripts/gpu/price_validate.py``; step 2 here is the older single-size, in-process check.
 
 Exit status: 0 when everything ran (whatever the agreement), 1 when a step could not run (a probe
 errored, train_naive.py missing or without ``--fix``, a run failed). Takes about ``--budget-s`` (measuring)
@@ -306,9 +311,9 @@ def validate(a: argparse.Namespace, profile: dict, out: Path, fixes: list[str], 
     num_envs = priced.num_envs or a.num_envs
     priced.num_envs = num_envs
     priced.sps = med["baseline"]
-    priced.step_ms = {"p50": num_envs * 1000.0 / med["baseline"]}
+    priced.step_ms = {"mean": num_envs * 1000.0 / med["baseline"]}  # the model's statistic: the mean step
     by_site = {(f.kind, f.op, f.path, f.line): f for f in priced.findings}
-    step_base = priced.step_ms["p50"]
+    step_base = priced.step_ms["mean"]
     rows = []
     for fx in fixes:
         owned = [(by_site[(f.kind, f.op, f.path, f.line)], share) for f, share in attribution.get(fx, [])]

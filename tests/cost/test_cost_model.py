@@ -55,11 +55,19 @@ def test_a_host_bound_loop_drains_nothing():
     # CUDA-event spans of host-bound segments cover GPU idle time: they are no backlog and no floor
     segs = {"policy": SegmentStats(gpu_ms_per_step=6.0, cpu_ms_per_step=6.0),
             "logging": SegmentStats(gpu_ms_per_step=2.9, cpu_ms_per_step=3.0)}
-    run = price_run(run_of(sync(per_step=2.0), gpu=1.0, segments=segs), GPU_PROFILE)
+    run = price_run(run_of(sync(per_step=2.0, segment="logging"), gpu=1.0, segments=segs), GPU_PROFILE)
     busy = 1.0 / 10  # only physics (1 ms on the GPU, nothing on the host) outruns the host
-    assert run.findings[0].est_ms_per_step == pytest.approx(2 * (busy * 0.010 + (1 - busy) * 0.030 + 1.0 / 2))
+    raw = 2 * (busy * 0.010 + (1 - busy) * 0.030 + 1.0 / 2)
+    assert run.findings[0].est_ms_per_step == pytest.approx(raw)
     assert run.extra["pricing"]["gpu_backlog_ms_per_step"] == pytest.approx(1.0)
     assert predict(run, saved_ms=100.0)["step_ms_after"] == pytest.approx(1.0)
+    # the same sync outside every recorded segment sits in the unsegmented rest of the step, 10 - 9 = 1 ms:
+    # its price is bounded by that measured time, and says so
+    rest = price_run(run_of(sync(per_step=2.0), gpu=1.0, segments=segs), GPU_PROFILE)
+    assert rest.findings[0].est_ms_per_step == pytest.approx(1.0)
+    src = rest.extra["pricing"]["source_of"]["train.py:1 .item()"]
+    assert src["unbounded_ms"] == pytest.approx(raw) and src["bucket"] == "(unsegmented)"
+    assert "bounded by the unsegmented rest of the step measured 1 ms/step" in src["label"]
 
 
 def test_all_syncs_together_never_drain_more_than_a_step_of_gpu_work():
@@ -89,7 +97,7 @@ def test_alloc_loop_and_stream():
         Finding("loop", "for-loop over envs", "train.py", 9, per_step=500.0),
         Finding("stream", "wp.launch on another stream", "train.py", 7, per_step=1.0),
     ]
-    run = price_run(run_of(*findings, extra={"loop_ops": {"train.py:9": 4}}), GPU_PROFILE)
+    run = price_run(run_of(*findings, step_ms=100.0, extra={"loop_ops": {"train.py:9": 4}}), GPU_PROFILE)
     est = [f.est_ms_per_step for f in run.findings]
     assert est[0] == pytest.approx(10 * 0.004)
     assert est[1] == pytest.approx(1000 * 3 * 0.006)  # the probe's 3 ops per iteration
@@ -123,6 +131,29 @@ def test_a_loop_and_the_allocations_in_its_body_are_not_counted_twice(tmp_path):
     block = loop.est_ms_per_step + sum(a.est_ms_per_step for a in allocs[:4])
     assert block == pytest.approx(100 * 4 * 0.006)  # the whole loop block: 4 ops per iteration
     assert "inner allocation" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
+
+
+def test_a_sync_in_a_loop_body_holds_the_launch_of_its_op(tmp_path):
+    # obs[i, 1] = 0.5 is one torch call per iteration and a sync (a scalar copied host-to-device): the
+    # sync's round trip already holds that call's launch, so the loop adds nothing on top of it
+    src = tmp_path / "env.py"
+    src.write_text("def step(self):\n"
+                   "    for i in range(self.num_envs):\n"
+                   "        self.obs[i, 1] = 0.5\n"
+                   "        self.x[i].mul_(2.0)\n")
+    path = str(src)
+    loop = Finding("loop", "for-loop over envs", path, 2, per_step=16.0)
+    write = Finding("sync", "t[i] = scalar", path, 3, per_step=16.0)
+    run = price_run(run_of(loop, write, extra={"loop_ops": {f"{path}:2": 3.0}}), GPU_PROFILE)
+    per_call = 0.018 / 5  # the probed iteration over the probe body's five calls
+    assert loop.est_ms_per_step == pytest.approx(16 * 3 * per_call - 16 * per_call)
+    assert write.est_ms_per_step == pytest.approx(16 * 0.030)
+    assert "less 1 inner sync site(s)" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
+    # a sync that runs once per step, not per iteration, is no part of the loop's body cost
+    rare = Finding("sync", "t[i] = scalar", path, 3, per_step=1.0)
+    run = price_run(run_of(Finding("loop", "for-loop over envs", path, 2, per_step=16.0), rare,
+                           extra={"loop_ops": {f"{path}:2": 3.0}}), GPU_PROFILE)
+    assert run.findings[0].est_ms_per_step == pytest.approx(16 * 3 * per_call)
 
 
 @pytest.mark.parametrize("body, ops", [
