@@ -42,7 +42,7 @@ PY
 stage_tests() {
   # -p perfkit.pytest_plugin: the pytest11 entry point is not registered without a pip install
   # GPU_TESTS narrows the run (e.g. to the files a change touched); default: every gpu-marked test
-  python3 -m pytest -q -m gpu -p perfkit.pytest_plugin ${GPU_TESTS:-tests} 2>&1 | tee "$OUT/tests/pytest-gpu.txt"
+  timeout "${STAGE_TIMEOUT:-540}" python3 -m pytest -q -m gpu -p perfkit.pytest_plugin ${GPU_TESTS:-tests} 2>&1 | tee "$OUT/tests/pytest-gpu.txt"
 }
 
 run_script() {  # run_script STAGE script.py [args...]
