@@ -3,6 +3,7 @@
 #
 #   bash scripts/gpu-check.sh [STAGE...]       STAGE: see the stage_* functions below (default: the issue-11/12/15 set)
 #   bash scripts/gpu-check.sh 'overhead|prices' tests   a|b: two stages side by side, one per GPU (a 2-GPU machine)
+#   bash scripts/gpu-check.sh 'tests&verify&stacks'     a&b: side by side on one GPU (checks whose timings do not matter)
 #
 # Run from the repository root on the GPU machine, after the wheels staged by
 # scripts/gpu/stage-wheels.sh (and scripts/gpu/stage-stack-wheels.sh for rsl_rl) have been carried
@@ -79,7 +80,15 @@ stages=("$@")
 [ ${#stages[@]} -eq 0 ] && stages=(setup tests verify stacks overhead overhead_manager prices dist)
 status=0
 for s in "${stages[@]}"; do
-  if [[ $s == *"|"* ]]; then  # two stages side by side, the first on GPU 0, the second on GPU 1
+  if [[ $s == *"&"* ]]; then  # stages side by side on the same GPU (checks whose timings do not matter)
+    pids=()
+    IFS='&' read -ra group <<< "$s"
+    for g in "${group[@]}"; do
+      (run_stage "$g" > "$OUT/$g.console.txt" 2>&1) & pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+    for g in "${group[@]}"; do tail -n 25 "$OUT/$g.console.txt"; done
+  elif [[ $s == *"|"* ]]; then  # two stages side by side, the first on GPU 0, the second on GPU 1
     a=${s%%|*}; b=${s#*|}
     (CUDA_VISIBLE_DEVICES=0 run_stage "$a" > "$OUT/$a.console.txt" 2>&1) & pa=$!
     (CUDA_VISIBLE_DEVICES=1 run_stage "$b" > "$OUT/$b.console.txt" 2>&1) & pb=$!
