@@ -111,6 +111,7 @@ class Session:
         self._next_sample = self._first_sample()
         self._sample_cost = 0.0  # seconds sampled steps took beyond a typical step
         self._costed = 0  # samples whose cost was measured
+        self._uncosted: list[float] = []  # durations of samples taken before a typical step was known
         self._recent: list[float] = []  # the last timed steps (for the typical step time)
         self.notes: list[str] = []
         self._entered = False
@@ -283,6 +284,8 @@ class Session:
         self.rules.poll()
         if not self._streams_installed:
             self._streams_installed = self.streams.install(self.patcher)
+        if idx == self._next_sample and self._uncosted:
+            self._restride()  # a sample taken before any timed step: price it now, maybe postpone this one
         sampled = idx == self._next_sample
         if sampled:
             self._sampled[idx] = self._stride()
@@ -329,16 +332,29 @@ class Session:
             later = [i for i in self.sample_steps if i > idx]
             self._next_sample = min(later) if later else 0
             return
-        typical = sorted(self._recent)[len(self._recent) // 2] if self._recent else None
-        # what a sample costs beyond a typical step, spread over the steps each one stands for; a budget
-        # of 1 (the whole run) never widens the stride
-        if typical and self.config.sample_budget < 1:
+        self._uncosted.append(took)
+        self._restride()
+        self._next_sample = idx + self.sample_every
+
+    def _restride(self) -> None:
+        """Widen the sampling stride so that sampling costs at most ``sample_budget`` of the run: what a
+        sample costs beyond a typical timed step, spread over the steps each one stands for. Samples
+        taken before any timed step wait until one is known (and the next sample waits with them). A
+        budget of 1 (the whole run) never widens the stride."""
+        if not self._recent or self.config.sample_budget >= 1:
+            return
+        typical = sorted(self._recent)[len(self._recent) // 2]
+        if typical <= 0:
+            return
+        for took in self._uncosted:
             self._sample_cost += max(0.0, took - typical)
             self._costed += 1
-            need = self._sample_cost / self._costed / (self.config.sample_budget * typical)
-            if need > self.sample_every:
-                self.sample_every = _next_prime(int(need) + 1)
-        self._next_sample = idx + self.sample_every
+        self._uncosted.clear()
+        need = self._sample_cost / self._costed / (self.config.sample_budget * typical)
+        if need > self.sample_every:
+            last = max(self._sampled) if self._sampled else self.warmup_steps
+            self.sample_every = _next_prime(int(need) + 1)
+            self._next_sample = max(self._next_sample, last + self.sample_every)
 
     def _schedule_steady(self, now: float, idx: int, sampled: bool) -> int:
         """Start what steady step ``idx`` does (GPU timing, timeline, verify); returns the next step the
@@ -383,9 +399,11 @@ class Session:
         if idx == 0:
             segclock.tick(now)
             return
+        rewound = False
         if final and not clock.manual and clock.last_end is not None and clock.last_end >= clock.begin_t:
             now_step = clock.last_end  # auto steps: the last step ends when its call returns
-            if not segclock.rewind_to_end():
+            rewound = segclock.rewind_to_end()
+            if not rewound:
                 segclock.tick(now_step)
         else:
             now_step = now
@@ -398,7 +416,10 @@ class Session:
                                           "dur_ms": round((t1 - t0) * 1e3, 4), "gpu": False})
             segclock.trace = None
         if self._gpu is not None and self._gpu.active:
-            self._gpu.end_step()
+            if rewound:  # its events ran on past the step's end, into the program's teardown
+                self._gpu.drop_step()
+            else:
+                self._gpu.end_step()
             segclock.refresh()
             if self._nvtx_mode == "sampled":
                 segclock.nvtx_off()

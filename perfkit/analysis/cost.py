@@ -58,9 +58,13 @@ A record with a negative segment time has no usable breakdown: the whole step is
 the fixed findings in b)`` (when ``F`` holds every sync and all their waits were measured, a sync
 saves ``max(est, its share of its site's wait)``: all syncs gone, the whole backlog may overlap).
 The *untouched time* ``U`` is the summed time of the buckets no fixed finding sits in — measured
-time the fixes do not touch. The GPU floor ``G = min(T, sum of g_s over GPU-bound segments,
-g_s > h_s)`` is GPU work that stays whatever the host does (a host-bound segment's event span is
-mostly idle GPU). The prediction is
+time the fixes do not touch. The GPU floor ``G = min(T, sum of g_s over GPU-bound segments)``
+is GPU work that stays whatever the host does. A segment is GPU-bound when its event span is at least
+``GPU_BOUND_RATIO`` times its host time (``g_s >= 2 h_s``: a CUDA graph, one launch for
+milliseconds of GPU work); an event span only a little longer than the host time is mostly GPU
+waiting for a slow host or draining before a sync (the H200 validation: with ``g_s > h_s`` alone,
+train_naive.py's host-bound ``other`` segment floored every prediction at the measured step, and
+removing its 2.3 ms per-env loop was predicted to save nothing). The prediction is
 
     T_after = min(T, max(T - sum_b saved_b, U, G, MIN_STEP_FRACTION * T))
 
@@ -178,7 +182,7 @@ class _RunContext:
         timed = [s for s in run.segments.values() if s.gpu_ms_per_step is not None]
         gpu = float(sum(s.gpu_ms_per_step for s in timed)) if timed else None
         backlog = float(sum(max(0.0, s.gpu_ms_per_step - (s.cpu_ms_per_step or 0.0)) for s in timed))
-        bound = float(sum(s.gpu_ms_per_step for s in timed if s.gpu_ms_per_step > (s.cpu_ms_per_step or 0.0)))
+        bound = float(sum(s.gpu_ms_per_step for s in timed if _gpu_bound(s)))
         syncs = sum(f.per_step for f in run.findings if f.kind == "sync")
         busy = min(1.0, backlog / step) if step else 0.0
         buckets = {name: float(s.cpu_ms_per_step or 0.0) for name, s in run.segments.items()}
@@ -195,6 +199,15 @@ class _RunContext:
         if bucket != REST:
             return f"its segment's ({bucket})"
         return "the unsegmented rest of the step" if self.segments_consistent else "the step (segment times inconsistent)"
+
+
+GPU_BOUND_RATIO = 2.0
+
+
+def _gpu_bound(s) -> bool:
+    """Whether a segment's GPU work outlasts its host work clearly enough to floor a fixed step."""
+    h = s.cpu_ms_per_step or 0.0
+    return s.gpu_ms_per_step is not None and s.gpu_ms_per_step > 0 and s.gpu_ms_per_step >= GPU_BOUND_RATIO * h
 
 
 def step_ms_of(run: Run) -> float | None:

@@ -3,14 +3,17 @@
 A ``TorchFunctionMode`` sees every torch call made from Python (factories, out-of-place ops, methods)
 and counts each result tensor whose storage is not one of its inputs' (so views, in-place ops,
 ``out=`` calls and ``.contiguous()`` of a contiguous tensor are not allocations). A mode on every op
-costs far too much to leave on, so a :class:`perfkit.session.Session` turns it on for a few *sampled*
-steps and scales the counts to per step; :func:`perfkit.budget` turns it on for its whole block.
+costs far too much to leave on, so a :class:`perfkit.session.Session` turns it on for the *sampled*
+steps; :func:`perfkit.budget` turns it on for its whole block.
 
-On CUDA the caching allocator's own counters (``allocation.all.allocated`` and
-``allocated_bytes.all.allocated`` of ``torch.cuda.memory_stats()``) are read around each intercepted
-call, so a temporary an op allocates inside itself (even an ``out=`` op) is counted at the user line
-that called it; they are also read at the boundaries of the sampled steps: the total number of device
-allocations per step, which the attributed sites should account for.
+``exact`` (what :func:`perfkit.budget` uses, where the count is the point): on CUDA the caching
+allocator's own counters (``allocation.all.allocated`` and ``allocated_bytes.all.allocated``) are
+also read around each intercepted call, so a temporary an op allocates inside itself (even an
+``out=`` op) is counted at the line that called it. Those reads cost tens of microseconds per op —
+measured on the H200, they made a sampled step of ``examples/train.py`` cost as much as dozens of
+plain ones — so a session's sampled steps count results only, and read the allocator's counters at the
+sampled steps' boundaries: the device allocations per step, which the attributed sites should
+account for (``cuda_allocator_allocs_per_step`` in the record).
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def _make_mode_class():
         """Counts new tensors per user line while active (see module doc)."""
 
         ops: dict | None = None  # (filename, line) -> torch calls, when a session counts ops per line
+        exact = True  # read the CUDA allocator's counters around each call (see module doc)
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -84,7 +88,7 @@ def _make_mode_class():
                 return func(*args, **kwargs)
             # On CUDA the allocator's own counters see what results cannot: temporaries an op makes
             # inside itself (``torch.linalg.vecdot(a, b, out=c)`` allocates ``a * b``).
-            c0 = _cuda_counts() if (not tls.depth and hub.sinks and _cuda_ready()) else None
+            c0 = _cuda_counts() if (self.exact and not tls.depth and hub.sinks and _cuda_ready()) else None
             out = func(*args, **kwargs)
             if tls.depth or not hub.sinks:
                 return out
@@ -177,14 +181,16 @@ def _nested(stats: dict, name: str) -> int:
 _mode_cls = None
 
 
-def alloc_mode(ops: dict | None = None):
+def alloc_mode(ops: dict | None = None, exact: bool = True):
     """A fresh allocation-counting mode (enter it with ``with`` or ``__enter__``/``__exit__``); with
-    ``ops``, it also counts every torch call per user line into that dict."""
+    ``ops``, it also counts every torch call per user line into that dict; ``exact`` reads the CUDA
+    allocator around each call (see module doc)."""
     global _mode_cls
     if _mode_cls is None:
         _mode_cls = _make_mode_class()
     m = _mode_cls()
     m.ops = ops
+    m.exact = exact
     return m
 
 

@@ -47,10 +47,20 @@ def _site_roots() -> tuple[str, ...]:
     user_site = getattr(site, "getusersitepackages", lambda: None)()
     if user_site:
         roots.add(os.path.realpath(user_site))
-    for p in sys.path:  # dist-packages on Debian-style Pythons, eggs
-        if p.endswith(("site-packages", "dist-packages")):
+    for p in sys.path:  # dist-packages on Debian-style Pythons, eggs; `pip install --target DIR` folders
+        if p.endswith(("site-packages", "dist-packages")) or _holds_distributions(p):
             roots.add(os.path.realpath(p))
     return tuple(sorted(r + os.sep for r in roots))
+
+
+def _holds_distributions(path: str) -> bool:
+    """Whether a ``sys.path`` folder holds installed distributions (``*.dist-info``): a folder packages
+    were installed into with ``pip install --target`` and put on PYTHONPATH is as much an install as
+    site-packages (the project's own checkout on the path holds none)."""
+    try:
+        return any(name.endswith(".dist-info") for name in os.listdir(path or "."))
+    except OSError:
+        return False
 
 
 def _stdlib_roots() -> tuple[str, ...]:

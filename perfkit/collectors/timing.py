@@ -80,6 +80,13 @@ class CudaEventTimer:
                 return
             cur[2].append((self._event(), segment))
 
+    def drop_step(self) -> None:
+        """Give up the step being timed (its events span more than the step)."""
+        cur = self._cur
+        if cur is not None:
+            self._pool.extend(e for e, _ in cur[2])
+            self._cur = None
+
     def end_step(self) -> None:
         cur = self._cur
         if cur is None:
@@ -189,14 +196,15 @@ class SegmentClock:
         last step can end here, not at the session's end (:meth:`rewind_to_end`)."""
         acc = dict(self.acc)
         acc[self.cur] = acc.get(self.cur, 0.0) + (now - self.t)
-        self._end = (acc, now)
+        self._end = (acc, now, dict(self.calls))
 
     def rewind_to_end(self) -> bool:
-        """Drop the time charged since the last :meth:`mark_end` (work after the last step returned)."""
+        """Drop the time charged, and the segment entries counted, since the last :meth:`mark_end`
+        (work after the last step returned)."""
         end = getattr(self, "_end", None)
         if end is None:
             return False
-        self.acc, self.t = dict(end[0]), end[1]
+        self.acc, self.t, self.calls = dict(end[0]), end[1], dict(end[2])
         return True
 
     def skip(self, now: float) -> None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from perfkit.analysis import cost
 from perfkit.analysis.cost import MIN_STEP_FRACTION, REST, predict, price_run, what_if_summary
 from perfkit.costs_profile import SCHEMA, VALIDATION_SCHEMA, ProfileError, read_validation, reference_profile, validation_label
 from perfkit.record import EXTRA_WHAT_IF, EXTRA_WHAT_IF_TABLE, Finding, Run, SegmentStats
@@ -186,9 +187,9 @@ def test_a_prediction_never_goes_below_the_untouched_time_and_uses_one_statistic
     # the untouched time is exactly the measured segments no fixed finding sits in
     touched = {f.segment if f.segment in run.segments else REST for f in subset}
     assert checks[0]["untouched_ms"] == pytest.approx(sum(v for b, v in buckets.items() if b not in touched))
-    # the GPU work of the GPU-bound segments stays
+    # the GPU work of the GPU-bound segments (event span >= GPU_BOUND_RATIO x host time) stays
     gpu = sum(s.gpu_ms_per_step for s in run.segments.values()
-              if s.gpu_ms_per_step is not None and s.gpu_ms_per_step > s.cpu_ms_per_step)
+              if s.gpu_ms_per_step is not None and s.gpu_ms_per_step >= cost.GPU_BOUND_RATIO * s.cpu_ms_per_step)
     assert checks[0]["step_ms_after"] >= min(mean, gpu) - 1e-9
 
 

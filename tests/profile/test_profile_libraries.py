@@ -199,3 +199,30 @@ def test_configured_step_method_names():
         for _ in range(10):
             env.env_step(a)
     assert s.run.total_steps == 10 and s.run.num_envs == 8
+
+
+def test_a_pip_target_folder_on_the_path_is_an_install(tmp_path, monkeypatch):
+    """``pip install --target DIR`` + PYTHONPATH (how the GPU machine gets rsl_rl): its files are a
+    library's, named by its distribution, not the user's."""
+    target = tmp_path / "site"
+    (target / "somelib").mkdir(parents=True)
+    (target / "somelib" / "__init__.py").write_text("def f():\n    return 1\n")
+    dist = target / "somelib-1.2.3.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: somelib\nVersion: 1.2.3\n")
+    (dist / "top_level.txt").write_text("somelib\n")
+    (dist / "RECORD").write_text("")
+    monkeypatch.syspath_prepend(str(target))
+    monkeypatch.setattr(sites, "_SITE_ROOTS", sites._site_roots())
+    sites._cache.clear()
+    sites.library_of.cache_clear()
+    sites._distributions.cache_clear()
+    try:
+        f = str(target / "somelib" / "__init__.py")
+        assert sites.kind_of(f) == "library"
+        assert sites.library_of(f) == "somelib 1.2.3"
+        assert sites.kind_of(__file__) == "user"
+    finally:
+        sites._cache.clear()
+        sites.library_of.cache_clear()
+        sites._distributions.cache_clear()

@@ -96,6 +96,10 @@ def test_sampling_widens_its_stride_when_samples_cost_more_than_the_budget():
             env.step(a)
     assert s.run.sampling["every"] > 3  # widened to keep sampling near 1 % of the run
     assert len(s.run.sampling["steps"]) < 400 / 3 / 2
+    # the first sample came before any timed step; it was priced once one was known, and the second
+    # waited for that, rather than come 3 steps later at the stride nobody had priced yet
+    first, *rest = s.run.sampling["steps"]
+    assert first == 3 and (not rest or rest[0] - first > 3)
 
 
 class FastEnv:
