@@ -28,7 +28,7 @@ def _events(prof) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from perfkit.runner import _exit_code
+    from perfkit.runner import _exit_code, intercept_os_exit
 
     argv = list(sys.argv[1:] if argv is None else argv)
     module = argv[:1] == ["-m"]
@@ -65,23 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torch.profiler: {_events(prof)} events; run {times['run_end'] - times['start']:.1f} s, "
               f"trace processing {t_done - times['run_end']:.1f} s", file=sys.stderr, flush=True)
 
-    real_exit = os._exit
-
-    def exit_now(n: int = 0) -> None:  # the script ends the process: stop the profiler first, as perfkit writes its record
-        try:
-            os._exit = real_exit
-            finish()
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except Exception:
-                    pass
-        finally:
-            real_exit(n)
+    def before_exit(n: int) -> int:  # the script ends the process: stop the profiler first, as perfkit writes its record
+        finish()
+        return n
 
     code = 0
     prof.start()
-    os._exit = exit_now
+    restore_exit = intercept_os_exit(before_exit)
     try:
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -96,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         code = 1
     finally:
-        os._exit = real_exit
+        restore_exit()
         finish()
     return code
 

@@ -143,27 +143,13 @@ def run(target: str, args: list[str] | None = None, *, module: bool = False, ses
     session = Session(command=command, **(session_kwargs or {}))
     code = 0
     status = "complete"
-    real_exit = os._exit
-    pid = os.getpid()
-
-    def exit_now(n: int = 0) -> None:
+    def before_exit(n: int) -> int:
         """``os._exit`` while the program runs: finish the session and hand over the record first."""
-        try:
-            if os.getpid() == pid:  # not in a forked child (multiprocessing, DataLoader workers)
-                n = int(n) & 0xFF
-                run = session.finish("complete" if n == 0 else "partial")
-                run.exit_code = n
-                if on_exit is not None:
-                    n = on_exit(Outcome(n, run))
-                for stream in (sys.stdout, sys.stderr):
-                    try:
-                        stream.flush()
-                    except Exception:
-                        pass
-        finally:
-            real_exit(n)
+        run = session.finish("complete" if n == 0 else "partial")
+        run.exit_code = n
+        return on_exit(Outcome(n, run)) if on_exit is not None else n
 
-    os._exit = exit_now
+    restore_exit = intercept_os_exit(before_exit)
     try:
         if module:
             sys.argv = [path, *args]
@@ -189,13 +175,42 @@ def run(target: str, args: list[str] | None = None, *, module: bool = False, ses
             finally:
                 session.finish(status)
     finally:
-        os._exit = real_exit
+        restore_exit()
         sys.argv, sys.path[:] = saved_argv, saved_path
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
     assert session.run is not None
     session.run.exit_code = code
     return Outcome(code, session.run)
+
+
+def intercept_os_exit(before: Callable[[int], int]) -> Callable[[], None]:
+    """Until the returned function is called, ``os._exit(n)`` in this process (not in a forked child:
+    multiprocessing, DataLoader workers) first runs ``before(n)`` — which returns the code to exit
+    with — and flushes stdout and stderr, then exits. RL launchers end with ``os._exit``; whatever
+    wraps the program (a session's record, a profiler's trace) must be finished first."""
+    real_exit = os._exit
+    pid = os.getpid()
+
+    def exit_now(n: int = 0) -> None:
+        try:
+            if os.getpid() == pid:
+                os._exit = real_exit
+                n = before(int(n) & 0xFF)
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except Exception:
+                        pass
+        finally:
+            real_exit(n)
+
+    os._exit = exit_now
+
+    def restore() -> None:
+        os._exit = real_exit
+
+    return restore
 
 
 def threading_is_main() -> bool:
