@@ -3,8 +3,8 @@ plain loop under ``perfkit profile``.
 
 ``gymnasium.make`` wraps the env in ``OrderEnforcing``; the script adds ``ActionRepeat`` (two env
 steps per ``step``) and ``EpisodeStatistics``. No wrapper has a ``num_envs`` of its own: it lives on
-the wrapped env. Today perfkit finds the innermost env's step and counts each of the repeated inner
-steps; issue 11's target is the loop's step: the outermost wrapper's, counted once.
+the wrapped env. The loop's step is the outermost wrapper's (its env's ``num_envs`` found through
+the wrappers), counted once: the repeated inner steps are inside it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ NUM_ENVS, STEPS, REPEAT = 64, 150, 2
 ARGS = ["--num-envs", str(NUM_ENVS), "--steps", str(STEPS), "--warmup", "10", "--action-repeat", str(REPEAT)]
 WARMUP = 5
 
-WRAPPERS = "issue 11: step detection through wrappers (num_envs on the wrapped env; a nested step counted once)"
 
 
 @pytest.fixture(scope="module")

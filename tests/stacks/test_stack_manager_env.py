@@ -38,8 +38,6 @@ ARGS = ["--device", "cpu", "--num-envs", str(NUM_ENVS), "--iterations", str(ITER
 WARMUP = NUM_STEPS  # the script's first runner.learn call: one iteration
 NO_JIT = {"PYTORCH_JIT": "0"}
 
-TORCHSCRIPT = "TorchScript under hooks: issue 11 item 0"
-SEGMENTS = "issue 11: segments that explain a library env (reward terms -> reward, learner -> learner, 'other' by the step's callees)"
 
 ENV_RESET_SYNC = "reset_env_ids = self.reset_buf.nonzero(as_tuple=False).squeeze(-1)"
 HIP_DEVIATION = "angle = data.joint_pos[:, asset_cfg.joint_ids] - data.default_joint_pos[:, asset_cfg.joint_ids]"

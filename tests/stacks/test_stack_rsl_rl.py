@@ -1,10 +1,9 @@
 """rsl_rl's OnPolicyRunner training a small torch env (examples/stacks/rsl_rl_torch_env.py) under
 ``perfkit profile``.
 
-The first tests hold today: the script runs unchanged, the wrapper's step is the step. The rest are
-issue 11's target (attribution through libraries): rsl_rl's own syncs reported at rsl_rl's lines,
-with the library's name and version, the right segment and rate, and the chain of frames back to the
-script's ``runner.learn(...)`` call.
+The script runs unchanged and the wrapper's step is the step; rsl_rl's own syncs are reported at
+rsl_rl's lines (attribution through libraries), with the library's name and version, the right
+segment and rate, and the chain of frames back to the script's ``runner.learn(...)`` call.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ ARGS = ["--num-envs", str(NUM_ENVS), "--iterations", str(ITERATIONS), "--num-ste
 WARMUP = NUM_STEPS  # the warm-up is the script's first runner.learn call: one iteration
 TIMED_LEARN = "runner.learn(num_learning_iterations=args.iterations - 1)"
 
-ATTRIBUTION = "issue 11: attribution through libraries (site in the library, its version, the chain to user code)"
-SEGMENTS = "issue 11: segments that explain a library (learner update loops -> learner, loggers -> logging)"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +44,7 @@ def run(profiled):
     return profiled.record()
 
 
-# ---------------------------------------------------------------------------------------- holds today
+# ---------------------------------------------------------------------------------------- runs as without perfkit
 
 
 def test_runs_under_perfkit_as_without(plain, profiled):
@@ -74,7 +71,7 @@ def test_the_envs_own_reset_sync_is_found_once_per_step(run):
     assert f.per_step == pytest.approx(1.0, abs=1.0 / run.steps + 1e-9)
 
 
-# ---------------------------------------------------------------------------------------- issue 11 target
+# ---------------------------------------------------------------------------------------- attribution, rates, segments
 
 
 def test_minibatch_item_is_reported_at_ppo_update_with_its_library(run):

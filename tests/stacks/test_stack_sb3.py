@@ -1,9 +1,9 @@
 """stable-baselines3's PPO training a small torch env (examples/stacks/sb3_torch_env.py) under
 ``perfkit profile``: the rollout loop and the update live inside the library (``model.learn``).
 
-The first tests hold today (the script runs unchanged; SB3's ``VecEnv.step`` is the step; the user's
-wrapper's per-env loop and its syncs are found); the rest are issue 11's target: SB3's own syncs at
-SB3's lines, with the library's name and version, in their segment, chained to ``model.learn(...)``.
+The script runs unchanged; SB3's ``VecEnv.step`` is the step; the user's wrapper's per-env loop and
+its syncs are found; SB3's own syncs sit at SB3's lines, with the library's name and version, in
+their segment, chained to ``model.learn(...)``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ ARGS = ["--num-envs", str(NUM_ENVS), "--iterations", str(ITERATIONS), "--num-ste
 WARMUP = NUM_STEPS  # the script's first model.learn call: one rollout
 TIMED_LEARN = "model.learn(total_timesteps=(args.iterations - 1) * rollout, reset_num_timesteps=False)"
 
-ATTRIBUTION = "issue 11: attribution through libraries (site in the library, its version, the chain to user code)"
-SEGMENTS = "issue 11: segments that explain a library (learner update loops -> learner)"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +34,7 @@ def run(runs):
     return runs[1].record()
 
 
-# ---------------------------------------------------------------------------------------- holds today
+# ---------------------------------------------------------------------------------------- runs as without perfkit
 
 
 def test_runs_under_perfkit_as_without(runs):
@@ -65,7 +63,7 @@ def test_the_wrappers_per_env_loop_and_its_syncs_are_found(run):
     assert member.op == "x in t" and member.per_step == pytest.approx(NUM_ENVS, abs=NUM_ENVS / run.steps + 1e-9)
 
 
-# ---------------------------------------------------------------------------------------- issue 11 target
+# ---------------------------------------------------------------------------------------- attribution, rates, segments
 
 
 def test_minibatch_item_is_reported_at_ppo_train_with_its_library(run):
