@@ -1,10 +1,10 @@
 """The manager-based env (examples/manager_env): its own behaviour in-process, then trained through
 rsl_rl's OnPolicyRunner (train_rsl_rl.py) plainly and under ``perfkit profile``.
 
-Its math helpers are ``@torch.jit.script`` functions compiled at import; perfkit's hooks on torch
-functions break that compilation today (issue 11, item 0), so the profiled run with TorchScript on is
-written as the target. The attribution/segment targets are checked on a run with TorchScript turned
-off (``PYTORCH_JIT=0``: the helpers run as Python), so that each fails today for its own reason.
+Its math helpers are ``@torch.jit.script`` functions compiled at import, under perfkit's hooks on
+torch functions: the profiled run with TorchScript on must train exactly as without perfkit. The
+attribution and segment checks use a run with TorchScript off (``PYTORCH_JIT=0``: the helpers run as
+Python, so their ops are seen by the hooks too).
 """
 
 from __future__ import annotations
