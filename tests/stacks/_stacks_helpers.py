@@ -86,6 +86,26 @@ def _run(workdir: Path, script: Path, args: list[str], record: Path | None, warm
     return ScriptRun(cmd, p.returncode, p.stdout, p.stderr, record)
 
 
+def plain_and_profiled(workdir: Path, script: Path, args: list[str], warmup_steps: int) -> tuple[ScriptRun, ScriptRun]:
+    """``script args`` run plainly and under ``perfkit profile --warmup-steps warmup_steps``, side by side."""
+    plain = submit(workdir, script, args, profile=False)
+    profiled = submit(workdir, script, args, profile=True, warmup_steps=warmup_steps)
+    return plain.result(), profiled.result()
+
+
+def assert_runs_as_without(plain: ScriptRun, profiled: ScriptRun, num_envs: int) -> None:
+    """The script exits as it does without perfkit, both runs print a positive SPS, and the record is
+    complete, of ``num_envs`` envs, with steady steps."""
+    assert plain.returncode == 0, plain.describe()
+    assert profiled.returncode == plain.returncode, profiled.describe()
+    assert plain.sps is not None and plain.sps > 0, plain.describe()
+    assert profiled.sps is not None and profiled.sps > 0, profiled.describe()
+    rec = profiled.record()
+    assert rec.status == "complete"
+    assert rec.num_envs == num_envs
+    assert rec.steps > 0
+
+
 def line_of(path: Path | str, text: str) -> int:
     """The 1-based number of the only line of ``path`` that contains ``text`` (stripped)."""
     hits = [i for i, ln in enumerate(Path(path).read_text().splitlines(), 1) if text in ln]

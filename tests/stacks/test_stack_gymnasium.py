@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from _stacks_helpers import STACKS, submit, sync_at
+from _stacks_helpers import STACKS, assert_runs_as_without, plain_and_profiled, sync_at
 
 SCRIPT = STACKS / "gymnasium_wrapped.py"
 NUM_ENVS, STEPS, REPEAT = 64, 150, 2
@@ -22,9 +22,7 @@ WARMUP = 5
 
 @pytest.fixture(scope="module")
 def runs(stacks_workdir):
-    plain = submit(stacks_workdir, SCRIPT, ARGS, profile=False)
-    profiled = submit(stacks_workdir, SCRIPT, ARGS, profile=True, warmup_steps=WARMUP)
-    return plain.result(), profiled.result()
+    return plain_and_profiled(stacks_workdir, SCRIPT, ARGS, WARMUP)
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +33,10 @@ def run(runs):
 
 def test_runs_under_perfkit_as_without(runs):
     plain, profiled = runs
-    assert plain.returncode == 0, plain.describe()
-    assert profiled.returncode == plain.returncode, profiled.describe()
-    assert plain.sps is not None and profiled.sps is not None, profiled.describe()
+    assert_runs_as_without(plain, profiled, NUM_ENVS)
     # the controller and the env are deterministic: the same episodes with and without perfkit
     summary = plain.stdout.splitlines()[-2]
     assert "episodes, mean return" in summary and summary in profiled.stdout
-    rec = profiled.record()
-    assert rec.status == "complete"
-    assert rec.num_envs == NUM_ENVS
-    assert rec.steps > 0
 
 
 def test_the_loops_step_is_the_outermost_wrappers_counted_once(run):

@@ -18,6 +18,7 @@ import torch
 from _stacks_helpers import (
     EXAMPLES,
     MANAGER_ENV,
+    assert_runs_as_without,
     child_stats,
     line_of,
     module_file,
@@ -144,12 +145,7 @@ def test_trains_through_rsl_rl(runs):
 
 def test_runs_under_perfkit_with_torchscript(runs):
     plain, profiled = runs["plain"], runs["profiled"]
-    assert profiled.returncode == plain.returncode == 0, profiled.describe()
-    assert profiled.sps is not None and profiled.sps > 0
-    rec = profiled.record()
-    assert rec.status == "complete"
-    assert rec.num_envs == NUM_ENVS
-    assert rec.steps > 0
+    assert_runs_as_without(plain, profiled, NUM_ENVS)
 
 
 def test_perfkit_does_not_change_what_is_trained(runs):

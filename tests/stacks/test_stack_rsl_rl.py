@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from _stacks_helpers import STACKS, assert_library, chain_of, line_of, module_file, per_update_rate, submit, sync_at
+from _stacks_helpers import STACKS, assert_library, assert_runs_as_without, chain_of, line_of, module_file, per_update_rate, plain_and_profiled, sync_at
 
 SCRIPT = STACKS / "rsl_rl_torch_env.py"
 NUM_ENVS, ITERATIONS, NUM_STEPS, EPOCHS, MINI_BATCHES = 64, 8, 16, 2, 2
@@ -23,9 +23,7 @@ TIMED_LEARN = "runner.learn(num_learning_iterations=args.iterations - 1)"
 
 @pytest.fixture(scope="module")
 def runs(stacks_workdir):
-    plain = submit(stacks_workdir, SCRIPT, ARGS, profile=False)
-    profiled = submit(stacks_workdir, SCRIPT, ARGS, profile=True, warmup_steps=WARMUP)
-    return plain.result(), profiled.result()
+    return plain_and_profiled(stacks_workdir, SCRIPT, ARGS, WARMUP)
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +46,7 @@ def run(profiled):
 
 
 def test_runs_under_perfkit_as_without(plain, profiled):
-    assert plain.returncode == 0, plain.describe()
-    assert profiled.returncode == plain.returncode, profiled.describe()
-    assert plain.sps is not None and plain.sps > 0, plain.describe()
-    assert profiled.sps is not None and profiled.sps > 0, profiled.describe()
-    rec = profiled.record()
-    assert rec.status == "complete"
-    assert rec.num_envs == NUM_ENVS
-    assert rec.steps > 0
+    assert_runs_as_without(plain, profiled, NUM_ENVS)
 
 
 def test_the_wrappers_step_is_the_step_counted_once(run):
