@@ -86,3 +86,95 @@ def test_the_source_checkout_resolves_perfkit_probes_to_top_level_probes(tmp_pat
                          text=True, env=env, cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(ROOT / "probes" / "__init__.py")
+
+
+def _closure(dist: str, extras: tuple[str, ...] = ()) -> set[str]:
+    """``dist`` and every distribution it requires (with ``extras``), transitively, as installed here."""
+    import re
+    from importlib import metadata
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    seen: set[str] = set()
+    done: set[tuple[str, tuple[str, ...]]] = set()
+    todo = [(dist, extras)]
+    while todo:
+        name, ex = todo.pop()
+        if (norm(name), ex) in done:
+            continue
+        done.add((norm(name), ex))
+        seen.add(norm(name))
+        try:
+            reqs = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for req in reqs:
+            spec, _, marker = req.partition(";")
+            m = re.match(r"\s*([A-Za-z0-9_.-]+)(\[([^\]]*)\])?", spec)
+            wanted = re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+            if wanted and not set(wanted) & set(ex):
+                continue
+            if marker.strip() and not wanted:
+                try:
+                    from packaging.markers import Marker
+
+                    if not Marker(marker).evaluate():
+                        continue
+                except Exception:
+                    pass
+            todo.append((m.group(1), tuple(x.strip() for x in (m.group(3) or "").split(",") if x.strip())))
+    return seen
+
+
+def test_every_package_a_test_imports_comes_with_the_test_extra():
+    """A fresh virtualenv gets every third-party module a test imports from the README's install line
+    (``pip install torch==2.13.0 -e '.[test]'``): imports found in tests/ and in the examples they run must belong to torch or to a
+    distribution that ``perfkit[test]`` requires, directly or through its own requirements. Modules
+    installed by hand on this machine do not count (CI once passed only because they were there)."""
+    import ast
+    import re
+    from importlib import metadata
+
+    local = {p.stem for p in ROOT.rglob("*.py")} | {p.name for p in ROOT.rglob("*") if p.is_dir()}
+    imported: dict[str, str] = {}
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]):
+        if "corpus" in path.parts:
+            continue  # the linter's corpus is read as text, never imported
+        try:
+            tree = ast.parse(path.read_text(), str(path))
+        except SyntaxError:
+            continue  # the linter's corpus holds deliberately broken files
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "importorskip" and node.args
+                  and isinstance(node.args[0], ast.Constant)):
+                names = [node.args[0].value]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in local and top != "perfkit":
+                    imported.setdefault(top, str(path.relative_to(ROOT)))
+    provided = _closure("perfkit", ("test",)) | _closure("torch")
+    by_module = metadata.packages_distributions()
+    missing = {}
+    for mod, where in sorted(imported.items()):
+        dists = {re.sub(r"[-_.]+", "-", d).lower() for d in by_module.get(mod, [])}
+        if not dists & provided:
+            missing[mod] = (where, sorted(dists) or "not installed here")
+    assert not missing, f"imported by tests but not installed by perfkit[test]: {missing}"
+
+
+def test_ci_runs_the_readme_test_command_in_a_fresh_virtualenv():
+    """CI is the README's second set-up command, run verbatim inside a virtualenv made for the run."""
+    readme = (ROOT / "README.md").read_text().split("```bash\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert len(readme) == 2 and readme[1].endswith("python3 -m pytest -q")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert readme[1] in ci
+    venv = next(i for i, line in enumerate(ci) if line.startswith("python3 -m venv"))
+    activate = next(i for i, line in enumerate(ci) if "/bin/activate" in line and line.lstrip().startswith("."))
+    assert venv < activate < ci.index(readme[1])
+    assert "--system-site-packages" not in "\n".join(ci)
