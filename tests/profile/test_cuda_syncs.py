@@ -1,0 +1,177 @@
+"""The runtime's own sync detection as perfkit's counter (collectors/cuda_syncs.py).
+
+On CPU the mechanism is driven the way torch drives it on CUDA: a C-level function issues the warning
+``"called a synchronizing CUDA operation"`` from inside a call, in the caller's Python frame (torch's
+``PyWarningHandler`` does the same when an op that synced returns). The GPU end-to-end check (each
+runtime sync counted once, none for calls that do not sync) is ``scripts/gpu/sync_debug_check.py`` and
+the gpu-marked test below."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import warnings
+
+import pytest
+
+from perfkit.collectors import cuda_syncs
+from perfkit.collectors.patches import Patcher
+
+
+class FakeCuda:
+    def __init__(self, mode=0):
+        self.mode = mode
+
+    def get_sync_debug_mode(self):
+        return self.mode
+
+    def set_sync_debug_mode(self, mode):
+        self.mode = {"warn": 1, "default": 0}.get(mode, mode)
+
+
+class FakeTorch:
+    def __init__(self, mode=0):
+        self.cuda = FakeCuda(mode)
+
+
+# a C-level callable that warns as torch does after a synchronizing op (the warning names the caller)
+synchronizing = functools.partial(warnings.warn, cuda_syncs.MESSAGE, UserWarning)
+
+
+class Tensorish:
+    item = staticmethod(synchronizing)
+
+    def __getitem__(self, idx):  # a Python frame of its own: the label comes from *its* instruction
+        synchronizing()
+
+
+def _session(inside=lambda: False):
+    events, in_hook = [], []
+    rs = cuda_syncs.RuntimeSyncs(lambda frame, label: events.append((frame.f_code.co_name, frame.f_lineno, label)),
+                                 inside, lambda: in_hook.append(1))
+    return rs, events, in_hook
+
+
+def test_each_runtime_warning_is_one_sync_at_the_calling_line_with_its_expression():
+    rs, events, _ = _session()
+    p, torch = Patcher(), FakeTorch()
+    assert rs.install(p, torch) and torch.cuda.mode == 1
+    t = Tensorish()
+    try:
+        def user_step():
+            t.item()
+            x = [synchronizing() for _ in range(2)]
+            return x
+        for _ in range(3):
+            user_step()
+    finally:
+        p.undo()
+    assert torch.cuda.mode == 0
+    lines = sorted({ln for _, ln, _ in events})
+    assert len(events) == 9 and len(lines) == 2
+    assert [e[2] for e in events if e[0] == "user_step"] == [".item()"] * 3
+    assert {e[2] for e in events if e[0] != "user_step"} == {"synchronizing()"}
+
+
+def test_a_warning_inside_a_hooked_call_counts_for_that_hook_not_as_a_new_sync():
+    rs, events, in_hook = _session(inside=lambda: True)
+    p = Patcher()
+    rs.install(p, FakeTorch())
+    try:
+        Tensorish().item()
+        Tensorish().item()
+    finally:
+        p.undo()
+    assert events == [] and in_hook == [1, 1]
+
+
+def test_other_warnings_pass_through_and_everything_is_put_back():
+    rs, events, _ = _session()
+    p = Patcher()
+    before_filters, before_show = list(warnings.filters), warnings._showwarnmsg
+    rs.install(p, FakeTorch())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("something else", UserWarning)
+    assert [str(w.message) for w in caught] == ["something else"] and events == []
+    p.undo()
+    assert warnings.filters == before_filters and warnings._showwarnmsg is before_show
+
+
+def test_a_sync_debug_mode_the_user_set_is_left_alone():
+    rs, _, _ = _session()
+    p, torch = Patcher(), FakeTorch(mode=2)
+    assert rs.install(p, torch) is False and torch.cuda.mode == 2
+    p.undo()
+    assert torch.cuda.mode == 2
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="instruction positions are Python 3.11+")
+@pytest.mark.parametrize("src, label", [
+    ("x.item()", ".item()"),
+    ("torch.tensor([1.0], device=d)", "torch.tensor()"),
+    ("torch.cuda.synchronize()", "torch.cuda.synchronize()"),
+    ("bool(x)", "bool()"),
+    ("x[m]", "t[...]"),
+])
+def test_labels_name_the_expression_being_executed(tmp_path, src, label):
+    path = tmp_path / "prog.py"
+    path.write_text("import sys\n\ndef f(x, m, d, torch, bool):\n    return " + src + "\n")
+    seen = []
+
+    class Probe:
+        def __getattr__(self, name):
+            return self
+
+        def __call__(self, *a, **k):
+            seen.append(cuda_syncs.op_label(sys._getframe(1)))
+            return self
+
+        def __getitem__(self, i):
+            seen.append(cuda_syncs.op_label(sys._getframe(1)))
+            return self
+
+    ns = {}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    probe = Probe()
+    ns["f"](probe, probe, probe, probe, probe)
+    assert seen and seen[-1] == label
+
+
+def test_a_store_through_an_index_is_labelled_as_a_write(tmp_path):
+    path = tmp_path / "w.py"
+    path.write_text("def f(x, i):\n    x[i] = 0.0\n")
+    seen = []
+
+    class T:
+        def __setitem__(self, i, v):
+            seen.append(cuda_syncs.op_label(sys._getframe(1)))
+
+    ns = {}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    ns["f"](T(), 3)
+    assert seen == ["t[...] = v"]
+
+
+@pytest.mark.gpu
+def test_on_cuda_runtime_syncs_are_counted_once_and_non_syncing_calls_not_at_all():
+    torch = pytest.importorskip("torch")
+    rs, events, _ = _session()
+    p = Patcher()
+    assert rs.install(p, torch)
+    x = torch.randn(1024, device="cuda")
+    idx = torch.arange(10, device="cuda")
+    try:
+        def step():
+            x[idx]          # a tensor index read: no sync
+            x[1:10]         # a slice: no sync
+            x.to("cuda")    # already there: no sync
+            x[x > 0]        # a mask read: one sync
+            x[0].item()     # one sync
+            x[[1, 2]]       # a list index: one sync (the index's copy)
+        for _ in range(5):
+            step()
+    finally:
+        p.undo()
+    assert len(events) == 15
+    assert sorted({e[2] for e in events}) == [".item()", "t[...]"]
