@@ -6,12 +6,14 @@ Heavy modules (torch hooks) are imported on first use, so ``import perfkit`` sta
 
 from __future__ import annotations
 
-from perfkit._layout import install_probes_finder
+import sys
+
+from perfkit._layout import load_checkout_probes as _load_checkout_probes
 from perfkit.record import Finding, RecordError, Run, SegmentStats
 
-install_probes_finder()
-
 __version__ = "0.1.0"
+
+_load_checkout_probes(sys.modules[__name__])
 
 _LAZY = {
     "segment": "perfkit.segments",

@@ -1,11 +1,12 @@
-"""``perfkit.probes`` from a source checkout.
+"""``perfkit.probes`` from a source checkout, with nothing added to the host's import system.
 
 The probes sit at the top of the repository (``probes/``, beside ``perfkit/``); the wheel installs
 them inside the package as ``perfkit.probes`` (setuptools' ``package-dir`` mapping in
 ``pyproject.toml``). When perfkit runs from a checkout (``PYTHONPATH``, an editable install, the GPU
-machine's copy of the tree) there is no ``perfkit/probes``: the finder installed here resolves
-``perfkit.probes`` to the checkout's ``probes/`` — of the same checkout as this ``perfkit``, ahead of
-any other installed copy. Its submodules are then found through the package's own ``__path__``.
+machine's copy of the tree) there is no ``perfkit/probes``: ``import perfkit`` then loads the
+checkout's ``probes/__init__.py`` (a few stdlib imports) as ``perfkit.probes`` once, so its submodules
+are found through that package's own ``__path__`` by the ordinary path finder. No finder is put on
+``sys.meta_path``: a profiler must not change how the program it watches imports.
 """
 
 from __future__ import annotations
@@ -17,25 +18,23 @@ import sys
 NAME = "perfkit.probes"
 
 
-class ProbesFinder:
-    """Resolves only ``perfkit.probes``, to one directory."""
-
-    def __init__(self, directory: str):
-        self.directory = directory
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != NAME:
-            return None
-        return importlib.util.spec_from_file_location(
-            fullname, os.path.join(self.directory, "__init__.py"), submodule_search_locations=[self.directory])
-
-
-def install_probes_finder() -> None:
+def load_checkout_probes(package: object) -> None:
+    """Load ``probes/`` of the same checkout as ``package`` (``perfkit``) as ``perfkit.probes``."""
     here = os.path.dirname(os.path.abspath(__file__))
-    if os.path.isdir(os.path.join(here, "probes")):
-        return  # an installed wheel: perfkit/probes is a real subpackage
+    if os.path.isdir(os.path.join(here, "probes")) or NAME in sys.modules:
+        return  # an installed wheel (perfkit/probes is a real subpackage), or loaded already
     top = os.path.join(os.path.dirname(here), "probes")
-    if not os.path.isfile(os.path.join(top, "__init__.py")):
+    init = os.path.join(top, "__init__.py")
+    if not os.path.isfile(init):
         return
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, ProbesFinder)]
-    sys.meta_path.insert(0, ProbesFinder(top))
+    spec = importlib.util.spec_from_file_location(NAME, init, submodule_search_locations=[top])
+    if spec is None or spec.loader is None:  # pragma: no cover - a file that exists always gives a spec
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[NAME] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[NAME]
+        raise
+    setattr(package, "probes", module)

@@ -178,3 +178,18 @@ def test_ci_runs_the_readme_test_command_in_a_fresh_virtualenv():
     activate = next(i for i, line in enumerate(ci) if "/bin/activate" in line and line.lstrip().startswith("."))
     assert venv < activate < ci.index(readme[1])
     assert "--system-site-packages" not in "\n".join(ci)
+
+
+def test_import_perfkit_leaves_the_import_system_as_it_was(tmp_path):
+    """A profiler must not change its host's import system: no finder on sys.meta_path or hook on
+    sys.path_hooks, while ``perfkit.probes`` still resolves to the checkout's ``probes/``."""
+    code = ("import sys; before = (list(map(repr, sys.meta_path)), list(map(repr, sys.path_hooks)));"
+            "import perfkit, perfkit.probes.pyloop as m;"
+            "after = (list(map(repr, sys.meta_path)), list(map(repr, sys.path_hooks)));"
+            "print(before == after); print(m.__file__)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                         env=env)
+    assert out.returncode == 0, out.stderr
+    same, where = out.stdout.split()
+    assert same == "True" and where == str(ROOT / "probes" / "pyloop.py")
