@@ -105,6 +105,8 @@ class TorchEnv:
 def make_loop(env_kind: str, num_envs: int, device: str, name: str) -> tuple[Callable[[int], None], Any, str]:
     import torch
 
+    if env_kind == "manager":
+        return _manager_loop(num_envs, device)
     if env_kind == "factory":
         from perfkit.envs import make_env
 
@@ -129,6 +131,40 @@ def make_loop(env_kind: str, num_envs: int, device: str, name: str) -> tuple[Cal
         state["obs"] = o
 
     return loop, env, label
+
+
+def _manager_loop(num_envs: int, device: str) -> tuple[Callable[[int], None], Any, str]:
+    """The rollout half of ``examples/manager_env/train_rsl_rl.py``: the Isaac-Lab-style manager env
+    behind its rsl_rl wrapper (TensorDict observations), an ELU MLP policy under ``no_grad`` — what
+    rsl_rl's runner does per env step, without the learner."""
+    import os
+
+    import torch
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    from manager_env.env import ManagerBasedRLEnv
+    from manager_env.env_cfg import ant_velocity_env_cfg
+    from manager_env.wrapper import RslRlVecEnvWrapper
+
+    backend = "mjwarp" if device.startswith("cuda") else "mujoco"
+    env = RslRlVecEnvWrapper(ManagerBasedRLEnv(ant_velocity_env_cfg(num_envs, backend=backend, device=device)))
+    obs = env.get_observations()
+    n_obs = obs["policy"].shape[1]
+    policy = torch.nn.Sequential(
+        torch.nn.Linear(n_obs, 128), torch.nn.ELU(), torch.nn.Linear(128, 128), torch.nn.ELU(),
+        torch.nn.Linear(128, env.num_actions),
+    ).to(env.device)
+    state = {"obs": obs}
+
+    def loop(n: int) -> None:
+        o = state["obs"]
+        for _ in range(n):
+            with torch.no_grad():
+                a = policy(o["policy"])
+            o, r, done, info = env.step(a)
+        state["obs"] = o
+
+    return loop, env, f"examples/manager_env (rsl_rl wrapper, {backend})"
 
 
 def _sync(device: str) -> None:
@@ -308,7 +344,7 @@ def estimate(loop: Callable[[int], None], steps: int = 50) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python benchmarks/overhead.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--env", choices=("torch", "factory"), default="torch",
+    p.add_argument("--env", choices=("torch", "factory", "manager"), default="torch",
                    help="self-contained torch env, or perfkit.envs:make_env (the reference env)")
     p.add_argument("--name", default="ant", help="reference env name for --env factory (ant, humanoid)")
     p.add_argument("--num-envs", type=int, nargs="+", default=[256])

@@ -1,8 +1,11 @@
-"""Every sync the runtime makes is hooked (issue 11): ``perfkit profile --verify`` on the examples.
+"""Every sync the runtime makes is hooked, and every hooked one is a runtime sync (issues 11, 22):
+``perfkit profile --verify`` on the examples and on real libraries' training loops.
 
-    python3 scripts/gpu/verify.py --out DIR [--sizes 256 4096] [--iterations 6]
+    python3 scripts/gpu/verify.py --out DIR [--sizes 256 4096] [--iterations 6] [--stacks]
 
-For ``examples/train.py`` and ``examples/train_naive.py`` on MuJoCo Warp at each size, runs
+For ``examples/train.py`` and ``examples/train_naive.py`` on MuJoCo Warp at each size (and with
+``--stacks``: ``examples/manager_env`` through rsl_rl's OnPolicyRunner at 4096 envs, and rsl_rl's runner
+on the batched torch cart-pole ``examples/stacks/rsl_rl_torch_env.py`` at 4096 envs), runs
 ``perfkit profile --verify`` (torch.profiler/CUPTI counts the CUDA runtime's own synchronizing calls
 inside steady steps and matches them against perfkit's hooked syncs) and collects each run's verify
 block: runtime syncs, hooked syncs, unattributed ones (the target is zero), the per-API split and a
@@ -23,13 +26,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ("examples/train.py", "examples/train_naive.py")
+# real libraries' loops: (script, its arguments, perfkit's own options) — the warm-up is one iteration
+STACKS = (
+    ("examples/manager_env/train_rsl_rl.py", ["--num-envs", "4096", "--iterations", "4", "--num-steps", "24",
+                                              "--device", "cuda", "--backend", "mjwarp"], ["--warmup-steps", "24"]),
+    ("examples/stacks/rsl_rl_torch_env.py", ["--num-envs", "4096", "--iterations", "4", "--num-steps", "16",
+                                             "--device", "cuda"], ["--warmup-steps", "16"]),
+)
 
 
-def run_one(script: str, n: int, iterations: int, out: Path, backend: str, timeout: int) -> dict:
+def run_one(script: str, n: int, iterations: int, out: Path, backend: str, timeout: int,
+            args: list[str] | None = None, options: tuple[str, ...] | list[str] = ()) -> dict:
     name = f"{Path(script).stem}-{n}"
     record = out / f"{name}.json"
-    cmd = [sys.executable, "-m", "perfkit", "profile", "--verify", "-o", str(record), script,
-           "--num-envs", str(n), "--iterations", str(iterations), "--backend", backend]
+    if args is None:
+        args = ["--num-envs", str(n), "--iterations", str(iterations), "--backend", backend]
+    cmd = [sys.executable, "-m", "perfkit", "profile", "--verify", *options, "-o", str(record), script, *args]
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     t0 = time.time()
     try:
@@ -73,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=6)
     ap.add_argument("--backend", default="mjwarp")
     ap.add_argument("--timeout", type=int, default=240)
+    ap.add_argument("--stacks", action="store_true", help="also the real libraries' loops (rsl_rl)")
+    ap.add_argument("--only-stacks", action="store_true", help="only the real libraries' loops")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,14 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         machine = "?"
     rows: list[dict] = []
-    for n in a.sizes:
-        for script in SCRIPTS:
-            print(f"verify: {script} at {n} envs", flush=True)
-            rows.append(run_one(script, n, a.iterations, out, a.backend, a.timeout))
-            write(out, rows, machine)
-            r = rows[-1]
-            print(f"   exit {r['exit']}, {r.get('runtime_syncs')} runtime syncs, {r.get('unattributed')} unattributed "
-                  f"({r['seconds']} s)", flush=True)
+    plan = [] if a.only_stacks else [(script, n, None, ()) for n in a.sizes for script in SCRIPTS]
+    if a.stacks or a.only_stacks:
+        plan += [(script, int(args[1]), args, options) for script, args, options in STACKS]
+    for script, n, args, options in plan:
+        print(f"verify: {script} at {n} envs", flush=True)
+        rows.append(run_one(script, n, a.iterations, out, a.backend, a.timeout, args, options))
+        write(out, rows, machine)
+        r = rows[-1]
+        print(f"   exit {r['exit']}, {r.get('runtime_syncs')} runtime syncs, {r.get('unattributed')} unattributed "
+              f"({r['seconds']} s)", flush=True)
     print((out / "verify.md").read_text())
     return 0 if all(r["exit"] == 0 and r.get("unattributed") == 0 for r in rows) else 1
 
