@@ -19,7 +19,19 @@ def _threshold(ctx, param, value):
         raise click.BadParameter(str(e)) from None
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+class SweepCommand(click.Command):
+    """Options anywhere before ``--``; an unknown one is click's "No such option ... Did you mean",
+    reminding that a script target's own arguments go after ``--``."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            raise click.UsageError(f"{e.format_message()} (a script target's own arguments go after `--`)",
+                                   ctx=e.ctx) from None
+
+
+@click.command(cls=SweepCommand)
 @click.argument("target")
 @click.option("--num-envs", "num_envs_spec", default="256..32768", show_default=True,
               help="Env counts: START..END doubles (START..ENDxF grows by F), or a list A,B,C.")
