@@ -10,8 +10,8 @@
   written directly, as a shell's ``>`` would: it is never unlinked or replaced by a regular file.
 
 ``check_writable(path)`` proves, before a long run starts, that ``write_text`` can write there: the
-missing folders are created and a probe file is written beside the target and removed (permission
-bits say nothing to root, and nothing about ``/proc``); ``input_at(path, inputs)`` names the input
+missing folders are created, a probe file is written beside the target, and both are removed again
+(permission bits say nothing to root, and nothing about ``/proc``); ``input_at(path, inputs)`` names the input
 file an output would replace (an output never replaces what the command reads); ``resolve(path)``, called when a command starts, anchors a relative output path to the directory
 the command was started in, so a profiled program that changes directory does not move its record.
 """
@@ -69,11 +69,24 @@ def check_writable(path: str | os.PathLike) -> Path:
         parent = parent.parent
     if not parent.is_dir():
         raise OutputError(errno.ENOTDIR, f"{parent} is not a directory")
+    created = []  # the folders made for the probe, removed after it: a refused command leaves nothing behind
+    folder = target.parent
+    while folder != parent:
+        created.append(folder)
+        folder = folder.parent
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OutputError(e.errno, f"cannot create the directory {target.parent}: {e.strerror or e}") from None
-    _probe(target.parent)
+        for folder in reversed(created):
+            try:
+                folder.mkdir()
+            except OSError as e:
+                raise OutputError(e.errno, f"cannot create the directory {folder}: {e.strerror or e}") from None
+        _probe(target.parent)
+    finally:
+        for folder in created:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass  # not made here, or no longer empty
     return target
 
 

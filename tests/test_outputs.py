@@ -238,11 +238,16 @@ def test_an_output_under_proc_is_refused_before_the_script_runs(tmp_path, marker
     assert not (tmp_path / "s.ran").exists()
 
 
-def test_check_writable_creates_the_folder_and_leaves_no_probe(tmp_path):
+def test_check_writable_probes_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    import perfkit.outputs as outputs
+
+    made = []
+    real_probe = outputs._probe
+    monkeypatch.setattr(outputs, "_probe", lambda folder: (made.append(folder.is_dir()), real_probe(folder)))
     target = tmp_path / "new" / "deeper" / "run.json"
     check_writable(target)
-    assert target.parent.is_dir() and list(target.parent.iterdir()) == []
+    assert made == [True]  # the folder was created and a file written in it ...
+    assert list(tmp_path.iterdir()) == []  # ... and both removed: a refused command leaves nothing
     (tmp_path / "old.json").write_text("kept")
     check_writable(tmp_path / "old.json")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "old.json"]
-    assert (tmp_path / "old.json").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"] and (tmp_path / "old.json").read_text() == "kept"

@@ -64,10 +64,14 @@ class SweepCommand(click.Command):
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @click.option("--resume", is_flag=True,
               help="Keep the finished points (complete or out of memory) of the sweep already in --out, run the rest.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace the sweep already in --out (only the files it wrote are removed), or write into a "
+                   "folder that holds other files. Without it or --resume such a folder is refused.")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def sweep(ctx, target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmup_steps, max_seconds, actions, seed,
-          gpus, timeout_s, budget_s, session_steps, knee_threshold, report_dir, progress, resume, script_args):
+          gpus, timeout_s, budget_s, session_steps, knee_threshold, report_dir, progress, resume, overwrite,
+          script_args):
     """Measure TARGET's throughput at each env count, each point in a fresh subprocess.
 
     TARGET is an env factory MODULE:CALLABLE, called with num_envs=N (e.g. perfkit.envs:make_env
@@ -80,7 +84,7 @@ def sweep(ctx, target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, 
     from perfkit.cli.requires import require
 
     require("sweep", "torch", "numpy", "pandas", "rich", *(("tqdm",) if progress else ()))
-    from perfkit.outputs import OutputError, check_writable, describe_error
+    from perfkit.outputs import describe_error
     from perfkit.sweep import (SweepConfig, SweepError, SweepInterrupted, is_script_target, parse_env_kwargs,
                                parse_num_envs, run_sweep)
 
@@ -105,21 +109,23 @@ def sweep(ctx, target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, 
             actions=actions, seed=seed, env_kwargs=kwargs, num_envs_arg=num_envs_arg,
             script_args=list(script_args), gpus=gpu_list, timeout_s=timeout_s or None, max_seconds=max_seconds,
             session_steps=session_steps, knee_threshold=knee_threshold, budget_s=budget_s, resume=resume,
+            overwrite=overwrite,
         )
         cfg.command = canonical_command(cfg, num_envs_spec)
         cfg.validate()
     except SweepError as e:
         raise click.UsageError(str(e)) from None
-    for path, shown in ((Path(out_dir) / "sweep.json", out_dir), *(((Path(report_dir) / "index.html", report_dir),)
-                                                                   if report_dir else ())):
-        try:
-            check_writable(path)
-        except OutputError as e:
-            raise BadInput(describe_error(shown, e)) from None
     try:
+        cfg.check_out_dir()  # an earlier sweep, or the user's own files, are never silently replaced
         cfg.check_target()  # before the first point: nothing of the target runs
     except SweepError as e:
         raise BadInput(str(e)) from None
+    from perfkit.cli.paths import check_output
+
+    script = [cfg.target] if is_script_target(cfg.target) else []
+    check_output(Path(out_dir) / "sweep.json", out_dir, script)
+    if report_dir:
+        check_output(Path(report_dir) / "index.html", report_dir, script, what="--report")
 
     try:
         result = run_sweep(cfg, progress=progress)

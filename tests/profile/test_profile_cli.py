@@ -122,3 +122,19 @@ def test_help_lists_the_options():
     assert r.exit_code == 0
     for opt in ("--max-syncs-per-step", "--max-allocs-per-step", "--verify", "--step-fn", "-m", "-o"):
         assert opt in r.output
+
+
+def test_a_misspelled_option_is_no_such_option_and_the_scripts_options_pass_unchanged(tmp_path):
+    """issue 18 item 7: before the script, every option is perfkit's (a typo is click's 'No such option
+    ... Did you mean'); from the script on, every argument is the script's, options included."""
+    out = tmp_path / "r.json"
+    r = invoke(["--max-sync-per-step", "0", "-o", str(out), script("exits.py"), "ok"])
+    assert r.exit_code == 2, r.output
+    assert "No such option" in r.output and "--max-syncs-per-step" in r.output and "no such script" not in r.output
+    assert not out.exists()
+    r = invoke(["-q", "-o", str(out), "--warmup-steps", "1", script("exits.py"), "ok", "--num-envs", "4",
+                "--max-sync-per-step", "-o", "x", "--", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "argv ['ok', '--num-envs', '4', '--max-sync-per-step', '-o', 'x', '--', '-q']" in r.output
+    r = invoke(["-qo", str(out), "--", script("exits.py"), "ok", "--help"])  # a short cluster, and `--`
+    assert r.exit_code == 0 and "argv ['ok', '--help']" in r.output, r.output
