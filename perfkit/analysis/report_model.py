@@ -214,6 +214,9 @@ def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
         v = src.get("max_episode_steps", src.get("horizon"))
     if key == "gpu_memory_bytes":
         return fmt_bytes(v)
+    if key == "device" and isinstance(v, str) and v.lower() == "cpu":
+        cpu = rep.machine.get("cpu")
+        return f"none: a CPU run{f' ({cpu})' if cpu else ''}"  # machine.describe's "cpu" is no GPU's name
     if key == "rendering" and v is None:
         return "off (not recorded)"
     if isinstance(v, float):
@@ -334,10 +337,14 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         rep.notes.append("'(CPU tensor)': caught on a CPU tensor; the same call syncs when the tensor is on the GPU")
     rep.findings_columns = (["run"] if len(items) > 1 else []) + ["kind", "op", "site", "function", "segment",
                                                                   "per step", "est. ms/step", "fix", "code"]
+    # a run with no detected step has counts over the run, and no per-step rate or price
+    stepless = {id(f) for it in items if it.run is not None and not it.run.steps for f in it.run.findings}
     for label, f in found[:TOP_FINDINGS]:
         row = [label] if len(items) > 1 else []
+        rate, price = ((f"{f.count:,} in the run (no step detected)", "-") if id(f) in stepless
+                       else (fmt_num(float(f.per_step)), fmt_num(f.est_ms_per_step)))
         row += [f.kind + (" (CPU tensor)" if f.would_sync_on_gpu else ""), f.op, f.site, f.function, f.segment,
-                fmt_num(float(f.per_step)), fmt_num(f.est_ms_per_step), f.message, f.code]
+                rate, price, f.message, f.code]
         rep.findings_rows.append(row)
 
     # what if: each priced run's fixes in order, with where each price comes from
