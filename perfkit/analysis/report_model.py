@@ -311,7 +311,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
             elif p.status not in ("pending", "skipped"):
                 failed.append((p.num_envs, p.status))
         rep.sweeps.append({"label": it.label, "command": sw.manifest.get("command") or [],
-                           "knee": knee.describe(), "columns": cols, "rows": rows, "source": it.source})
+                           "knee": sw.describe_knee(), "columns": cols, "rows": rows, "source": it.source})
         sps_series.append({"label": sw.short_label, "num_envs": ns, "sps": sps, "physics_sps": phys,
                            "memory_bytes": mem, "memory_kind": mem_kind or "memory", "failed": failed, "knee": knee})
 
@@ -377,7 +377,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
                "Mean time per steady-state step in each training-loop segment (GPU time where CUDA events were "
                "taken, CPU time otherwise)."),
         Figure("step_times.png", "Step-time distribution",
-               "Steady-state step times: box p25-p75, whiskers p1-p99, red tick p99."),
+               "Steady-state step times in ms: box p25-p75, whiskers p1-p99, red tick p99."),
         Figure("findings.png", "Top findings",
                "Sites that make the GPU wait, by estimated cost per step (or by occurrences per step when the "
                "machine's costs were not probed)."),

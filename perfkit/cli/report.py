@@ -7,11 +7,19 @@ from pathlib import Path
 import click
 
 from perfkit.cli.errors import BadInput
+from perfkit.record import READABLE_SCHEMAS, SCHEMA
 
 DEFAULT_TITLE = "perfkit throughput report"
 
 
-@click.command()
+_OLDER = ", ".join(s for s in READABLE_SCHEMAS if s != SCHEMA)
+
+
+@click.command(help=f"""Render a report from run records ({SCHEMA}; older ones read too: {_OLDER}) and sweeps
+    (a sweep directory or its sweep.json).
+
+    Several inputs are shown side by side, e.g. `perfkit report runs/train.json runs/train_naive.json`.
+    """)
 @click.argument("inputs", nargs=-1, required=True, metavar="RUN_OR_SWEEP...")
 @click.option("-o", "--out", "out_dir", default="runs/report", show_default=True, metavar="DIR",
               help="Directory for index.html, report.md and the PNG plots.")
@@ -20,10 +28,7 @@ DEFAULT_TITLE = "perfkit throughput report"
               help="The 1-GPU run of a data-parallel job's script, for its scaling efficiency (default: the one "
                    "input of a world of 1 that ran the same script under a process group).")
 def report(inputs, out_dir, title, single):
-    """Render a report from run records (perfkit.run/1, perfkit.run/2) and sweeps (a sweep directory or its sweep.json).
-
-    Several inputs are shown side by side, e.g. `perfkit report runs/train.json runs/train_naive.json`.
-    """
+    # the help is above: it names the record schemas this perfkit reads
     from perfkit.cli.requires import require
 
     require("report", "matplotlib", "jinja2", "numpy")

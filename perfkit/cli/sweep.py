@@ -223,5 +223,5 @@ def _print_summary(result) -> None:
         if p.status not in ("complete", "pending"):
             console.print(f"n={p.num_envs} {p.status}: {p.error or 'no reason recorded'}"
                           + (f" (log: {result.dir / p.log})" if p.log else ""), markup=False, soft_wrap=True)
-    console.print(result.knee().describe(), markup=False)
+    console.print(result.describe_knee(), markup=False)
     console.print(f"wrote {result.dir}/sweep.json, sweep.csv, points/", markup=False)

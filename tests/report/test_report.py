@@ -143,6 +143,10 @@ def test_sweep_report_marks_the_knee_and_oom(tmp_path, train_runs):
     ("{not json", "not JSON"),
     (json.dumps({"schema": "perfkit.run/99", "steps": 1}), "schema 'perfkit.run/99'"),
     (json.dumps([1, 2]), "not a perfkit run record"),
+    # issue 18 item 9: a schema line alone is no run (it rendered as a complete one, all zeros)
+    (json.dumps({"schema": "perfkit.run/2"}), "an incomplete perfkit.run/2 run record: missing command, steps, num_envs"),
+    (json.dumps({"schema": "perfkit.run/2", "command": ["x.py"], "steps": 3, "num_envs": None, "wall_s": 1.0,
+                 "warmup_s": 0.0, "sps": 3.0, "step_ms": {}, "segments": {}, "findings": []}), "missing machine"),
 ])
 def test_bad_inputs_exit_2_naming_the_file(tmp_path, train_runs, content, message):
     bad = tmp_path / "bad<run>.json"
@@ -220,3 +224,46 @@ def test_a_run_without_a_detected_step_shows_counts_not_zero_rates(tmp_path):
     assert res.exit_code == 0, res.output
     row = next(line for line in (out / "report.md").read_text().splitlines() if line.startswith("| sync"))
     assert "200 in the run (no step detected)" in row and "| 0 |" not in row
+
+
+def test_step_time_plot_names_its_unit(tmp_path, monkeypatch):
+    from perfkit.renderers import plots
+
+    figs = []
+    real_save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: (figs.append(fig), real_save(fig, path))[1])
+    for times in ([3.0, 3.5, 4.0] * 20, [0.5] * 50 + [300.0] * 5):  # a linear axis, then a log one
+        plots.step_time_distribution([("train.py", times)], tmp_path / "st.png")
+        ax = figs[-1].axes[0]
+        assert ax.get_xlabel().startswith("step time (ms)")
+        notes = [t.get_text() for t in ax.texts]
+        assert notes and all(line.endswith(" ms") for t in notes for line in t.splitlines())
+
+
+def test_a_sweep_whose_points_all_failed_renders_without_warnings(tmp_path):
+    import warnings
+
+    out = tmp_path / "sweep"
+    (out / "points").mkdir(parents=True)
+    cfg = SweepConfig(target="perfkit.envs:make_env", num_envs=[256, 512], out_dir=out)
+    points, runs = [], {}
+    for n, status in ((256, "error"), (512, "oom")):
+        run = Run(command=["x"], num_envs=n, status=status)
+        run.save(out / "points" / f"{n}.json")
+        points.append(PointResult(num_envs=n, status=status, record=f"points/{n}.json", error="boom"))
+        runs[n] = run
+    write_outputs(cfg, points, runs, "2026-12-01T00:00:00+00:00")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = report(out, "-o", tmp_path / "rep")
+    assert res.exit_code == 0, res.output
+    assert [str(w.message) for w in caught] == []
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "no knee: all 2 points failed (error 1, oom 1)" in md and (tmp_path / "rep" / "sps_memory.png").exists()
+
+
+def test_help_names_the_schema_this_perfkit_writes():
+    from perfkit.record import SCHEMA
+
+    res = CliRunner().invoke(main, ["report", "--help"])
+    assert res.exit_code == 0 and f"run records ({SCHEMA};" in " ".join(res.output.split()), res.output
