@@ -118,15 +118,14 @@ def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, p
         check_target(target, module is not None)
     except TargetError as e:
         raise BadInput(str(e)) from None
-    from perfkit.cli.paths import check_output, distinct_outputs, module_file
+    from perfkit.cli.paths import check_output, distinct_outputs, program_inputs
 
     distinct_outputs({"--json": json_path, "--markdown": md_path})
     outputs = {}
     for opt, path in (("--json", json_path), ("--markdown", md_path)):
         if path:
             p = resolve(path)
-            check_output(p, path, [module_file(target) if module is not None else target, *args], what=opt,
-                         note=" (nothing was run)")
+            check_output(p, path, program_inputs(target, args, module is not None), what=opt, note=" (nothing was run)")
             outputs[opt] = (path, p)
 
     import json

@@ -45,6 +45,12 @@ def distinct_outputs(named: dict[str, str | os.PathLike | None]) -> None:
         seen[key] = opt
 
 
+def program_inputs(target: str, args, module: bool) -> list:
+    """What a profiled program reads that its outputs must not replace: its script (or the module's
+    source) and any existing file among its arguments."""
+    return [module_file(target) if module else target, *args]
+
+
 def module_file(name: str) -> str | None:
     """The source file ``python -m name`` would run, found on the path without importing anything
     (importing a package before the profiling session starts would hide its imports from it)."""

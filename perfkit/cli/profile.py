@@ -68,11 +68,9 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
     if launch["world_size"] > 1:  # one process per rank (torchrun): each writes its own record
         output = str(rank_record_path(output, launch["rank"]))
     out_path = resolve(output)
-    # the script (or module) and any file among its arguments are inputs the record must not replace
-    from perfkit.cli.paths import check_output, module_file
+    from perfkit.cli.paths import check_output, program_inputs
 
-    inputs = [module_file(target) if module is not None else target, *args]
-    check_output(out_path, output, inputs, note=" (the script was not run)")
+    check_output(out_path, output, program_inputs(target, args, module is not None), note=" (the script was not run)")
     if launch["world_size"] > 1 and launch["rank"] == 0:
         click.echo(f"perfkit: {launch['world_size']} ranks: each writes its own record ({output} here); "
                    "rank 0 prints the summary, every rank one line; merge them with perfkit report", err=True)
