@@ -129,7 +129,7 @@ MEMORY_FIGURES = (
 
 @dataclass
 class Run:
-    """The run record (``perfkit.run/1``)."""
+    """The run record (schema :data:`SCHEMA`; :data:`REQUIRED_FIELDS` are in every readable one)."""
 
     command: list[str] = field(default_factory=list)
     steps: int = 0  # steady-state steps (after warm-up): what every finding's per_step divides by

@@ -84,7 +84,7 @@ class Report:
 # ---- inputs -------------------------------------------------------------------------------------
 
 def load_inputs(paths: Sequence[str | os.PathLike]) -> list[Item]:
-    """Each path: a run record (perfkit.run/1), or a sweep directory / manifest (perfkit.sweep/1).
+    """Each path: a run record (perfkit.run/2 or /1), or a sweep directory / manifest (perfkit.sweep/1).
     Raises RecordError naming the file that could not be read."""
     items: list[Item] = []
     for p in paths:
