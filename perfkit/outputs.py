@@ -9,8 +9,10 @@
 * anything else that exists (``/dev/null``, ``/dev/full``, a FIFO, a terminal) is opened and
   written directly, as a shell's ``>`` would: it is never unlinked or replaced by a regular file.
 
-``check_writable(path)`` says, before a long run starts, whether ``write_text`` could write there;
-``resolve(path)``, called when a command starts, anchors a relative output path to the directory
+``check_writable(path)`` proves, before a long run starts, that ``write_text`` can write there: the
+missing folders are created, a probe file is written beside the target, and both are removed again
+(permission bits say nothing to root, and nothing about ``/proc``); ``input_at(path, inputs)`` names the input
+file an output would replace (an output never replaces what the command reads); ``resolve(path)``, called when a command starts, anchors a relative output path to the directory
 the command was started in, so a profiled program that changes directory does not move its record.
 """
 
@@ -54,11 +56,12 @@ def check_writable(path: str | os.PathLike) -> Path:
             raise OutputError(errno.EISDIR, "it is a directory")
         if not os.access(target, os.W_OK):
             raise OutputError(errno.EACCES, "permission denied")
-        if stat.S_ISREG(st.st_mode) and not os.access(target.parent, os.W_OK | os.X_OK):
-            # the atomic replace writes a temporary file beside the target
-            raise OutputError(errno.EACCES, f"the directory {target.parent} is not writable")
+        if not stat.S_ISREG(st.st_mode):
+            return target  # a device, a FIFO: written into (opening a FIFO here would wait for a reader)
+        # a regular file: the atomic replace writes a temporary file beside it
+        _probe(target.parent)
         return target
-    # a new file: the nearest existing ancestor must be a writable directory
+    # a new file: the nearest existing ancestor must be a directory; the rest is created
     parent = target.parent
     while not parent.exists():
         if parent.is_symlink():  # a dangling link in the middle of the path
@@ -66,9 +69,65 @@ def check_writable(path: str | os.PathLike) -> Path:
         parent = parent.parent
     if not parent.is_dir():
         raise OutputError(errno.ENOTDIR, f"{parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(errno.EACCES, f"the directory {parent} is not writable")
+    created = []  # the folders made for the probe, removed after it: a refused command leaves nothing behind
+    folder = target.parent
+    while folder != parent:
+        created.append(folder)
+        folder = folder.parent
+    try:
+        for folder in reversed(created):
+            try:
+                folder.mkdir()
+            except OSError as e:
+                raise OutputError(e.errno, f"cannot create the directory {folder}: {e.strerror or e}") from None
+        _probe(target.parent)
+    finally:
+        for folder in created:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass  # not made here, or no longer empty
     return target
+
+
+def _probe(folder: Path) -> None:
+    """Write a probe file in ``folder`` and remove it; OutputError saying why it could not."""
+    probe = folder / f".perfkit-probe.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"perfkit")
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise OutputError(e.errno, f"cannot write a file in {folder}: {e.strerror or e}") from None
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+
+
+def input_at(path: str | os.PathLike, inputs) -> str | None:
+    """The first of ``inputs`` (paths, as the user gave them) that writing ``path`` would replace —
+    the same file once links are followed — else None. Inputs that do not exist are skipped."""
+    target = _target(Path(path))
+    for given in inputs:
+        if given is None:
+            continue
+        p = Path(os.path.expanduser(os.fspath(given)))
+        try:
+            if not p.is_file():
+                continue
+        except OSError:
+            continue
+        if _target(p) == target:
+            return os.fspath(given)
+        try:
+            if target.exists() and os.path.samefile(p, target):  # a hard link
+                return os.fspath(given)
+        except OSError:
+            pass
+    return None
 
 
 def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:

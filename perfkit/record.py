@@ -23,6 +23,10 @@ and ``SegmentStats.children`` added; later, without a new schema, the ``dist`` b
 without one is rank 0 of a world of 1) and the ``comm`` segment."""
 READABLE_SCHEMAS: tuple[str, ...] = ("perfkit.run/1", SCHEMA)
 """The schemas :meth:`Run.load` accepts (a new schema is one more entry here)."""
+REQUIRED_FIELDS: tuple[str, ...] = ("command", "steps", "num_envs", "wall_s", "warmup_s", "sps", "step_ms",
+                                    "segments", "findings", "machine")
+"""The minimum fields of every readable schema: a record without one of them is refused, never shown
+as a complete run of zeros."""
 
 SEGMENTS = ("physics", "policy", "reward", "learner", "comm", "logging", "other")
 """The segments of a training loop, in the order reports list them."""
@@ -125,7 +129,7 @@ MEMORY_FIGURES = (
 
 @dataclass
 class Run:
-    """The run record (``perfkit.run/1``)."""
+    """The run record (schema :data:`SCHEMA`; :data:`REQUIRED_FIELDS` are in every readable one)."""
 
     command: list[str] = field(default_factory=list)
     steps: int = 0  # steady-state steps (after warm-up): what every finding's per_step divides by
@@ -189,6 +193,9 @@ class Run:
         schema = d.get("schema")
         if schema not in READABLE_SCHEMAS:
             raise RecordError(f"{source}: schema {schema!r} is not one this perfkit reads ({', '.join(READABLE_SCHEMAS)})")
+        missing = [k for k in REQUIRED_FIELDS if k not in d]
+        if missing:
+            raise RecordError(f"{source}: an incomplete {schema} run record: missing {', '.join(missing)}")
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: _checked(source, k, v, _RUN_TYPES.get(k)) for k, v in d.items() if k in known}
         unknown = {k: v for k, v in d.items() if k not in known}

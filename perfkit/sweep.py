@@ -11,7 +11,9 @@ out-of-memory state never leak into the next. Two kinds of target:
 The output directory (its layout and reading it: :mod:`perfkit.sweep_record`) is what ``perfkit
 report`` and ``perfkit compare`` read. The manifest and CSV are rewritten after every point, so an interrupted sweep keeps what it measured;
 ``resume=True`` (``--resume``) runs only the points a sweep with the same measurement options in the
-same directory did not finish (complete or out of memory). Before the first point the target is
+same directory did not finish (complete or out of memory); a folder that already holds a sweep, or
+other files, is refused without it or ``overwrite=True`` (``--overwrite``: only what the old sweep
+wrote is removed). Before the first point the target is
 checked without running it: a factory's module must be found and define the callable, a script
 must compile. Each point has a time limit (``DEFAULT_TIMEOUT_S`` unless given).
 With several GPUs (``gpus=["0", "1"]``) one worker thread per GPU pulls points from a shared queue
@@ -138,6 +140,7 @@ class SweepConfig:
     python: str = field(default_factory=lambda: sys.executable)
     command: list[str] = field(default_factory=list)  # how the sweep was invoked, for the manifest
     resume: bool = False  # keep the finished points of the sweep already in out_dir
+    overwrite: bool = False  # replace the sweep already in out_dir (only what it wrote), or write beside other files
 
     @property
     def kind(self) -> str:
@@ -165,6 +168,40 @@ class SweepConfig:
             raise SweepError(f"knee threshold must be a fraction such as 0.10, got {self.knee_threshold}")
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise SweepError("--timeout must be > 0 seconds")
+
+    def check_out_dir(self) -> None:
+        """SweepError when ``out_dir`` holds what this sweep must not replace: a sweep (unless
+        ``resume`` finishes it or ``overwrite`` replaces it), other files (unless ``resume`` or
+        ``overwrite`` says to write beside them), or a sweep's file names that no sweep manifest
+        accounts for (never replaced). Nothing is changed here."""
+        if self.resume and self.overwrite:
+            raise SweepError("--resume keeps the sweep in the output folder, --overwrite replaces it: give one of them")
+        out = Path(self.out_dir)
+        if not out.is_dir():
+            return  # absent (created when the sweep starts), or a file: the writability check says
+        entries = sorted(p.name for p in out.iterdir())
+        if not entries:
+            return
+        if MANIFEST in entries:
+            try:
+                prev = load_sweep(out)
+            except RecordError as e:
+                raise SweepError(f"{out} holds a {MANIFEST} that is not a sweep perfkit can read ({e}); nothing in it "
+                                 "is replaced: move it away or give another -o") from None
+            if self.resume or self.overwrite:
+                return
+            done = sum(p.status in FINISHED for p in prev.points)
+            raise SweepError(f"{out} already holds a sweep of {prev.target} ({done} of {len(prev.points)} points "
+                             f"finished, started {prev.manifest.get('started', '?')}): --resume finishes it, "
+                             "--overwrite replaces it (only the files that sweep wrote), or give another -o")
+        ours = [name for name in (CSV, POINTS) if name in entries]
+        if ours:
+            raise SweepError(f"{out} holds {' and '.join(ours)} but no {MANIFEST}: no sweep accounts for them, so "
+                             "nothing there is replaced; move them away or give another -o")
+        if not (self.resume or self.overwrite):
+            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+            raise SweepError(f"{out} is not empty ({len(entries)} entries: {shown}) and holds no sweep: give "
+                             "--overwrite to write the sweep beside them (they are kept), or another -o")
 
     def check_target(self) -> None:
         """SweepError when the target cannot run, found without running any of its code: a factory's
@@ -378,13 +415,37 @@ def _resumable(cfg: SweepConfig, out: Path) -> tuple[dict[int, PointResult], dic
     return keep, {n: prev.runs[n] for n in keep}, prev.manifest.get("started")
 
 
+def clear_previous(out: Path) -> None:
+    """``--overwrite``: remove what the sweep in ``out`` wrote — its manifest, its table and the
+    record and log of each of its env counts (names this module makes, never paths read from the
+    manifest) — and nothing else."""
+    try:
+        data = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return
+    counts = {p.get("num_envs") for p in data.get("points") or [] if isinstance(p, dict)} | set(data.get("num_envs") or [])
+    for n in counts:
+        if isinstance(n, int) and not isinstance(n, bool):
+            for suffix in (".json", ".log"):
+                (out / POINTS / f"{n}{suffix}").unlink(missing_ok=True)
+    try:
+        (out / POINTS).rmdir()  # only when nothing else is left in it
+    except OSError:
+        pass
+    (out / CSV).unlink(missing_ok=True)
+    (out / MANIFEST).unlink(missing_ok=True)
+
+
 def run_sweep(cfg: SweepConfig, progress: bool = True,
               on_point: Callable[[PointResult, Run | None], None] | None = None) -> Sweep:
     """Run every point (in parallel across ``cfg.gpus``), writing the output directory as it goes.
     Ctrl-C stops the points in flight and raises :class:`SweepInterrupted` once the directory holds
     what finished (resume it with ``cfg.resume``)."""
     cfg.validate()
+    cfg.check_out_dir()
     out = Path(cfg.out_dir)
+    if cfg.overwrite:
+        clear_previous(out)
     out.mkdir(parents=True, exist_ok=True)
     kept, kept_runs, prev_started = _resumable(cfg, out)
     points = {n: kept.get(n) or PointResult(num_envs=n, status="pending") for n in cfg.num_envs}
@@ -475,7 +536,7 @@ def manifest_dict(cfg: SweepConfig, points: list[PointResult], runs: dict[int, R
     done = [runs[p.num_envs] for p in points if p.status == "complete" and p.num_envs in runs]
     knee = find_knee([r.num_envs for r in done], [r.sps for r in done], cfg.knee_threshold)
     machine = next((r.machine for r in done if r.machine), None) or next((r.machine for r in runs.values() if r.machine), {})
-    opts = {k: v for k, v in asdict(cfg).items() if k not in ("target", "num_envs", "out_dir", "command", "python", "resume")}
+    opts = {k: v for k, v in asdict(cfg).items() if k not in ("target", "num_envs", "out_dir", "command", "python", "resume", "overwrite")}
     return {
         "schema": SWEEP_SCHEMA,
         "target": cfg.target,

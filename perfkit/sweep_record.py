@@ -5,7 +5,7 @@ compare`` and scripts read. Layout of a sweep directory::
 
     sweep.json        manifest: target, options, points, knee
     sweep.csv         one row per point (pandas)
-    points/<N>.json   the run record of each point (perfkit.run/1), OOM and failed points included
+    points/<N>.json   the run record of each point (perfkit.run/2), OOM and failed points included
     points/<N>.log    the point's stdout/stderr
 """
 
@@ -76,6 +76,17 @@ class Sweep:
         th = threshold if threshold is not None else self.manifest.get("options", {}).get("knee_threshold", DEFAULT_THRESHOLD)
         done = self.completed()
         return find_knee([r.num_envs for r in done], [r.sps for r in done], th)
+
+    def describe_knee(self) -> str:
+        """The knee in words; when no point completed, why: how many failed, and how."""
+        if not self.completed():
+            ended = [p for p in self.points if p.status not in ("complete", "pending", "skipped")]
+            if ended and len(ended) == len(self.points):
+                from collections import Counter
+
+                how = ", ".join(f"{k} {v}" for k, v in Counter(p.status for p in ended).items())
+                return f"no knee: all {len(ended)} points failed ({how})"
+        return self.knee().describe()
 
     def frame(self):
         return points_frame(self.points, self.runs)

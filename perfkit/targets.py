@@ -34,14 +34,17 @@ def resolve(module: str, dotted: str) -> tuple[Any, str, Any]:
     except ImportError as e:
         raise TargetError(f"cannot import {module!r}: {e}") from None
     parts = dotted.split(".")
+    owner = f"module {module!r}"
     for p in parts[:-1]:
         try:
             obj = getattr(obj, p)
         except AttributeError:
-            raise TargetError(f"{module}:{dotted}: {type(obj).__name__} {p!r} not found") from None
+            raise TargetError(f"{module}:{dotted}: {owner} has no {p!r} (the class or object to find "
+                              f"{'.'.join(parts[parts.index(p) + 1:])!r} on)") from None
+        owner = f"{'class' if isinstance(obj, type) else type(obj).__name__} {p!r}"
     name = parts[-1]
     if not hasattr(obj, name):
-        raise TargetError(f"{module}:{dotted}: no attribute {name!r}")
+        raise TargetError(f"{module}:{dotted}: {owner} has no attribute {name!r}")
     return obj, name, getattr(obj, name)
 
 

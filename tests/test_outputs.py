@@ -158,3 +158,96 @@ def test_export_trace_output_to_a_fifo_and_a_symlink(tmp_path):
     link.symlink_to(tmp_path / "t-real.json")
     assert CliRunner().invoke(main, ["export-trace", str(src), "-o", str(link)]).exit_code == 0
     assert link.is_symlink() and "traceEvents" in json.loads((tmp_path / "t-real.json").read_text())
+
+
+# ---- an output never replaces an input; it is proven writable before anything runs (issue 18, items 3-4)
+
+MARKER_SCRIPT = "import pathlib, sys\npathlib.Path(sys.argv[0]).with_suffix('.ran').write_text('ran')\n"
+
+
+@pytest.fixture
+def marker_script(tmp_path):
+    """A script that leaves ``s.ran`` beside itself when it runs."""
+    script = tmp_path / "s.py"
+    script.write_text(MARKER_SCRIPT)
+    return script
+
+
+def _cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_profile_refuses_an_output_that_is_its_script_before_running_it(tmp_path, marker_script):
+    link = tmp_path / "link.py"
+    link.symlink_to(marker_script.name)
+    data = tmp_path / "data.txt"
+    data.write_text("the script's input")
+    for out, extra in ((marker_script, ()), (link, ()), (data, (data,))):
+        res = _cli("profile", "-q", "-o", out, marker_script, *extra)
+        assert res.exit_code == 2, res.output
+        assert "would replace it" in res.output and "the script was not run" in res.output
+    assert marker_script.read_text() == MARKER_SCRIPT and data.read_text() == "the script's input"
+    assert not (tmp_path / "s.ran").exists()
+
+
+def test_profile_refuses_an_output_that_is_its_module(tmp_path, monkeypatch):
+    pkg = tmp_path / "pk_outmod"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "run.py").write_text("print('ran')\n")
+    monkeypatch.chdir(tmp_path)
+    res = _cli("profile", "-q", "-o", pkg / "run.py", "-m", "pk_outmod.run")
+    assert res.exit_code == 2 and "would replace it" in res.output, res.output
+    assert (pkg / "run.py").read_text() == "print('ran')\n" and "ran" not in res.output
+
+
+def test_export_trace_refuses_to_write_over_its_record(tmp_path):
+    src = RUN.save(tmp_path / "r.json")
+    before = src.read_text()
+    res = _cli("export-trace", src, "-o", src)
+    assert res.exit_code == 2 and "would replace it" in res.output, res.output
+    assert src.read_text() == before
+
+
+def test_report_refuses_to_write_over_a_record_it_reads(tmp_path):
+    out = tmp_path / "rep"
+    out.mkdir()
+    src = RUN.save(out / "report.md")  # a record that happens to sit where the report's Markdown goes
+    before = src.read_text()
+    res = _cli("report", src, "-o", out)
+    assert res.exit_code == 2 and "would replace it" in res.output, res.output
+    assert src.read_text() == before and sorted(p.name for p in out.iterdir()) == ["report.md"]
+
+
+def test_overhead_refuses_outputs_over_its_script_or_each_other(tmp_path, marker_script):
+    res = _cli("overhead", "--json", marker_script, marker_script)
+    assert res.exit_code == 2 and "would replace it" in res.output, res.output
+    same = tmp_path / "o.txt"
+    res = _cli("overhead", "--json", same, "--markdown", same, marker_script)
+    assert res.exit_code == 2 and "name the same file" in res.output, res.output
+    assert marker_script.read_text() == MARKER_SCRIPT and not (tmp_path / "s.ran").exists()
+
+
+def test_an_output_under_proc_is_refused_before_the_script_runs(tmp_path, marker_script):
+    with pytest.raises(OutputError):
+        check_writable("/proc/perfkit-test/run.json")
+    with pytest.raises(OutputError):
+        check_writable("/proc/perfkit-test.json")
+    res = _cli("profile", "-q", "-o", "/proc/perfkit-test/run.json", marker_script)
+    assert res.exit_code == 2 and "cannot write /proc/perfkit-test/run.json" in res.output, res.output
+    assert not (tmp_path / "s.ran").exists()
+
+
+def test_check_writable_probes_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    import perfkit.outputs as outputs
+
+    made = []
+    real_probe = outputs._probe
+    monkeypatch.setattr(outputs, "_probe", lambda folder: (made.append(folder.is_dir()), real_probe(folder)))
+    target = tmp_path / "new" / "deeper" / "run.json"
+    check_writable(target)
+    assert made == [True]  # the folder was created and a file written in it ...
+    assert list(tmp_path.iterdir()) == []  # ... and both removed: a refused command leaves nothing
+    (tmp_path / "old.json").write_text("kept")
+    check_writable(tmp_path / "old.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"] and (tmp_path / "old.json").read_text() == "kept"

@@ -46,9 +46,14 @@ class Knee:
             low = [g for _, _, g in self.gains if g < self.threshold]
             if not low:
                 return f"no knee up to {self.gains[-1][1]} envs: every doubling still gains at least {pct}"
+            worst = min(low)
+            earlier = (f"an earlier one lost {-worst:.1%} of throughput" if worst < 0
+                       else f"an earlier one gained only {worst:+.1%}")
             return (f"no knee up to {self.gains[-1][1]} envs: the last doubling still gains {last:+.1%} "
-                    f"(at least {pct}), though an earlier one gained only {min(low):+.1%}")
-        return f"knee at {self.num_envs} envs ({self.sps:,.0f} SPS): doubling past it gains less than {pct}"
+                    f"(at least {pct}), though {earlier}")
+        worst = min(g for n0, _, g in self.gains if n0 >= self.num_envs)
+        falls = f"; throughput falls past it (down to {worst:+.1%} per doubling)" if worst < 0 else ""
+        return f"knee at {self.num_envs} envs ({self.sps:,.0f} SPS): doubling past it gains less than {pct}{falls}"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -84,7 +84,7 @@ class Report:
 # ---- inputs -------------------------------------------------------------------------------------
 
 def load_inputs(paths: Sequence[str | os.PathLike]) -> list[Item]:
-    """Each path: a run record (perfkit.run/1), or a sweep directory / manifest (perfkit.sweep/1).
+    """Each path: a run record (perfkit.run/2 or /1), or a sweep directory / manifest (perfkit.sweep/1).
     Raises RecordError naming the file that could not be read."""
     items: list[Item] = []
     for p in paths:
@@ -214,6 +214,9 @@ def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
         v = src.get("max_episode_steps", src.get("horizon"))
     if key == "gpu_memory_bytes":
         return fmt_bytes(v)
+    if key == "device" and isinstance(v, str) and v.lower() == "cpu":
+        cpu = rep.machine.get("cpu")
+        return f"none: a CPU run{f' ({cpu})' if cpu else ''}"  # machine.describe's "cpu" is no GPU's name
     if key == "rendering" and v is None:
         return "off (not recorded)"
     if isinstance(v, float):
@@ -308,7 +311,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
             elif p.status not in ("pending", "skipped"):
                 failed.append((p.num_envs, p.status))
         rep.sweeps.append({"label": it.label, "command": sw.manifest.get("command") or [],
-                           "knee": knee.describe(), "columns": cols, "rows": rows, "source": it.source})
+                           "knee": sw.describe_knee(), "columns": cols, "rows": rows, "source": it.source})
         sps_series.append({"label": sw.short_label, "num_envs": ns, "sps": sps, "physics_sps": phys,
                            "memory_bytes": mem, "memory_kind": mem_kind or "memory", "failed": failed, "knee": knee})
 
@@ -334,10 +337,14 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         rep.notes.append("'(CPU tensor)': caught on a CPU tensor; the same call syncs when the tensor is on the GPU")
     rep.findings_columns = (["run"] if len(items) > 1 else []) + ["kind", "op", "site", "function", "segment",
                                                                   "per step", "est. ms/step", "fix", "code"]
+    # a run with no detected step has counts over the run, and no per-step rate or price
+    stepless = {id(f) for it in items if it.run is not None and not it.run.steps for f in it.run.findings}
     for label, f in found[:TOP_FINDINGS]:
         row = [label] if len(items) > 1 else []
+        rate, price = ((f"{f.count:,} in the run (no step detected)", "-") if id(f) in stepless
+                       else (fmt_num(float(f.per_step)), fmt_num(f.est_ms_per_step)))
         row += [f.kind + (" (CPU tensor)" if f.would_sync_on_gpu else ""), f.op, f.site, f.function, f.segment,
-                fmt_num(float(f.per_step)), fmt_num(f.est_ms_per_step), f.message, f.code]
+                rate, price, f.message, f.code]
         rep.findings_rows.append(row)
 
     # what if: each priced run's fixes in order, with where each price comes from
@@ -370,7 +377,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
                "Mean time per steady-state step in each training-loop segment (GPU time where CUDA events were "
                "taken, CPU time otherwise)."),
         Figure("step_times.png", "Step-time distribution",
-               "Steady-state step times: box p25-p75, whiskers p1-p99, red tick p99."),
+               "Steady-state step times in ms: box p25-p75, whiskers p1-p99, red tick p99."),
         Figure("findings.png", "Top findings",
                "Sites that make the GPU wait, by estimated cost per step (or by occurrences per step when the "
                "machine's costs were not probed)."),

@@ -30,14 +30,12 @@ def export_trace(run_path, out_path, steps):
     Every step in the record's timeline is exported (or the --steps range). Runs recorded without a
     timeline get one span per steady-state step from their step times.
     """
-    from perfkit.outputs import OutputError, check_writable, describe_error
+    from perfkit.cli.paths import check_output
+    from perfkit.outputs import describe_error
     from perfkit.record import RecordError, Run
     from perfkit.renderers.perfetto import TraceError, write_trace
 
-    try:
-        check_writable(out_path)
-    except OutputError as e:
-        raise BadInput(describe_error(out_path, e)) from None
+    check_output(out_path, inputs=[run_path])
     try:
         run = Run.load(run_path)
         path, n, covered = write_trace(run, out_path, steps)

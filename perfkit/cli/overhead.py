@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from perfkit.cli.errors import BadInput
+from perfkit.cli.program_args import ProgramCommand
 
 
 def _threshold(ctx, param, value):
@@ -23,7 +24,8 @@ def _threshold(ctx, param, value):
 
 @click.command(
     "overhead",
-    context_settings=dict(ignore_unknown_options=True, allow_interspersed_args=False, help_option_names=["-h", "--help"]),
+    cls=ProgramCommand,  # options end where the script starts; a misspelled one is click's "No such option"
+    context_settings=dict(allow_interspersed_args=False, help_option_names=["-h", "--help"]),
 )
 @click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True,
               help="Interleaved rounds; each runs every arm once, the order rotating by round.")
@@ -86,7 +88,7 @@ def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, p
 
     from perfkit.cli.requires import require
     from perfkit.overhead import DEFAULT_METRIC, OverheadError, Target, check_arms, check_gates, compile_metric, markdown, measure, table
-    from perfkit.outputs import OutputError, check_writable, describe_error, resolve, write_text
+    from perfkit.outputs import describe_error, resolve, write_text
     from perfkit.runner import TargetError, check_target
 
     args = list(target_and_args)
@@ -116,14 +118,14 @@ def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, p
         check_target(target, module is not None)
     except TargetError as e:
         raise BadInput(str(e)) from None
+    from perfkit.cli.paths import check_output, distinct_outputs, program_inputs
+
+    distinct_outputs({"--json": json_path, "--markdown": md_path})
     outputs = {}
     for opt, path in (("--json", json_path), ("--markdown", md_path)):
         if path:
             p = resolve(path)
-            try:
-                check_writable(p)
-            except OutputError as e:
-                raise BadInput(f"{describe_error(path, e)} (nothing was run)") from None
+            check_output(p, path, program_inputs(target, args, module is not None), what=opt, note=" (nothing was run)")
             outputs[opt] = (path, p)
 
     import json

@@ -75,14 +75,13 @@ def probe(output, quick, only, refresh):
 
     from perfkit.cli.errors import BadInput
     from perfkit.costs_profile import ProfileError, cache_path, get_profile, save_profile
-    from perfkit.outputs import OutputError, check_writable, describe_error
+    from perfkit.outputs import describe_error
     from perfkit.probes import PROBES
 
     if output:
-        try:
-            check_writable(output)  # before minutes of probing
-        except OutputError as e:
-            raise BadInput(describe_error(output, e)) from None
+        from perfkit.cli.paths import check_output
+
+        check_output(output)  # before minutes of probing
 
     console = Console(stderr=False)
     err = Console(stderr=True)

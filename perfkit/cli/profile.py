@@ -5,11 +5,13 @@ from __future__ import annotations
 import click
 
 from perfkit.cli.errors import BadInput
+from perfkit.cli.program_args import ProgramCommand
 
 
 @click.command(
     "profile",
-    context_settings=dict(ignore_unknown_options=True, allow_interspersed_args=False, help_option_names=["-h", "--help"]),
+    cls=ProgramCommand,  # options end where the script starts; a misspelled one is click's "No such option"
+    context_settings=dict(allow_interspersed_args=False, help_option_names=["-h", "--help"]),
 )
 @click.option("-o", "--output", "output", default="runs/latest.json", show_default=True, metavar="PATH",
               help="Where to write the run record (perfkit.run/2 JSON); relative to the directory perfkit was started in. "
@@ -50,7 +52,7 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
     require("profile", "torch", "numpy", *(() if quiet else ("rich",)))
 
     from perfkit import config as config_mod
-    from perfkit.outputs import OutputError, check_writable, describe_error, resolve
+    from perfkit.outputs import resolve
     from perfkit.runner import TargetError, run
 
     try:
@@ -66,10 +68,9 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
     if launch["world_size"] > 1:  # one process per rank (torchrun): each writes its own record
         output = str(rank_record_path(output, launch["rank"]))
     out_path = resolve(output)
-    try:
-        check_writable(out_path)
-    except OutputError as e:
-        raise BadInput(f"{describe_error(output, e)} (the script was not run)") from None
+    from perfkit.cli.paths import check_output, program_inputs
+
+    check_output(out_path, output, program_inputs(target, args, module is not None), note=" (the script was not run)")
     if launch["world_size"] > 1 and launch["rank"] == 0:
         click.echo(f"perfkit: {launch['world_size']} ranks: each writes its own record ({output} here); "
                    "rank 0 prints the summary, every rank one line; merge them with perfkit report", err=True)

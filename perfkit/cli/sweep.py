@@ -19,7 +19,19 @@ def _threshold(ctx, param, value):
         raise click.BadParameter(str(e)) from None
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+class SweepCommand(click.Command):
+    """Options anywhere before ``--``; an unknown one is click's "No such option ... Did you mean",
+    reminding that a script target's own arguments go after ``--``."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            raise click.UsageError(f"{e.format_message()} (a script target's own arguments go after `--`)",
+                                   ctx=e.ctx) from None
+
+
+@click.command(cls=SweepCommand)
 @click.argument("target")
 @click.option("--num-envs", "num_envs_spec", default="256..32768", show_default=True,
               help="Env counts: START..END doubles (START..ENDxF grows by F), or a list A,B,C.")
@@ -52,10 +64,14 @@ def _threshold(ctx, param, value):
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @click.option("--resume", is_flag=True,
               help="Keep the finished points (complete or out of memory) of the sweep already in --out, run the rest.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace the sweep already in --out (only the files it wrote are removed), or write into a "
+                   "folder that holds other files. Without it or --resume such a folder is refused.")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def sweep(ctx, target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, warmup_steps, max_seconds, actions, seed,
-          gpus, timeout_s, budget_s, session_steps, knee_threshold, report_dir, progress, resume, script_args):
+          gpus, timeout_s, budget_s, session_steps, knee_threshold, report_dir, progress, resume, overwrite,
+          script_args):
     """Measure TARGET's throughput at each env count, each point in a fresh subprocess.
 
     TARGET is an env factory MODULE:CALLABLE, called with num_envs=N (e.g. perfkit.envs:make_env
@@ -68,7 +84,7 @@ def sweep(ctx, target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, 
     from perfkit.cli.requires import require
 
     require("sweep", "torch", "numpy", "pandas", "rich", *(("tqdm",) if progress else ()))
-    from perfkit.outputs import OutputError, check_writable, describe_error
+    from perfkit.outputs import describe_error
     from perfkit.sweep import (SweepConfig, SweepError, SweepInterrupted, is_script_target, parse_env_kwargs,
                                parse_num_envs, run_sweep)
 
@@ -93,21 +109,23 @@ def sweep(ctx, target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, 
             actions=actions, seed=seed, env_kwargs=kwargs, num_envs_arg=num_envs_arg,
             script_args=list(script_args), gpus=gpu_list, timeout_s=timeout_s or None, max_seconds=max_seconds,
             session_steps=session_steps, knee_threshold=knee_threshold, budget_s=budget_s, resume=resume,
+            overwrite=overwrite,
         )
         cfg.command = canonical_command(cfg, num_envs_spec)
         cfg.validate()
     except SweepError as e:
         raise click.UsageError(str(e)) from None
-    for path, shown in ((Path(out_dir) / "sweep.json", out_dir), *(((Path(report_dir) / "index.html", report_dir),)
-                                                                   if report_dir else ())):
-        try:
-            check_writable(path)
-        except OutputError as e:
-            raise BadInput(describe_error(shown, e)) from None
     try:
+        cfg.check_out_dir()  # an earlier sweep, or the user's own files, are never silently replaced
         cfg.check_target()  # before the first point: nothing of the target runs
     except SweepError as e:
         raise BadInput(str(e)) from None
+    from perfkit.cli.paths import check_output
+
+    script = [cfg.target] if is_script_target(cfg.target) else []
+    check_output(Path(out_dir) / "sweep.json", out_dir, script)
+    if report_dir:
+        check_output(Path(report_dir) / "index.html", report_dir, script, what="--report")
 
     try:
         result = run_sweep(cfg, progress=progress)
@@ -205,5 +223,5 @@ def _print_summary(result) -> None:
         if p.status not in ("complete", "pending"):
             console.print(f"n={p.num_envs} {p.status}: {p.error or 'no reason recorded'}"
                           + (f" (log: {result.dir / p.log})" if p.log else ""), markup=False, soft_wrap=True)
-    console.print(result.knee().describe(), markup=False)
+    console.print(result.describe_knee(), markup=False)
     console.print(f"wrote {result.dir}/sweep.json, sweep.csv, points/", markup=False)

@@ -215,7 +215,9 @@ def install_step_fn(patcher: Patcher, spec: str) -> None:
         targets.cwd_on_path()
         owner, name, value = targets.resolve(mod, dotted)
     except targets.TargetError as e:
-        raise ValueError(str(e) if "must look like" in str(e) else f"--step-fn {spec}: {e}") from None
+        msg = str(e)
+        raise ValueError(msg if "must look like" in msg else f"--step-fn {msg}" if msg.startswith(f"{spec}: ")
+                         else f"--step-fn {spec}: {msg}") from None
     if not callable(value):
         raise ValueError(f"--step-fn {spec}: {type(value).__name__} is not callable")
     raw = vars(owner).get(name, value) if isinstance(owner, type) else value

@@ -80,9 +80,13 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                           f"configure or subclass the library, or report it upstream)[/]")
             for f in group:
                 extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
-                cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
+                if run.steps:
+                    cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
+                    rate = f"{_fmt(f.per_step)}/step{cost}"
+                else:  # no step: a count over the run, and no per-step rate or price to divide it into
+                    rate = f"{f.count}x in the run [dim](no step detected: no per-step rate)[/]"
                 con.print(f"    [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
-                          f" {escape('[' + f.segment + ']')}  {_fmt(f.per_step)}/step{cost}{extra}")
+                          f" {escape('[' + f.segment + ']')}  {rate}{extra}")
                 if f.code:
                     con.print(f"           [dim]{escape(f.code)}[/]")
                 if len(f.chain) > 1:

@@ -2,6 +2,10 @@
 
 User-controlled strings are escaped for Markdown *and* for the HTML a Markdown renderer passes
 through: ``<script>`` in a path shows as text, a ``|`` in a message does not split a table cell.
+Only what needs it is escaped, so the file reads as it renders: ``<`` (the one character that
+starts HTML), an ``&`` that would read as an entity, and Markdown's own punctuation (backslashed);
+``->`` stays ``->``. Text between backticks in perfkit's own sentences (``use `masked_fill_```) is
+inline code, as it was written, never a backslash-escaped backtick.
 """
 
 from __future__ import annotations
@@ -10,27 +14,47 @@ import re
 from pathlib import Path
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]#|~])")
+_ENTITY_LIKE = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
 def esc(text: object) -> str:
-    s = str(text)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _ENTITY_LIKE.sub("&amp;", str(text))
+    s = s.replace("<", "&lt;")  # `>` alone starts nothing: `->` stays as written
     s = _MD_SPECIAL.sub(r"\\\1", s)
-    return s.replace("\r", " ").replace("\n", " ")
-
-
-def code(text: object) -> str:
-    """Inline code that survives any content: HTML-escaped inside <code>, pipes escaped for tables."""
-    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "&#124;")
     s = s.replace("\r", " ").replace("\n", " ")
-    return f"<code>{s}</code>" if s else ""
+    return "\\" + s if s.startswith(">") else s  # not a quote at the start of a line
+
+
+def code(text: object, cell: bool = False) -> str:
+    """Inline code that shows any content as written (a code span: nothing in it is Markdown or
+    HTML); ``cell``: inside a table, where a ``|`` must be backslash-escaped."""
+    s = str(text).replace("\r", " ").replace("\n", " ")
+    if not s.strip():
+        return ""
+    if cell:
+        s = s.replace("|", "\\|")
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s[0] in "` " or s[-1] in "` " else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def prose(text: object, cell: bool = False) -> str:
+    """A sentence of perfkit's, escaped like :func:`esc`, its `backticked` parts as inline code."""
+    s = str(text)
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(s):
+        out += [esc(s[at:m.start()]), code(m.group(1), cell)]
+        at = m.end()
+    out.append(esc(s[at:]))
+    return "".join(out)
 
 
 def table(columns: list[str], rows: list[list[str]], first_col_header: bool = False) -> list[str]:
     out = ["| " + " | ".join(esc(c) for c in columns) + " |",
            "|" + "|".join("---" if i == 0 else "---:" for i in range(len(columns))) + "|"]
     for row in rows:
-        cells = [f"**{esc(v)}**" if (first_col_header and i == 0) else esc(v) for i, v in enumerate(row)]
+        cells = [f"**{esc(v)}**" if (first_col_header and i == 0) else prose(v, cell=True) for i, v in enumerate(row)]
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -42,7 +66,7 @@ def render(report) -> str:
     if report.command:
         lines += ["```", " ".join(str(c).replace("```", "'''") for c in report.command), "```", ""]
     for n in report.notes:
-        lines.append(f"> {esc(n)}")
+        lines.append(f"> {prose(n)}")
     if report.notes:
         lines.append("")
     lines += ["## Hardware and software", ""]
@@ -60,7 +84,7 @@ def render(report) -> str:
         lines += [f"## Data-parallel job: {esc(job['label'])}", ""]
         lines += [esc(h) for h in job["headline"]] + [""]
         for n in job["notes"]:
-            lines.append(f"> {esc(n)}")
+            lines.append(f"> {prose(n)}")
         if job["notes"]:
             lines.append("")
         lines += table(job["columns"], job["rows"]) + [""]
@@ -79,7 +103,7 @@ def render(report) -> str:
     if report.figures:
         lines += ["## Plots", ""]
         for fig in report.figures:
-            lines += [f"### {esc(fig.title)}", "", f"![{esc(fig.title)}]({fig.name})", "", esc(fig.caption), ""]
+            lines += [f"### {esc(fig.title)}", "", f"![{esc(fig.title)}]({fig.name})", "", prose(fig.caption), ""]
     lines += ["## Findings", ""]
     if report.findings_rows:
         lines += [f"{len(report.findings_rows)} costliest of {report.findings_total}.", ""]
@@ -90,16 +114,16 @@ def render(report) -> str:
         out[0] = out[0] + " code |"
         out[1] = out[1] + "---|"
         for i, r in enumerate(rows):
-            out[2 + i] = out[2 + i] + f" {code(r[-1])} |"
+            out[2 + i] = out[2 + i] + f" {code(r[-1], cell=True)} |"
         lines += out
     else:
         lines.append("No findings recorded.")
     lines.append("")
     for wi in report.what_if:
-        lines += [f"## What if: {esc(wi['label'])}", "", esc(wi["summary"]), ""]
+        lines += [f"## What if: {esc(wi['label'])}", "", prose(wi["summary"]), ""]
         lines += table(wi["columns"], wi["rows"])
         lines.append("")
-        lines += [f"* {esc(n)}" for n in wi["notes"]]
+        lines += [f"* {prose(n)}" for n in wi["notes"]]
         lines.append("")
     return "\n".join(lines)
 

@@ -139,18 +139,25 @@ def sps_memory_vs_envs(series: Sequence[dict], path: str | Path):
         ax.minorticks_off()
         ax.set_xlabel("num_envs")
         ax.grid(alpha=0.3)
-    ax_sps.set_yscale("log")
-    ax_sps.set_ylabel("steps / s (log)")
+    if any(s["num_envs"] for s in series):
+        ax_sps.set_yscale("log")
+        ax_sps.set_ylabel("steps / s (log)")
+    else:  # every point failed: nothing to put on a log axis
+        failed = sum(len(s.get("failed", [])) for s in series)
+        ax_sps.set_ylabel("steps / s")
+        ax_sps.set_yticks([])
+        ax_sps.text(0.5, 0.5, f"all {failed} points failed", ha="center", va="center", transform=ax_sps.transAxes)
     thr = next((s["knee"].threshold for s in series if s.get("knee") is not None), None)
     ax_sps.set_title("Throughput vs num_envs" + (f" (knee: doubling gains < {thr:.0%})" if thr else ""), fontsize=10, loc="left")
-    ax_sps.legend(fontsize=7, loc="upper left", frameon=False)
+    if ax_sps.get_legend_handles_labels()[0]:
+        ax_sps.legend(fontsize=7, loc="upper left", frameon=False)
     kind = mem_kinds.pop() if len(mem_kinds) == 1 else "memory"
     ax_mem.set_ylabel(f"{kind} (GiB)")
     mem_top = max((max(ln.get_ydata()) for ln in ax_mem.lines), default=0)
     ax_mem.set_ylim(0, mem_top * 1.15 if mem_top > 0 else 1)
     ax_mem.ticklabel_format(axis="y", useOffset=False, style="plain")
     ax_mem.set_title("Memory vs num_envs", fontsize=10, loc="left")
-    if ax_mem.lines:
+    if ax_mem.get_legend_handles_labels()[0]:  # (a failed point's band is a line without a label)
         ax_mem.legend(fontsize=7, loc="upper left", frameon=False)
     else:
         ax_mem.text(0.5, 0.5, "no memory measured", ha="center", va="center", transform=ax_mem.transAxes)
@@ -184,7 +191,7 @@ def step_time_distribution(series: Sequence[tuple[str, Sequence[float]]], path: 
     for i, st in enumerate(stats, start=1):
         p50, p99 = st["med"], st["whishi"]
         ax.plot([p99], [i], marker="|", ms=14, color="#C44E52")
-        ax.annotate(f"p50 {p50:.3g}\np99 {p99:.3g} ms", (1.0, i), xycoords=("axes fraction", "data"), xytext=(6, 0),
+        ax.annotate(f"p50 {p50:.3g} ms\np99 {p99:.3g} ms", (1.0, i), xycoords=("axes fraction", "data"), xytext=(6, 0),
                     textcoords="offset points", va="center", ha="left", fontsize=7)
     ax.set_yticks(range(1, len(series) + 1), [plain(label) for label, _ in series], fontsize=8)
     ax.invert_yaxis()
@@ -198,7 +205,8 @@ def step_time_distribution(series: Sequence[tuple[str, Sequence[float]]], path: 
         ax.xaxis.set_major_formatter(StrMethodFormatter("{x:g}"))
         ax.xaxis.set_minor_formatter(StrMethodFormatter(""))
     ax.set_xlim(right=hi * (1.3 if ax.get_xscale() == "log" else 1.05))
-    ax.set_xlabel("ms per step (box: p25-p75, whiskers: p1-p99, red tick: p99)")
+    ax.set_xlabel("step time (ms)" + (", log scale" if ax.get_xscale() == "log" else "")
+                  + "  -  box: p25-p75, whiskers: p1-p99, red tick: p99")
     ax.set_title(title, fontsize=10, loc="left")
     ax.grid(axis="x", alpha=0.3)
     return _save(fig, path)

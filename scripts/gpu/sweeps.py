@@ -96,11 +96,11 @@ def main() -> int:
         sweep_cmd = ["perfkit", "sweep", "perfkit.envs:make_env", "--env-kwarg", f"name={env}", "--env-kwarg",
                      f"backend={a.backend}", "--num-envs", a.num_envs, "--steps", str(a.steps), "--warmup-steps",
                      str(a.warmup_steps), "--max-seconds", str(a.max_seconds), "--session-steps", str(a.session_steps),
-                     "--timeout", str(a.per_point_timeout), "--budget", f"{budget:.0f}", "-o", str(d)]
+                     "--timeout", str(a.per_point_timeout), "--budget", f"{budget:.0f}", "-o", str(d), "--overwrite"]
         cfg = SweepConfig(target="perfkit.envs:make_env", num_envs=parse_num_envs(a.num_envs), out_dir=d,
                           steps=a.steps, warmup_steps=a.warmup_steps, env_kwargs={"name": env, "backend": a.backend},
                           max_seconds=a.max_seconds, session_steps=a.session_steps, timeout_s=a.per_point_timeout,
-                          budget_s=budget,
+                          budget_s=budget, overwrite=True,  # a sweep left by an earlier run is replaced
                           gpus=[g for g in a.gpus.split(",")] if a.gpus else None,
                           command=sweep_cmd)
         t0 = time.perf_counter()

@@ -117,3 +117,9 @@ def test_overhead_needs_torch_for_its_arms(script):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run([PY, "-c", code, "overhead", str(script)], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 2 and p.stderr.strip() == "Error: perfkit overhead needs torch (pip install torch)"
+
+
+def test_a_misspelled_option_is_no_such_option(script):
+    res = cli("--round", "2", script)
+    assert res.exit_code == 2 and "No such option" in res.output and "--rounds" in res.output, res.output
+    assert "no such script" not in res.output

@@ -122,3 +122,40 @@ def test_help_lists_the_options():
     assert r.exit_code == 0
     for opt in ("--max-syncs-per-step", "--max-allocs-per-step", "--verify", "--step-fn", "-m", "-o"):
         assert opt in r.output
+
+
+def test_a_misspelled_option_is_no_such_option_and_the_scripts_options_pass_unchanged(tmp_path):
+    """issue 18 item 7: before the script, every option is perfkit's (a typo is click's 'No such option
+    ... Did you mean'); from the script on, every argument is the script's, options included."""
+    out = tmp_path / "r.json"
+    r = invoke(["--max-sync-per-step", "0", "-o", str(out), script("exits.py"), "ok"])
+    assert r.exit_code == 2, r.output
+    assert "No such option" in r.output and "--max-syncs-per-step" in r.output and "no such script" not in r.output
+    assert not out.exists()
+    r = invoke(["-q", "-o", str(out), "--warmup-steps", "1", script("exits.py"), "ok", "--num-envs", "4",
+                "--max-sync-per-step", "-o", "x", "--", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "argv ['ok', '--num-envs', '4', '--max-sync-per-step', '-o', 'x', '--', '-q']" in r.output
+    r = invoke(["-qo", str(out), "--", script("exits.py"), "ok", "--help"])  # a short cluster, and `--`
+    assert r.exit_code == 0 and "argv ['ok', '--help']" in r.output, r.output
+
+
+def test_a_step_fn_whose_class_is_missing_says_so(tmp_path):
+    """issue 18 item 9: the module is there, the class is not: not "module 'Nope' not found"."""
+    out = tmp_path / "r.json"
+    r = invoke(["-q", "-o", str(out), "--step-fn", "no_num_envs:Nope.step", script("no_num_envs.py")], cwd=SCRIPTS)
+    assert r.exit_code == 2, r.output
+    assert "module 'no_num_envs' has no 'Nope'" in r.output and "not found" not in r.output
+    r = invoke(["-q", "-o", str(out), "--step-fn", "no_num_envs:Sim.advance", script("no_num_envs.py")], cwd=SCRIPTS)
+    assert r.exit_code == 2 and "class 'Sim' has no attribute 'advance'" in r.output, r.output
+
+
+def test_findings_of_a_run_without_a_step_show_their_count_not_zero_per_step(tmp_path):
+    """issue 18 item 9: a sync that ran 200 times in a run with no detected step is not `0/step ~0 ms/step`."""
+    s = tmp_path / "nostep.py"
+    s.write_text("import torch\nx = torch.zeros(4)\nfor _ in range(200):\n    x.sum().item()\n")
+    r = invoke(["-o", str(tmp_path / "r.json"), str(s)])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())  # the console folds long lines
+    assert "nostep.py:4 .item() in <module>() [other] 200x in the run (no step detected" in text
+    assert "0/step" not in text and "~0 ms/step" not in text

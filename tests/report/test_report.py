@@ -39,7 +39,7 @@ def test_two_runs_side_by_side(train_runs, tmp_path):
     rows = [line for line in md.splitlines() if line.startswith("| train\\_naive.py | loop") or
             line.startswith("| train\\_naive.py | sync") or line.startswith("| train\\_naive.py | alloc")]
     assert [r.split(" | ")[1] for r in rows] == ["loop", "sync", "alloc"]
-    assert "examples/train\\_naive.py:42" in md and "<code>mean_r = reward.mean().item()</code>" in md
+    assert "examples/train\\_naive.py:42" in md and "`mean_r = reward.mean().item()`" in md
 
 
 def test_html_renders_in_chromium_with_every_image_loaded(train_runs, tmp_path):
@@ -78,10 +78,14 @@ def test_every_user_string_is_escaped(tmp_path):
     # a fenced block shows its content as text (the command line at the top); everything else is escaped
     fenced = re.findall(r"^```\n(.*?)\n```$", md, re.S | re.M)
     assert len(fenced) == 1 and "<script>alert('path')" in fenced[0]
-    outside = re.sub(r"^```\n.*?\n```$", "", md, flags=re.S | re.M)
-    for raw in ("<script>", "<img", "<iframe", "<b>"):
-        assert raw not in outside, raw
-    assert "&lt;script&gt;alert('message')&lt;/script&gt;" in md
+    # as a Markdown renderer that passes HTML through shows it: every user string is text, no tag is live
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").enable("table").render(md)
+    for raw in ("<script", "<img src=x", "<iframe", "<b>"):  # (the plots are <img src="...png">)
+        assert raw not in rendered, raw
+    assert "&lt;script>alert('message')&lt;/script>" in md
+    assert "<code>x = '&lt;img src=x onerror=alert(1)&gt;' | `y` $z$</code>" in rendered  # the code cell, whole
     seen = load_in_chromium(out / "index.html", tmp_path)
     assert seen["errors"] == [] and seen["scripts"] == 1
     assert len(seen["images"]) == 3 and all(i["loaded"] for i in seen["images"])
@@ -139,6 +143,10 @@ def test_sweep_report_marks_the_knee_and_oom(tmp_path, train_runs):
     ("{not json", "not JSON"),
     (json.dumps({"schema": "perfkit.run/99", "steps": 1}), "schema 'perfkit.run/99'"),
     (json.dumps([1, 2]), "not a perfkit run record"),
+    # issue 18 item 9: a schema line alone is no run (it rendered as a complete one, all zeros)
+    (json.dumps({"schema": "perfkit.run/2"}), "an incomplete perfkit.run/2 run record: missing command, steps, num_envs"),
+    (json.dumps({"schema": "perfkit.run/2", "command": ["x.py"], "steps": 3, "num_envs": None, "wall_s": 1.0,
+                 "warmup_s": 0.0, "sps": 3.0, "step_ms": {}, "segments": {}, "findings": []}), "missing machine"),
 ])
 def test_bad_inputs_exit_2_naming_the_file(tmp_path, train_runs, content, message):
     bad = tmp_path / "bad<run>.json"
@@ -186,3 +194,76 @@ def test_a_site_found_at_every_sweep_point_is_listed_once(tmp_path):
     rows = [line for line in md.splitlines() if "| torch.zeros |" in line]
     assert len(rows) == 1, rows
     assert "1 costliest of 1." in md
+
+
+def test_markdown_reads_as_it_renders_and_says_what_a_cpu_run_ran_on(tmp_path):
+    """issue 18 item 9: no `**GPU** | cpu`, no `-&gt;`, no backslash-escaped backticks in report.md."""
+    from markdown_it import MarkdownIt
+
+    finding = Finding(kind="sync", op=".nonzero()", path="env.py", line=7, function="<module>", segment="reward",
+                      count=20, per_step=1.0, message="index with the boolean mask -> use `masked_fill_` instead")
+    run = make_run("cpu_train.py", findings=[finding])
+    run.machine = {"device": "cpu", "cpu": "x86_64", "torch": "2.13.0"}
+    out = tmp_path / "rep"
+    res = report(run.save(tmp_path / "run.json"), "-o", out)
+    assert res.exit_code == 0, res.output
+    md = (out / "report.md").read_text()
+    assert "| **GPU** | cpu |" not in md and "| **GPU** | none: a CPU run (x86\\_64) |" in md
+    assert "&gt;" not in md and "\\`" not in md
+    assert "index with the boolean mask -> use `masked_fill_` instead" in md
+    rendered = MarkdownIt("commonmark").enable("table").render(md)
+    assert "use <code>masked_fill_</code> instead" in rendered and "&lt;module&gt;</td>" in rendered
+
+
+def test_a_run_without_a_detected_step_shows_counts_not_zero_rates(tmp_path):
+    finding = Finding(kind="sync", op=".item()", path="s.py", line=4, function="<module>", count=200, per_step=0.0,
+                      est_ms_per_step=0.0)
+    run = Run(command=["s.py"], steps=0, findings=[finding], machine={"device": "cpu"})
+    out = tmp_path / "rep"
+    res = report(run.save(tmp_path / "run.json"), "-o", out)
+    assert res.exit_code == 0, res.output
+    row = next(line for line in (out / "report.md").read_text().splitlines() if line.startswith("| sync"))
+    assert "200 in the run (no step detected)" in row and "| 0 |" not in row
+
+
+def test_step_time_plot_names_its_unit(tmp_path, monkeypatch):
+    from perfkit.renderers import plots
+
+    figs = []
+    real_save = plots._save
+    monkeypatch.setattr(plots, "_save", lambda fig, path: (figs.append(fig), real_save(fig, path))[1])
+    for times in ([3.0, 3.5, 4.0] * 20, [0.5] * 50 + [300.0] * 5):  # a linear axis, then a log one
+        plots.step_time_distribution([("train.py", times)], tmp_path / "st.png")
+        ax = figs[-1].axes[0]
+        assert ax.get_xlabel().startswith("step time (ms)")
+        notes = [t.get_text() for t in ax.texts]
+        assert notes and all(line.endswith(" ms") for t in notes for line in t.splitlines())
+
+
+def test_a_sweep_whose_points_all_failed_renders_without_warnings(tmp_path):
+    import warnings
+
+    out = tmp_path / "sweep"
+    (out / "points").mkdir(parents=True)
+    cfg = SweepConfig(target="perfkit.envs:make_env", num_envs=[256, 512], out_dir=out)
+    points, runs = [], {}
+    for n, status in ((256, "error"), (512, "oom")):
+        run = Run(command=["x"], num_envs=n, status=status)
+        run.save(out / "points" / f"{n}.json")
+        points.append(PointResult(num_envs=n, status=status, record=f"points/{n}.json", error="boom"))
+        runs[n] = run
+    write_outputs(cfg, points, runs, "2026-12-01T00:00:00+00:00")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = report(out, "-o", tmp_path / "rep")
+    assert res.exit_code == 0, res.output
+    assert [str(w.message) for w in caught] == []
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "no knee: all 2 points failed (error 1, oom 1)" in md and (tmp_path / "rep" / "sps_memory.png").exists()
+
+
+def test_help_names_the_schema_this_perfkit_writes():
+    from perfkit.record import SCHEMA
+
+    res = CliRunner().invoke(main, ["report", "--help"])
+    assert res.exit_code == 0 and f"run records ({SCHEMA};" in " ".join(res.output.split()), res.output

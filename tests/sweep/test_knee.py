@@ -86,3 +86,14 @@ def test_no_knee_message_is_true_when_an_earlier_doubling_gained_little():
     assert "no knee up to 1024 envs" in msg and "+12.1%" in msg and "+5.9%" in msg
     linear = find_knee([256, 512, 1024], [100.0, 200.0, 400.0]).describe()
     assert "every doubling still gains at least 10%" in linear
+
+
+def test_a_loss_reads_as_a_loss():
+    """issue 18 item 9: never "gained only -22.5 %"."""
+    # +50 %, -22.5 %, +30 %: no knee (the last doubling gains), and the dip is a loss
+    knee = find_knee([256, 512, 1024, 2048], [100.0, 150.0, 150.0 * 0.775, 150.0 * 0.775 * 1.3])
+    msg = knee.describe()
+    assert knee.num_envs is None and "lost 22.5% of throughput" in msg and "gained only -" not in msg
+    # saturated, then falling: the knee says throughput falls past it
+    knee = find_knee([256, 512, 1024, 2048], [100.0, 200.0, 205.0, 160.0])
+    assert knee.num_envs == 512 and "falls past it (down to -22.0% per doubling)" in knee.describe()

@@ -141,3 +141,78 @@ def test_resume_refuses_a_sweep_measured_otherwise(tmp_path, toy_on_path):
     res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8,16", "-o", out, "--steps", "4", "--resume")
     assert res.exit_code == 2 and "other options" in res.output and "steps 3 there, 4 here" in res.output
     assert sorted(p.name for p in out.iterdir()) == ["sweep.csv", "sweep.json"]  # nothing ran
+
+
+# ---- an output folder that holds a sweep or other files (issue 18, item 6) -------------------------------
+
+def _old_sweep(out: Path, ns=(8, 16)) -> dict[str, bytes]:
+    """A finished sweep in ``out`` as the sweep writes one; returns its files' contents."""
+    from perfkit.sweep import write_outputs
+    from perfkit.sweep_record import PointResult
+
+    cfg = SweepConfig(target="sweep_toy_env:make_toy_env", num_envs=list(ns), out_dir=out, steps=3)
+    points, runs = [], {}
+    for n in ns:
+        run = Run(command=["old"], steps=3, num_envs=n, sps=100.0 * n)
+        (out / "points").mkdir(parents=True, exist_ok=True)
+        run.save(out / "points" / f"{n}.json")
+        (out / "points" / f"{n}.log").write_text("old log\n")
+        points.append(PointResult(num_envs=n, status="complete", record=f"points/{n}.json", log=f"points/{n}.log"))
+        runs[n] = run
+    write_outputs(cfg, points, runs, "2026-12-01T00:00:00+00:00")
+    return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def _contents(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def test_a_folder_holding_a_sweep_is_refused_without_resume_or_overwrite(tmp_path, toy_on_path, monkeypatch):
+    out = tmp_path / "out"
+    before = _old_sweep(out)
+    res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "--steps", "3", "-o", out)
+    assert res.exit_code == 2, res.output
+    assert "already holds a sweep" in res.output and "--resume" in res.output and "--overwrite" in res.output
+    assert _contents(out) == before
+    # the default folder too
+    monkeypatch.chdir(tmp_path)
+    default = tmp_path / "runs" / "sweep"
+    before = _old_sweep(default)
+    res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "--steps", "3")
+    assert res.exit_code == 2 and "already holds a sweep" in res.output, res.output
+    assert _contents(default) == before
+    res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "--resume", "--overwrite")
+    assert res.exit_code == 2 and "give one of them" in res.output, res.output
+    # the library refuses as the command does
+    from perfkit.sweep import SweepError, run_sweep
+
+    with pytest.raises(SweepError, match="already holds a sweep"):
+        run_sweep(SweepConfig(target="sweep_toy_env:make_toy_env", num_envs=[8], out_dir=out), progress=False)
+    assert _contents(default) == before
+
+
+def test_a_folder_of_other_files_is_refused_and_a_foreign_sweep_json_is_never_replaced(tmp_path, toy_on_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "-o", out)
+    assert res.exit_code == 2 and "not empty" in res.output and "--overwrite" in res.output, res.output
+    (out / "sweep.json").write_text('{"my": "own file"}')
+    for flags in ((), ("--overwrite",), ("--resume",)):
+        res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "-o", out, *flags)
+        assert res.exit_code == 2 and "not a sweep perfkit can read" in res.output, res.output
+    assert _contents(out) == {"notes.txt": b"mine", "sweep.json": b'{"my": "own file"}'}
+
+
+def test_overwrite_removes_only_what_the_old_sweep_wrote(tmp_path, toy_on_path):
+    out = tmp_path / "out"
+    _old_sweep(out, ns=(8, 16))
+    (out / "notes.txt").write_text("mine")
+    (out / "points" / "mine.txt").write_text("mine too")
+    res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "--steps", "3", "--warmup-steps", "1", "-o", out,
+                "--overwrite")
+    assert res.exit_code == 0, res.output
+    files = sorted(_contents(out))
+    assert files == ["notes.txt", "points/8.json", "points/8.log", "points/mine.txt", "sweep.csv", "sweep.json"]
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert [p["num_envs"] for p in manifest["points"]] == [8] and Run.load(out / "points" / "8.json").command != ["old"]

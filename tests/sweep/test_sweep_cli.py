@@ -183,3 +183,13 @@ def test_budget_spent_records_the_remaining_points_as_skipped(tmp_path, toy_on_p
     points = json.loads((out / "sweep.json").read_text())["points"]
     assert [p["status"] for p in points] == ["timeout", "skipped", "skipped"]
     assert "budget of 0.5 s was spent" in points[1]["error"]
+
+
+def test_a_misspelled_option_is_no_such_option(tmp_path):
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["sweep", "--num-env", "8", "sweep_toy_env:make_toy_env", "-o", str(out)])
+    assert res.exit_code == 2 and "No such option" in res.output and "--num-envs" in res.output, res.output
+    res = CliRunner().invoke(main, ["sweep", str(HERE / "toy_script.py"), "--num-envs-arg", "--n", "--iters", "3",
+                                    "-o", str(out)])
+    assert res.exit_code == 2 and "No such option" in res.output and "after `--`" in res.output, res.output
+    assert not out.exists()
