@@ -94,7 +94,6 @@ class Session:
             raise ValueError("warmup_steps must be >= 0")
         explicit = sample_steps if sample_steps is not None else cfg.sample_steps
         self.sample_steps: tuple[int, ...] | None = tuple(explicit) if explicit is not None else None
-        self.sample_every = max(1, int(cfg.sample_every))
         self.timing_every = max(1, int(timing_every or cfg.timing_every))
         self.nvtx_setting = nvtx or cfg.nvtx
         self.verify = verify
@@ -107,12 +106,9 @@ class Session:
         self.given_num_envs = num_envs  # the user's word when the env object has none (or there is none)
         self.num_envs: int | None = num_envs
         self.env_info: dict[str, Any] = {}
-        self._sampled: dict[int, int] = {}  # sampled step -> the steps it stands for (the stride then)
-        self._next_sample = self._first_sample()
-        self._sample_cost = 0.0  # seconds sampled steps took beyond a typical step
-        self._costed = 0  # samples whose cost was measured
-        self._uncosted: list[float] = []  # durations of samples taken before a typical step was known
-        self._recent: list[float] = []  # the last timed steps (for the typical step time)
+        from perfkit.collectors.sampling import SampleSchedule
+
+        self.schedule = SampleSchedule(self.warmup_steps + 1, cfg.sample_every, cfg.sample_budget, self.sample_steps)
         self.notes: list[str] = []
         self._entered = False
 
@@ -251,17 +247,9 @@ class Session:
             _active = None
 
     # ---- the scheduler: every step boundary that is not a plain steady step --------------------------
-    def _first_sample(self) -> int:
-        if self.sample_steps is not None:
-            return min(self.sample_steps, default=0)
-        return self.warmup_steps + 1
-
-    def _is_sampled(self, idx: int) -> bool:
-        return idx in self._sampled or idx == self._next_sample
-
     def _timed(self, idx: int) -> bool:
         """Whether step ``idx`` counts in the steady-state timing (not warm-up, sampled or --verify)."""
-        if idx <= self.warmup_steps or self._is_sampled(idx):
+        if idx <= self.warmup_steps or self.schedule.is_sampled(idx):
             return False
         if self.verify and self._gpu is not None:
             start = self.warmup_steps + 1
@@ -284,14 +272,11 @@ class Session:
         self.rules.poll()
         if not self._streams_installed:
             self._streams_installed = self.streams.install(self.patcher)
-        if idx == self._next_sample and self._uncosted:
-            self._restride()  # a sample taken before any timed step: price it now, maybe postpone this one
-        sampled = idx == self._next_sample
-        if sampled:
-            self._sampled[idx] = self._stride()
+        schedule = self.schedule
+        sampled = schedule.begin(idx)
         special = self._schedule_steady(now, idx, sampled)
-        if self._next_sample > idx:
-            special = min(special, self._next_sample)
+        if schedule.next > idx:
+            special = min(special, schedule.next)
         if sampled or not self._timed(idx) or not self._timed(idx + 1):
             special = idx + 1
         clock.next_special = max(special, idx + 1)
@@ -317,44 +302,6 @@ class Session:
             gpu.begin_step(self._gpu_pending, segclock.cur, t)
             segclock.refresh()
             self._gpu_pending = None
-
-    def _stride(self) -> int:
-        """The steps a sample taken now stands for: the current stride (explicit sampled steps stand for
-        themselves only)."""
-        if self.sample_steps is not None:
-            return 1
-        return self.sample_every
-
-    def _schedule_next_sample(self, idx: int, took: float) -> None:
-        """After sampled step ``idx`` (which took ``took`` seconds): when is the next one. Spread mode
-        widens the stride while sampling costs more than ``sample_budget`` of the steady run."""
-        if self.sample_steps is not None:
-            later = [i for i in self.sample_steps if i > idx]
-            self._next_sample = min(later) if later else 0
-            return
-        self._uncosted.append(took)
-        self._restride()
-        self._next_sample = idx + self.sample_every
-
-    def _restride(self) -> None:
-        """Widen the sampling stride so that sampling costs at most ``sample_budget`` of the run: what a
-        sample costs beyond a typical timed step, spread over the steps each one stands for. Samples
-        taken before any timed step wait until one is known (and the next sample waits with them). A
-        budget of 1 (the whole run) never widens the stride."""
-        if not self._recent or self.config.sample_budget >= 1:
-            return
-        typical = sorted(self._recent)[len(self._recent) // 2]
-        if typical <= 0:
-            return
-        for took in self._uncosted:
-            self._sample_cost += max(0.0, took - typical)
-            self._costed += 1
-        self._uncosted.clear()
-        need = self._sample_cost / self._costed / (self.config.sample_budget * typical)
-        if need > self.sample_every:
-            last = max(self._sampled) if self._sampled else self.warmup_steps
-            self.sample_every = _next_prime(int(need) + 1)
-            self._next_sample = max(self._next_sample, last + self.sample_every)
 
     def _schedule_steady(self, now: float, idx: int, sampled: bool) -> int:
         """Start what steady step ``idx`` does (GPU timing, timeline, verify); returns the next step the
@@ -423,16 +370,13 @@ class Session:
             segclock.refresh()
             if self._nvtx_mode == "sampled":
                 segclock.nvtx_off()
-        if idx in self._sampled and self.sampler.active:
+        if idx in self.schedule.sampled and self.sampler.active:
             self.sampler.stop()
-            self._schedule_next_sample(idx, now_step - clock.begin_t)
+            self.schedule.sample_done(idx, now_step - clock.begin_t)
         if self._timed(idx):
             took = now_step - clock.begin_t
             clock.times.append(took)
-            recent = self._recent
-            recent.append(took)
-            if len(recent) > 64:
-                del recent[0]
+            self.schedule.timed_step(took)
         if final and segclock.span_open:
             segclock.close_span()
 
@@ -521,8 +465,8 @@ class Session:
             counts=self.sink.counts, trail=dict(clock.trail), sampled_steps=list(self.sampler.done),
             cuda_alloc=list(self.sampler.cuda_alloc), op_counts=dict(self.sampler.op_counts),
             line_counts=lines.counts, line_entries=lines.entries, line_steps=lines.steps,
-            sync_waits=self.sync_waits.finish(), sampled=dict(self._sampled),
-            sample_every=self.sample_every if self.sample_steps is None else None,
+            sync_waits=self.sync_waits.finish(), sampled=dict(self.schedule.sampled),
+            sample_every=self.schedule.stride,
             per_sample=self.sink.per_sample, chains=self.sink.chains, other_envs=dict(clock.others),
             timeline=self.timeline + (gpu.timeline if gpu is not None else []), notes=notes,
             step_starts=[round((t - self.t_start) * 1e3, 3) for t in clock.starts],
@@ -551,10 +495,3 @@ class Session:
                 run.extra.setdefault("notes", []).append(f"pricing failed: {type(e).__name__}: {e}")
         return run
 
-
-def _next_prime(n: int) -> int:
-    """The smallest prime >= n: sampling strides stay coprime with the periods programs have (2, 10, 32)."""
-    n = max(2, n)
-    while any(n % d == 0 for d in range(2, int(n ** 0.5) + 1)):
-        n += 1
-    return n

@@ -60,3 +60,87 @@ class Sampler:
                 self.cuda_alloc.append(end - self._cuda_start)
         self.done.append(self._index)
         self.active = False
+
+
+class SampleSchedule:
+    """Which steady steps are sampled, and the steps each stands for.
+
+    Spread mode (``explicit`` None): the first steady step (``first``) and every ``every``-th after it;
+    the stride widens while sampling costs more than ``budget`` of the run (what a sample costs beyond
+    a typical timed step, spread over the steps each one stands for). Explicit mode: exactly the
+    ``explicit`` steps, each standing for itself. The session tells it each timed step's duration
+    (:meth:`timed_step`) and each sampled step's (:meth:`sample_done`); it never reads a clock."""
+
+    RECENT = 64  # timed steps kept for the typical step time
+
+    def __init__(self, first: int, every: int, budget: float, explicit: tuple[int, ...] | None = None):
+        self.explicit = explicit
+        self.every = max(1, int(every))
+        self.budget = budget
+        self.first = first
+        self.next = min(explicit, default=0) if explicit is not None else first
+        self.sampled: dict[int, int] = {}  # sampled step -> the steps it stands for (the stride then)
+        self._cost = 0.0  # seconds sampled steps took beyond a typical step
+        self._costed = 0  # samples whose cost was measured
+        self._uncosted: list[float] = []  # durations of samples taken before a typical step was known
+        self._recent: list[float] = []  # the last timed steps (for the typical step time)
+
+    @property
+    def stride(self) -> int | None:
+        """The stride at the end (None: explicit sampled steps)."""
+        return None if self.explicit is not None else self.every
+
+    def is_sampled(self, idx: int) -> bool:
+        return idx in self.sampled or idx == self.next
+
+    def begin(self, idx: int) -> bool:
+        """Step ``idx`` begins: whether it is sampled (and if so, it is recorded with its weight)."""
+        if idx == self.next and self._uncosted:
+            self._restride()  # a sample taken before any timed step: price it now, maybe postpone this one
+        if idx != self.next:
+            return False
+        self.sampled[idx] = 1 if self.explicit is not None else self.every
+        return True
+
+    def timed_step(self, took: float) -> None:
+        recent = self._recent
+        recent.append(took)
+        if len(recent) > self.RECENT:
+            del recent[0]
+
+    def sample_done(self, idx: int, took: float) -> None:
+        """Sampled step ``idx`` took ``took`` seconds: when is the next one."""
+        if self.explicit is not None:
+            later = [i for i in self.explicit if i > idx]
+            self.next = min(later) if later else 0
+            return
+        self._uncosted.append(took)
+        self._restride()
+        self.next = idx + self.every
+
+    def _restride(self) -> None:
+        """Widen the stride so that sampling costs at most ``budget`` of the run. Samples taken before
+        any timed step wait until one is known (and the next sample waits with them). A budget of 1
+        (the whole run) never widens the stride."""
+        if not self._recent or self.budget >= 1:
+            return
+        typical = sorted(self._recent)[len(self._recent) // 2]
+        if typical <= 0:
+            return
+        for took in self._uncosted:
+            self._cost += max(0.0, took - typical)
+            self._costed += 1
+        self._uncosted.clear()
+        need = self._cost / self._costed / (self.budget * typical)
+        if need > self.every:
+            last = max(self.sampled) if self.sampled else self.first - 1
+            self.every = next_prime(int(need) + 1)
+            self.next = max(self.next, last + self.every)
+
+
+def next_prime(n: int) -> int:
+    """The smallest prime >= n: sampling strides stay coprime with the periods programs have (2, 10, 32)."""
+    n = max(2, n)
+    while any(n % d == 0 for d in range(2, int(n ** 0.5) + 1)):
+        n += 1
+    return n
