@@ -37,6 +37,7 @@ EXTRA_STEP_DETECTION = "step_detection"  # "auto" | "manual" | "--step-fn MOD:CL
 EXTRA_STEP_CLASSES = "step_classes"
 EXTRA_POLICY_CLASSES = "policy_classes"
 EXTRA_SAMPLED_STEPS = "sampled_steps"
+EXTRA_RATE_WINDOW = "rate_window"  # {period, steps, first_step}: syncs' rates are over whole periods of the loop
 EXTRA_SETUP_SYNCS = "setup_syncs"  # syncs before the first step: not a per-step cost
 EXTRA_TEARDOWN_SYNCS = "teardown_syncs"  # syncs after the last step's start
 EXTRA_SYNC_WAIT = "sync_wait"  # {site: {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}} -> cost model

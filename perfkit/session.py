@@ -134,6 +134,7 @@ class Session:
         self.t_start = perf_counter()
         self.t_steady0: float | None = None
         self.segclock = SegmentClock()
+        self.segclock.steps = self.clock
         self.sampler = Sampler(torch, LineSampler(), StreamMonitor())
         self.streams = self.sampler.streams
         self._streams_installed = False
@@ -462,7 +463,8 @@ class Session:
             seg_totals=dict(self.segclock.span_totals), seg_calls=dict(self.segclock.span_calls),
             gpu_totals=dict(gpu.totals) if gpu is not None else None, gpu_steps=gpu.steps if gpu is not None else 0,
             gpu_step_ms=list(gpu.step_ms) if gpu is not None else [],
-            counts=self.sink.counts, trail=dict(clock.trail), sampled_steps=list(self.sampler.done),
+            counts=self.sink.counts, trail=dict(clock.trail), kept_trails=clock.kept,
+            learner_steps=list(self.segclock.learner_steps), sampled_steps=list(self.sampler.done),
             cuda_alloc=list(self.sampler.cuda_alloc), op_counts=dict(self.sampler.op_counts),
             line_counts=lines.counts, line_entries=lines.entries, line_steps=lines.steps,
             sync_waits=self.sync_waits.finish(), sampled=dict(self.schedule.sampled),

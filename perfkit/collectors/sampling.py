@@ -144,3 +144,17 @@ def next_prime(n: int) -> int:
     while any(n % d == 0 for d in range(2, int(n ** 0.5) + 1)):
         n += 1
     return n
+
+
+def loop_period(learner_steps: list[int], confirmed: bool = True) -> int | None:
+    """Env steps per period of the training loop, from the steps during which the learner ran: the
+    most common gap between consecutive learner steps when it accounts for at least 3/4 of the gaps.
+    With ``confirmed=False`` a single learner step ``s`` also gives an estimate, ``s`` (a loop that
+    starts with its rollout updates first after ``s`` steps). None: no period known."""
+    if not learner_steps:
+        return None
+    gaps = [b - a for a, b in zip(learner_steps, learner_steps[1:])]
+    if not gaps:
+        return None if confirmed else max(1, learner_steps[0])
+    best = max(set(gaps), key=gaps.count)
+    return best if gaps.count(best) * 4 >= len(gaps) * 3 else None

@@ -41,6 +41,7 @@ from perfkit.collectors.patches import Patcher, wraps
 from perfkit.collectors.sites import chain_of, is_program_file
 
 MAX_STEP_STARTS = 1_000_000  # steps whose start the whole-run timeline keeps (8 bytes of JSON each, roughly)
+KEPT_TRAILS = 4096  # the first steps whose sync events are kept per step (the rates' window is cut among them)
 current: "StepClock | None" = None
 """The active session's clock (None outside a session): what the step wrappers report to."""
 
@@ -63,7 +64,8 @@ class StepClock:
         self.in_step = False  # inside an env step call (a nested step is not another boundary)
         self.manual = False  # perfkit.step() was called: automatic detection is off
         self.next_special = 1
-        self.trail: dict[tuple, int] = {}  # steady sync events since the last boundary, by sink key
+        self.trail: dict[tuple, int] = {}  # warm-up and steady sync events since the last boundary, by sink key
+        self.kept: dict[int, dict[tuple, int]] = {}  # step -> its trail, for the first KEPT_TRAILS steps that synced
         self.starts: list[float] = []  # perf_counter() at the start of every step (the whole-run timeline)
         # whose steps are boundaries: the first stepping thread and env; another env's steps (an eval env,
         # an env on another thread) are counted apart, by (thread name, env type), never as boundaries
@@ -109,6 +111,8 @@ class StepClock:
         if now is None:
             now = perf_counter()
         if self.trail:
+            if self.index <= KEPT_TRAILS:
+                self.kept[self.index] = self.trail
             self.trail = {}
         idx = self.index + 1
         if idx < self.next_special:
@@ -142,7 +146,7 @@ class StepClock:
 class PhaseSink(Sink):
     """The session's sink: events keyed by the clock's phase (``setup``/``warmup``/``steady``);
     allocation and stream events count only while ``sampling()`` says a step is sampled (phase
-    ``sampled``). Steady syncs are also kept in the clock's trail."""
+    ``sampled``). Warm-up and steady syncs are also kept in the clock's trail."""
 
     def __init__(self, clock: StepClock, sampling: Callable[[], bool], on_sync: Callable[[], None] | None = None):
         super().__init__()
@@ -170,7 +174,7 @@ class PhaseSink(Sink):
             self.chains[(kind, op, site[0], site[1])] = chain_of(frame)  # a steady-state path wins over set-up's
         self.count(key, segment, nbytes, n)
         if kind == "sync":
-            if phase == "steady":
+            if phase != "setup":
                 trail = self.clock.trail
                 trail[key] = trail.get(key, 0) + n
             if self.on_sync is not None:

@@ -143,6 +143,8 @@ class SegmentClock:
         self.span_open = False
         self._base_acc: dict[str, float] = {}
         self._base_calls: dict[str, int] = {}
+        self.steps: Any = None  # the session's StepClock: its index says which step the learner ran in
+        self.learner_steps: list[int] = []  # the steps during which the learner segment was entered
 
     def refresh(self) -> None:
         self._slow = bool((self.gpu is not None and self.gpu._cur is not None) or self.nvtx is not None or self._trace is not None)
@@ -166,6 +168,10 @@ class SegmentClock:
             calls = self.calls
             calls[name] = calls.get(name, 0) + 1
             self.cur = name
+            if name == "learner" and self.steps is not None:
+                i, ls = self.steps.index, self.learner_steps
+                if i and (not ls or ls[-1] != i):
+                    ls.append(i)
         if self._slow:
             self._extras(name, now)
 
