@@ -109,6 +109,7 @@ class Session:
         from perfkit.collectors.sampling import SampleSchedule
 
         self.schedule = SampleSchedule(self.warmup_steps + 1, cfg.sample_every, cfg.sample_budget, self.sample_steps)
+        self._learner_seen = 0  # learner steps the schedule's period was computed from
         self.notes: list[str] = []
         self._entered = False
 
@@ -274,6 +275,12 @@ class Session:
         if not self._streams_installed:
             self._streams_installed = self.streams.install(self.patcher)
         schedule = self.schedule
+        learner = self.segclock.learner_steps
+        if len(learner) != self._learner_seen and self._learner_seen < 16:  # the loop's period (settles early)
+            from perfkit.collectors.sampling import loop_period
+
+            self._learner_seen = len(learner)
+            schedule.period = loop_period(learner, confirmed=False)
         sampled = schedule.begin(idx)
         special = self._schedule_steady(now, idx, sampled)
         if schedule.next > idx:
@@ -466,8 +473,8 @@ class Session:
             counts=self.sink.counts, trail=dict(clock.trail), kept_trails=clock.kept,
             learner_steps=list(self.segclock.learner_steps), sampled_steps=list(self.sampler.done),
             cuda_alloc=list(self.sampler.cuda_alloc), op_counts=dict(self.sampler.op_counts),
-            line_counts=lines.counts, line_entries=lines.entries, line_steps=lines.steps,
-            sync_waits=self.sync_waits.finish(), sampled=dict(self.schedule.sampled),
+            line_counts=lines.counts, line_entries=lines.entries, line_steps=lines.steps, line_trips=lines.trips,
+            sync_waits=self.sync_waits.finish(), sampled=self.schedule.weights(), sample_blocks=list(self.schedule.blocks),
             sample_every=self.schedule.stride,
             per_sample=self.sink.per_sample, chains=self.sink.chains, other_envs=dict(clock.others),
             timeline=self.timeline + (gpu.timeline if gpu is not None else []), notes=notes,

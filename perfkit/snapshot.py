@@ -65,8 +65,10 @@ class Snapshot:
     line_counts: dict[tuple, list] = field(default_factory=dict)  # (code, line) -> [n, {segment: n}]
     line_entries: dict[tuple, int] = field(default_factory=dict)  # (code, loop header) -> entries while sampled
     line_steps: int = 0
+    line_trips: dict[tuple, set] = field(default_factory=dict)  # (code, loop header) -> distinct trip counts per entry
     sync_waits: dict[tuple, list] = field(default_factory=dict)  # (file, line) -> [calls, wait_s, gap_s, gaps]
     sampled: dict[int, int] = field(default_factory=dict)  # sampled step -> the steps it stands for
+    sample_blocks: list[tuple[int, int]] = field(default_factory=list)  # whole periods sampled: (first, last step)
     sample_every: int | None = None  # the sampling stride at the end (None: explicit sampled steps)
     per_sample: dict[tuple, dict[int, int]] = field(default_factory=dict)  # sampled kinds: site -> {step: events}
     chains: dict[tuple, tuple] = field(default_factory=dict)  # (kind, op, file, line) -> ((file, line), ...)
@@ -115,6 +117,8 @@ def build_run(snap: Snapshot) -> Run:
     run.warmup_steps = min(snap.warmup_steps, n_steps)
     run.sampling = {"steps": sorted(snap.sampled), "weights": [snap.sampled[i] for i in sorted(snap.sampled)],
                     "every": snap.sample_every}
+    if snap.sample_blocks:
+        run.sampling["blocks"] = [list(b) for b in snap.sample_blocks]
     run.segments = segment_stats(snap, steady, n_steps)
     findings, setup, teardown, loop_ops = _findings(snap, steady, n_steps, loops_mod)
     run.findings = findings
@@ -298,7 +302,8 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
 
 
 def _sampled_rates(snap: Snapshot) -> dict[tuple, float]:
-    return {k7: sampled_rate(occ, snap.sampled) for k7, occ in snap.per_sample.items()} if snap.sampled else {}
+    live = {i: w for i, w in snap.sampled.items() if w}  # steps standing for none (see SampleSchedule.weights) are out
+    return {k7: sampled_rate(occ, live) for k7, occ in snap.per_sample.items()} if live else {}
 
 
 def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, SegmentStats]:
@@ -402,7 +407,7 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
         out.append(f)
     loop_ops: dict[str, float] = {}
     n_sampled = snap.line_steps
-    for lp in loops_mod.hot_loops(snap.line_counts, snap.line_steps, snap.num_envs, snap.line_entries):
+    for lp in loops_mod.hot_loops(snap.line_counts, snap.line_steps, snap.num_envs, snap.line_entries, snap.line_trips):
         lo, hi = lp["span"]
         ops = sum(n for (fn_, ln), n in snap.op_counts.items() if fn_ == lp["filename"] and lo <= ln <= hi)
         if ops and n_sampled and lp["per_step"]:

@@ -65,11 +65,18 @@ class Sampler:
 class SampleSchedule:
     """Which steady steps are sampled, and the steps each stands for.
 
-    Spread mode (``explicit`` None): the first steady step (``first``) and every ``every``-th after it;
-    the stride widens while sampling costs more than ``budget`` of the run (what a sample costs beyond
-    a typical timed step, spread over the steps each one stands for). Explicit mode: exactly the
-    ``explicit`` steps, each standing for itself. The session tells it each timed step's duration
-    (:meth:`timed_step`) and each sampled step's (:meth:`sample_done`); it never reads a clock."""
+    Spread mode (``explicit`` None): the first steady step (``first``), then every ``every``-th step
+    while the loop's period is not known; once it is (``period``: env steps from one learner update to
+    the next, which the session sets), a sample is a *block* of ``period`` consecutive steps — the
+    rollout steps and the update — and blocks start ``every * period`` steps apart, so each sampled
+    step stands for ``every`` steps and work done once per period is sampled at its exact share. Once
+    a whole block was sampled, the single steps sampled before the period was known stand for nothing
+    (:meth:`weights`). The stride widens while sampling costs more than ``budget`` of the run: the
+    median of what a sampled step costs beyond a typical timed step, the very first sampled step left
+    out (it pays the one-off costs: first calls, code analysed once), so no one-off cost prices the
+    stride. Explicit mode: exactly the ``explicit`` steps, each standing for itself. The session tells
+    it each timed step's duration (:meth:`timed_step`) and each sampled step's (:meth:`sample_done`);
+    it never reads a clock."""
 
     RECENT = 64  # timed steps kept for the typical step time
 
@@ -79,15 +86,17 @@ class SampleSchedule:
         self.budget = budget
         self.first = first
         self.next = min(explicit, default=0) if explicit is not None else first
+        self.period: int | None = None  # env steps per period of the loop, once known
         self.sampled: dict[int, int] = {}  # sampled step -> the steps it stands for (the stride then)
-        self._cost = 0.0  # seconds sampled steps took beyond a typical step
-        self._costed = 0  # samples whose cost was measured
-        self._uncosted: list[float] = []  # durations of samples taken before a typical step was known
+        self.blocks: list[tuple[int, int]] = []  # whole periods sampled: (first step, last step)
+        self._block: tuple[int, int, int] | None = None  # the block being sampled: (first, last, weight)
+        self._costs: list[float] = []  # seconds each sampled step took beyond a typical step, in order
+        self._pending: list[float] = []  # durations of samples taken before a typical step was known
         self._recent: list[float] = []  # the last timed steps (for the typical step time)
 
     @property
     def stride(self) -> int | None:
-        """The stride at the end (None: explicit sampled steps)."""
+        """The stride at the end, in sampled steps per step (None: explicit sampled steps)."""
         return None if self.explicit is not None else self.every
 
     def is_sampled(self, idx: int) -> bool:
@@ -95,11 +104,16 @@ class SampleSchedule:
 
     def begin(self, idx: int) -> bool:
         """Step ``idx`` begins: whether it is sampled (and if so, it is recorded with its weight)."""
-        if idx == self.next and self._uncosted:
+        if idx == self.next and self._pending and self._block is None:
             self._restride()  # a sample taken before any timed step: price it now, maybe postpone this one
         if idx != self.next:
             return False
-        self.sampled[idx] = 1 if self.explicit is not None else self.every
+        if self.explicit is not None:
+            self.sampled[idx] = 1
+            return True
+        if self._block is None and self.period is not None and self.period > 1:
+            self._block = (idx, idx + self.period - 1, self.every)
+        self.sampled[idx] = self._block[2] if self._block is not None else self.every
         return True
 
     def timed_step(self, took: float) -> None:
@@ -114,9 +128,24 @@ class SampleSchedule:
             later = [i for i in self.explicit if i > idx]
             self.next = min(later) if later else 0
             return
-        self._uncosted.append(took)
+        self._pending.append(took)
+        block = self._block
+        if block is not None and idx < block[1]:
+            self._restride()
+            self.next = idx + 1
+            return
+        if block is not None:
+            self.blocks.append((block[0], idx))
+            self._block = None
         self._restride()
-        self.next = idx + self.every
+        self.next = self._after(idx)
+
+    def _after(self, idx: int) -> int:
+        """The next sample after the last one, which ended at step ``idx``."""
+        if self.blocks and self.blocks[-1][1] == idx:
+            first, last = self.blocks[-1]
+            return first + self.every * (last - first + 1)
+        return idx + self.every
 
     def _restride(self) -> None:
         """Widen the stride so that sampling costs at most ``budget`` of the run. Samples taken before
@@ -127,15 +156,26 @@ class SampleSchedule:
         typical = sorted(self._recent)[len(self._recent) // 2]
         if typical <= 0:
             return
-        for took in self._uncosted:
-            self._cost += max(0.0, took - typical)
-            self._costed += 1
-        self._uncosted.clear()
-        need = self._cost / self._costed / (self.budget * typical)
+        self._costs.extend(max(0.0, took - typical) for took in self._pending)
+        self._pending.clear()
+        costs = sorted(self._costs[1:])  # the first sampled step paid the one-off costs
+        if not costs:
+            return
+        need = costs[len(costs) // 2] / (self.budget * typical)
         if need > self.every:
-            last = max(self.sampled) if self.sampled else self.first - 1
             self.every = next_prime(int(need) + 1)
-            self.next = max(self.next, last + self.every)
+            if self._block is None:
+                last = max(self.sampled) if self.sampled else self.first - 1
+                self.next = max(self.next, self._after(last) if self.sampled else last + self.every)
+
+    def weights(self) -> dict[int, int]:
+        """``{sampled step: the steps it stands for}``: once a whole period was sampled, only the steps
+        of whole periods stand for any (single steps sampled before the period was known, and a block
+        the run's end cut short, stand for none)."""
+        if not self.blocks:
+            return dict(self.sampled)
+        inside = {i for a, b in self.blocks for i in range(a, b + 1)}
+        return {i: (w if i in inside else 0) for i, w in self.sampled.items()}
 
 
 def next_prime(n: int) -> int:

@@ -115,6 +115,47 @@ def test_build_run_keeps_a_site_that_synced_only_after_the_last_step_as_teardown
     assert run.findings == [] and run.extra["teardown_syncs"][0]["count"] == 5
 
 
+def _train_py(config: Config):
+    """examples/train.py (CPU, MuJoCo C backend), 4 iterations of 16 steps, under a session."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_pk_train", REPO / "examples" / "train.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with Session(config=config) as s:
+        mod.main(["--num-envs", "16", "--iterations", "4", "--num-steps", "16", "--backend", "mujoco", "--device", "cpu"])
+    return s.run
+
+
+def test_train_py_allocations_from_whole_periods_match_every_step_sampled():
+    # the first sampled step's one-off cost used to widen the stride to thousands: allocations were
+    # counted on one rollout step (10/step of ~54, the learner's 13 not at all)
+    every = _train_py(Config(sample_every=1, sample_budget=1.0))
+    default = _train_py(Config())
+    assert default.sampling["blocks"] and len(default.sampling["steps"]) < every.steps / 2
+    assert default.allocs_per_step == pytest.approx(every.allocs_per_step, rel=0.10)
+    assert default.segments["learner"].allocs_per_step == pytest.approx(every.segments["learner"].allocs_per_step, rel=0.10)
+    from perfkit.analysis.budgets import check_run
+
+    assert every.allocs_per_step > 10 and check_run(default, max_allocs_per_step=10)
+
+
+def test_an_allocation_every_10th_step_reads_its_rate_in_a_loop_with_a_learner():
+    env, a = Env(), torch.ones(8)
+    w = torch.nn.Parameter(torch.ones(8))
+    n = 0
+    with Session(warmup_steps=5) as s:  # the default stride and budget
+        for _ in range(8):
+            for _ in range(24):
+                n += 1
+                env.step(a)
+                if n % 10 == 0:
+                    env.extra = torch.ones(8)  # <- planted
+            (w * 2).sum().backward()
+    (f,) = [f for f in s.run.findings_of("alloc") if "planted" in f.code]
+    assert f.per_step == pytest.approx(0.1, abs=0.01)
+
+
 rsl_rl = pytest.importorskip("rsl_rl")
 
 
