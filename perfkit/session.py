@@ -112,6 +112,9 @@ class Session:
         self._learner_seen = 0  # learner steps the schedule's period was computed from
         self.notes: list[str] = []
         self._entered = False
+        from perfkit.collectors.self_cost import SelfMeter
+
+        self.meter = SelfMeter()  # perfkit's own cost (the record's self block)
 
     # ---- enter / exit ---------------------------------------------------------------------------
     def __enter__(self) -> "Session":
@@ -123,6 +126,7 @@ class Session:
         except ImportError:  # a program without torch: steps, segments and timing still work
             torch = None  # type: ignore[assignment]
         self._torch = torch
+        t_enter = perf_counter()
         from perfkit.collectors.loops import LineSampler
         from perfkit.collectors.sampling import Sampler
         from perfkit.collectors.segment_rules import SegmentRules
@@ -175,9 +179,13 @@ class Session:
             self._setup_gpu()
             _segments.on_transition = self.segclock.transition
             self.clock.on_end = self.segclock.mark_end
+            from perfkit.collectors.self_cost import calibrate
+
+            self.meter.per_call_us = calibrate(torch)
         except BaseException:
             self._teardown()
             raise
+        self.meter.startup_s = perf_counter() - t_enter
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -202,7 +210,10 @@ class Session:
             finally:
                 self._teardown()
             try:
+                t_record = perf_counter()
                 self.run = self._record(status, t_end)
+                if self.run.self is not None:
+                    self.run.self.record_s = round(perf_counter() - t_record, 6)
             except Exception as e:  # never lose the program's outcome over a bug in the record
                 import traceback
 
@@ -268,8 +279,10 @@ class Session:
             self._describe_env(obj)
         if idx == self.warmup_steps + 1:
             self.t_steady0 = now
-        if self._discovery_open and idx > max(self.warmup_steps, 1):
-            self._close_discovery()
+        closes = self._discovery_open and idx > max(self.warmup_steps, 1)
+        if closes:
+            with self.patcher.batch():  # the functions found are wrapped where they are imported in one pass
+                self._close_discovery()
         hub.install_available()
         self.rules.poll()
         if not self._streams_installed:
@@ -306,10 +319,15 @@ class Session:
         if segclock.trace is not None:
             segclock.trace = [(segclock.cur, t)]
         gpu = self._gpu
-        if gpu is not None and self._gpu_pending is not None:
+        gpu_timed = gpu is not None and self._gpu_pending is not None
+        if gpu_timed:
             gpu.begin_step(self._gpu_pending, segclock.cur, t)
             segclock.refresh()
             self._gpu_pending = None
+        kind = ("discovery_close" if closes else "warmup" if idx <= self.warmup_steps
+                else "verify" if self._verify is not None and self._verify.prof is not None
+                else "sample" if sampled else "gpu_timed" if gpu_timed else "poll")
+        self.meter.special(kind, t - now)
 
     def _schedule_steady(self, now: float, idx: int, sampled: bool) -> int:
         """Start what steady step ``idx`` does (GPU timing, timeline, verify); returns the next step the
@@ -487,6 +505,7 @@ class Session:
             interop_sites=dict(self.streams.interop_sites), machine=describe(), memory=process_memory(self._torch),
             fixes={**torch_sync.FIXES, **warp_sync.FIXES}, alloc_fix=alloc.FIX, stream_fix=streams.FIX, loop_fix=loops.FIX,
             dist=self.comm.snapshot() if getattr(self, "comm", None) is not None else None,
+            self_meter=self.meter.snapshot(self.schedule.extra_s, len(self.sampler.done), self.sampler.hooked_calls),
         )
 
     def _record(self, status: str, t_end: float) -> Run:

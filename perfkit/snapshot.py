@@ -89,6 +89,7 @@ class Snapshot:
     stream_fix: str = ""
     loop_fix: str = ""
     dist: dict[str, Any] | None = None  # perfkit.collectors.comm.CommCollector.snapshot(): rank, collectives, DDP
+    self_meter: dict[str, Any] | None = None  # perfkit.collectors.self_cost.SelfMeter.snapshot(): perfkit's own cost
 
 
 def build_run(snap: Snapshot) -> Run:
@@ -136,6 +137,11 @@ def build_run(snap: Snapshot) -> Run:
     from perfkit.collectors.comm import dist_record
 
     run.dist = dist_record(snap.dist, len(times), run.env.get("device"), snap.machine.get("host"))
+    from perfkit.collectors.self_cost import self_cost
+
+    n_timed = len(times)
+    transitions = 2 * sum(snap.seg_calls.values()) / n_timed if n_timed else 0.0  # an entry and the way back
+    run.self = self_cost(snap.self_meter, transitions, run.syncs_per_step)
     run.extra[EXTRA_TOTAL_STEPS] = n_steps
     run.extra[EXTRA_WARMUP_STEPS] = min(snap.warmup_steps, n_steps)
     run.extra[EXTRA_STEP_DETECTION] = snap.step_detection

@@ -22,6 +22,8 @@ class Sampler:
         self.done: list[int] = []  # the steps sampled so far
         self.op_counts: dict[tuple[str, int], int] = {}  # (file, line) -> torch calls on sampled steps
         self.cuda_alloc: list[int] = []  # the CUDA allocator's allocations on each sampled step
+        self.hooked_calls = 0  # calls of torch functions perfkit's sync hooks wrap, over the sampled steps
+        self._hooked_names: frozenset[str] | None = None
         self.notes: list[str] = []
         self._index = 0
         self._mode: Any = None
@@ -38,6 +40,11 @@ class Sampler:
 
             self._cuda_start = cuda_alloc_counter()
             self._mode = alloc_mode(self.op_counts, exact=False)  # results only: the allocator is read per step
+            if self._hooked_names is None:
+                from perfkit.collectors.torch_sync import PATCHES
+
+                self._hooked_names = frozenset(p.name for p in PATCHES)
+            self._mode.hooked_names = self._hooked_names
             self._mode.__enter__()
         self.lines.start(frame)
         self.streams.start()
@@ -52,6 +59,7 @@ class Sampler:
                 self._mode.__exit__(None, None, None)
             except Exception as e:  # another mode was pushed on top and not popped
                 self.notes.append(f"allocation sampling could not be closed cleanly: {e}")
+            self.hooked_calls += self._mode.hooked
             self._mode = None
             from perfkit.collectors.alloc import cuda_alloc_counter
 
@@ -151,13 +159,13 @@ class SampleSchedule:
         """Widen the stride so that sampling costs at most ``budget`` of the run. Samples taken before
         any timed step wait until one is known (and the next sample waits with them). A budget of 1
         (the whole run) never widens the stride."""
-        if not self._recent or self.budget >= 1:
+        if not self._recent:
             return
         typical = sorted(self._recent)[len(self._recent) // 2]
-        if typical <= 0:
-            return
         self._costs.extend(max(0.0, took - typical) for took in self._pending)
         self._pending.clear()
+        if self.budget >= 1 or typical <= 0:
+            return
         costs = sorted(self._costs[1:])  # the first sampled step paid the one-off costs
         if not costs:
             return
@@ -167,6 +175,15 @@ class SampleSchedule:
             if self._block is None:
                 last = max(self.sampled) if self.sampled else self.first - 1
                 self.next = max(self.next, self._after(last) if self.sampled else last + self.every)
+
+    @property
+    def extra_s(self) -> float:
+        """Seconds the sampled steps took beyond a typical timed step."""
+        pending = 0.0
+        if self._pending and self._recent:
+            typical = sorted(self._recent)[len(self._recent) // 2]
+            pending = sum(max(0.0, took - typical) for took in self._pending)
+        return sum(self._costs) + pending
 
     def weights(self) -> dict[int, int]:
         """``{sampled step: the steps it stands for}``: once a whole period was sampled, only the steps
