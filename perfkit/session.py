@@ -309,6 +309,8 @@ class Session:
         elif not timed and segclock.span_open:
             segclock.close_span()
         if sampled:  # last: the sampler's tracer must not see perfkit's own work
+            if schedule.starts_first_block(idx):
+                self.sampler.forget()  # the single steps sampled before stand for nothing from here on
             self.sampler.start(sys._getframe(3), idx)
         # the step begins now, after perfkit's own work at this boundary
         t = perf_counter()
@@ -505,7 +507,7 @@ class Session:
             interop_sites=dict(self.streams.interop_sites), machine=describe(), memory=process_memory(self._torch),
             fixes={**torch_sync.FIXES, **warp_sync.FIXES}, alloc_fix=alloc.FIX, stream_fix=streams.FIX, loop_fix=loops.FIX,
             dist=self.comm.snapshot() if getattr(self, "comm", None) is not None else None,
-            self_meter=self.meter.snapshot(self.schedule.extra_s, len(self.sampler.done), self.sampler.hooked_calls),
+            self_meter=self.meter.snapshot(self.schedule.extra_s, self.sampler.counted, self.sampler.hooked_calls),
         )
 
     def _record(self, status: str, t_end: float) -> Run:

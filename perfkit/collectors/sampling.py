@@ -20,6 +20,7 @@ class Sampler:
         self.streams = streams
         self.active = False
         self.done: list[int] = []  # the steps sampled so far
+        self.counted = 0  # of them, the steps the counts below are over (since the last forget())
         self.op_counts: dict[tuple[str, int], int] = {}  # (file, line) -> torch calls on sampled steps
         self.cuda_alloc: list[int] = []  # the CUDA allocator's allocations on each sampled step
         self.hooked_calls = 0  # calls of torch functions perfkit's sync hooks wrap, over the sampled steps
@@ -49,6 +50,20 @@ class Sampler:
         self.lines.start(frame)
         self.streams.start()
 
+    def forget(self) -> None:
+        """Drop what the steps sampled so far counted in aggregate (line counts, torch calls per line,
+        the CUDA allocator's counts, hooked calls): the samples from here on stand for the run (the
+        first whole period of the loop begins; events kept per step are weighted by the schedule)."""
+        lines = self.lines
+        lines.counts.clear()
+        lines.entries.clear()
+        lines.trips.clear()
+        lines.steps = 0
+        self.op_counts.clear()
+        self.cuda_alloc.clear()
+        self.hooked_calls = 0
+        self.counted = 0
+
     def stop(self) -> None:
         if not self.active:
             return
@@ -67,6 +82,7 @@ class Sampler:
             if end is not None and self._cuda_start is not None:
                 self.cuda_alloc.append(end - self._cuda_start)
         self.done.append(self._index)
+        self.counted += 1
         self.active = False
 
 
@@ -106,6 +122,10 @@ class SampleSchedule:
     def stride(self) -> int | None:
         """The stride at the end, in sampled steps per step (None: explicit sampled steps)."""
         return None if self.explicit is not None else self.every
+
+    def starts_first_block(self, idx: int) -> bool:
+        """Whether step ``idx`` (just begun, sampled) starts the first whole period sampled."""
+        return not self.blocks and self._block is not None and self._block[0] == idx
 
     def is_sampled(self, idx: int) -> bool:
         return idx in self.sampled or idx == self.next

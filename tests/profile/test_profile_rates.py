@@ -156,6 +156,23 @@ def test_an_allocation_every_10th_step_reads_its_rate_in_a_loop_with_a_learner()
     assert f.per_step == pytest.approx(0.1, abs=0.01)
 
 
+def test_a_per_env_loop_in_the_update_reads_its_rate_from_whole_periods():
+    # 24 minibatches, each looping over the 8 envs, once per 24-step iteration: 8 iterations per step;
+    # the rollout step sampled before the period was known counts for nothing once a whole period is
+    env, a = Env(), torch.ones(8)
+    w = torch.nn.Parameter(torch.ones(8))
+    with Session(warmup_steps=5, config=Config(sample_budget=1.0)) as s:
+        for _ in range(4):
+            for _ in range(24):
+                env.step(a)
+            for _ in range(24):
+                (w * 2).sum().backward()
+                for i in range(8):  # <- per env, in the update
+                    pass
+    (f,) = [f for f in s.run.findings_of("loop") if "per env, in the update" in f.code]
+    assert s.run.sampling["blocks"] and f.per_step == pytest.approx(8.0)
+
+
 rsl_rl = pytest.importorskip("rsl_rl")
 
 
