@@ -25,7 +25,10 @@ so it is never part of a step's time or of the steady wall time.
 
 Who does what: the :class:`~perfkit.collectors.steps.StepClock` marks boundaries and times steps
 (its fast path is all a plain steady step costs); :meth:`Session._on_boundary` is the scheduler for
-every other step (close the discovery window, sample, time on the GPU, record the timeline, verify);
+every other step (close the discovery window, sample, time on the GPU, record the timeline, verify)
+and returns its decision (:class:`~perfkit.collectors.steps.Boundary`), which the clock applies; the
+:class:`~perfkit.collectors.sampling.SampleSchedule` says which steps are sampled;
+:class:`~perfkit.collectors.self_cost.SelfMeter` keeps perfkit's own cost;
 :class:`~perfkit.collectors.sync_wait.SyncWaits` keeps the per-sync waits; at the end the session
 takes a :class:`~perfkit.snapshot.Snapshot` and :func:`~perfkit.snapshot.build_run` turns it into the
 record, which the cost model then prices.
@@ -206,7 +209,7 @@ class Session:
         tls.depth += 1  # perfkit's own calls from here on are not the user's
         try:
             try:
-                self._close_step(t_end, final=True)
+                self.clock.close(self._close_step(t_end, final=True))
             finally:
                 self._teardown()
             try:
@@ -270,11 +273,10 @@ class Session:
                 return False
         return True
 
-    def _on_boundary(self, now: float, idx: int, obj: Any) -> None:
-        clock = self.clock
-        self._close_step(now)
-        clock.index = idx
-        clock.begin_t = now
+    def _on_boundary(self, now: float, idx: int, obj: Any) -> "_steps.Boundary":
+        """Step ``idx`` begins at ``now``: close the last one, start what this one does; the clock applies
+        the returned decision (the closing step's time, the next boundary to see, when the step begins)."""
+        took = self._close_step(now)
         if obj is not None and not self.env_info:
             self._describe_env(obj)
         if idx == self.warmup_steps + 1:
@@ -300,7 +302,7 @@ class Session:
             special = min(special, schedule.next)
         if sampled or not self._timed(idx) or not self._timed(idx + 1):
             special = idx + 1
-        clock.next_special = max(special, idx + 1)
+        next_special = max(special, idx + 1)
         # segment time is cumulative in the clock: open / close the timed span on changes of timed-ness
         timed = self._timed(idx)
         segclock = self.segclock
@@ -314,9 +316,6 @@ class Session:
             self.sampler.start(sys._getframe(3), idx)
         # the step begins now, after perfkit's own work at this boundary
         t = perf_counter()
-        clock.begin_t = t
-        if idx <= _steps.MAX_STEP_STARTS:
-            clock.starts.append(t)
         segclock.skip(t)
         if segclock.trace is not None:
             segclock.trace = [(segclock.cur, t)]
@@ -330,6 +329,7 @@ class Session:
                 else "verify" if self._verify is not None and self._verify.prof is not None
                 else "sample" if sampled else "gpu_timed" if gpu_timed else "poll")
         self.meter.special(kind, t - now)
+        return _steps.Boundary(took, next_special, t)
 
     def _schedule_steady(self, now: float, idx: int, sampled: bool) -> int:
         """Start what steady step ``idx`` does (GPU timing, timeline, verify); returns the next step the
@@ -366,14 +366,15 @@ class Session:
             return False
         return steady_i <= self.config.timeline_steps or (steady_i - 1) % self.timing_every == 0
 
-    def _close_step(self, now: float, final: bool = False) -> None:
-        """Account the step that runs from the last boundary to ``now`` (slow path and the end)."""
+    def _close_step(self, now: float, final: bool = False) -> float | None:
+        """Account the step that runs from the last boundary to ``now`` (slow path and the end); returns
+        its time when it counts as timed (the clock records it)."""
         clock = self.clock
         idx = clock.index
         segclock = self.segclock
         if idx == 0:
             segclock.tick(now)
-            return
+            return None
         rewound = False
         if final and not clock.manual and clock.last_end is not None and clock.last_end >= clock.begin_t:
             now_step = clock.last_end  # auto steps: the last step ends when its call returns
@@ -401,12 +402,13 @@ class Session:
         if idx in self.schedule.sampled and self.sampler.active:
             self.sampler.stop()
             self.schedule.sample_done(idx, now_step - clock.begin_t)
+        took = None
         if self._timed(idx):
             took = now_step - clock.begin_t
-            clock.times.append(took)
             self.schedule.timed_step(took)
         if final and segclock.span_open:
             segclock.close_span()
+        return took
 
     def _note_sync(self) -> None:
         if self._verify is not None:

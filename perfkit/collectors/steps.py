@@ -31,7 +31,7 @@ import threading
 import weakref
 from time import perf_counter
 from types import FrameType
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from perfkit import segments
 from perfkit.batched_env import num_envs_of
@@ -46,13 +46,21 @@ current: "StepClock | None" = None
 """The active session's clock (None outside a session): what the step wrappers report to."""
 
 
+class Boundary(NamedTuple):
+    """What the scheduler decided at a special step boundary; the clock applies it."""
+
+    took: float | None  # the closing step's time when it counts as timed (None: it does not)
+    next_special: int  # the next boundary the scheduler must see
+    begin_t: float  # when the new step begins: after perfkit's own work at the boundary
+
+
 class StepClock:
     """Step boundaries, step times and the current phase (see module doc).
 
-    ``on_boundary(now, index, env)`` is called for every boundary whose index is not below
-    ``next_special`` (the session's scheduler sets ``next_special`` to the next step it wants to see);
-    all others take the fast path. ``times`` holds the duration of every step the scheduler counts as
-    timed (it appends those itself on the slow path)."""
+    ``on_boundary(now, index, env) -> Boundary`` is called for every boundary whose index is not below
+    ``next_special``; all others take the fast path. The clock alone writes its fields: on the fast
+    path it times the step itself, on the slow path it applies the scheduler's :class:`Boundary`
+    (``times`` holds the duration of every step counted as timed)."""
 
     def __init__(self, warmup_steps: int, on_boundary: Callable[[float, int, Any], None]):
         self.warmup_steps = warmup_steps
@@ -124,9 +132,25 @@ class StepClock:
             return
         hub.tls.depth += 1  # the scheduler's own torch calls are not the user's
         try:
-            self.on_boundary(now, idx, env)
+            decided = self.on_boundary(now, idx, env)
         finally:
             hub.tls.depth -= 1
+        self.apply(idx, decided)
+
+    def apply(self, idx: int, decided: Boundary) -> None:
+        """Step ``idx`` begins as the scheduler decided."""
+        if decided.took is not None:
+            self.times.append(decided.took)
+        self.index = idx
+        self.begin_t = decided.begin_t
+        self.next_special = decided.next_special
+        if idx <= MAX_STEP_STARTS:
+            self.starts.append(decided.begin_t)
+
+    def close(self, took: float | None) -> None:
+        """The run ended: the last step took ``took`` seconds (None: not a timed step)."""
+        if took is not None:
+            self.times.append(took)
 
     on_end: Callable[[float], None] | None = None  # told when each step call returns (the session's segment clock)
 

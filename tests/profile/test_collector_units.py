@@ -9,7 +9,7 @@ import torch
 from perfkit.collectors import steps
 from perfkit.collectors.loops import LineSampler
 from perfkit.collectors.sampling import Sampler
-from perfkit.collectors.steps import StepClock
+from perfkit.collectors.steps import Boundary, StepClock
 from perfkit.collectors.streams import StreamMonitor
 from perfkit.collectors.sync_wait import SyncWaits
 
@@ -20,11 +20,10 @@ class Scheduler:
     def __init__(self, clock: StepClock, every: int):
         self.clock, self.every, self.seen = clock, every, []
 
-    def __call__(self, now: float, idx: int, env) -> None:
+    def __call__(self, now: float, idx: int, env) -> Boundary:
         self.seen.append(idx)
-        c = self.clock
-        c.index, c.begin_t = idx, now
-        c.next_special = idx + self.every
+        took = now - self.clock.begin_t if self.clock.index else None  # the closing step counts as timed
+        return Boundary(took, idx + self.every, now + 0.5)  # perfkit's own work here took 0.5 s
 
 
 def test_step_clock_fast_path_times_steps_and_hands_special_ones_to_the_scheduler():
@@ -34,14 +33,15 @@ def test_step_clock_fast_path_times_steps_and_hands_special_ones_to_the_schedule
     for i in range(1, 11):
         clock.begin(None, now=float(i * i))
     assert sched.seen == [1, 4, 7, 10]
-    # the fast path timed the plain steps: steps 2, 3 (from 1 and 4 to 9), 5, 6, 8, 9
-    assert clock.times == [4 - 1, 9 - 4, 25 - 16, 36 - 25, 64 - 49, 81 - 64]
-    assert clock.index == 10 and clock.phase == "steady"
+    # the fast path times the plain steps, the scheduler's decision the others; a step handed to the
+    # scheduler begins after perfkit's work there (0.5 s after its boundary)
+    assert clock.times == [4 - 1.5, 9 - 4, 16 - 9, 25 - 16.5, 36 - 25, 49 - 36, 64 - 49.5, 81 - 64, 100 - 81]
+    assert clock.index == 10 and clock.begin_t == 100.5 and clock.next_special == 13 and clock.phase == "steady"
+    assert clock.starts[0] == 1.5 and clock.starts[1] == 4.0 and len(clock.starts) == 10
 
 
 def test_step_clock_keeps_each_early_steps_syncs():
-    clock = StepClock(warmup_steps=0, on_boundary=lambda now, idx, env: setattr(clock, "index", idx))
-    clock.next_special = 10 ** 9
+    clock = StepClock(warmup_steps=0, on_boundary=lambda now, idx, env: Boundary(None, 10 ** 9, now))
     clock.begin(None, now=0.0)
     clock.trail[("k",)] = 2
     clock.begin(None, now=1.0)
