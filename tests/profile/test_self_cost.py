@@ -28,6 +28,8 @@ class Env:
 
 
 def _run():
+    from time import perf_counter
+
     env, a = Env(), torch.ones(8)
     w = torch.nn.Parameter(torch.ones(8))
     with Session(warmup_steps=5, count_cpu_tensors=True) as s:
@@ -37,6 +39,7 @@ def _run():
             loss = (w * 2).sum()
             loss.backward()
             loss.item()
+    s.t_after = perf_counter()
     return s
 
 
@@ -58,6 +61,8 @@ def test_every_record_has_a_plausible_self_block(tmp_path):
     assert sum(own.special_steps.values()) == sum(s.meter.special_steps.values())
     assert sum(own.special_s.values()) == pytest.approx(sum(s.meter.special_s.values()), abs=1e-5)
     assert own.one_off_s >= own.startup_total_s > 0
+    # the special boundaries and the timed steps are disjoint spans of the session's own time
+    assert sum(own.special_s.values()) + sum(s.run.step_times_ms) / 1e3 <= s.t_after - s.t_start
     # it survives the record's round trip, typed
     back = Run.load(s.run.save(tmp_path / "r.json"))
     assert back.self == own
