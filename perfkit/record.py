@@ -20,7 +20,8 @@ SCHEMA = "perfkit.run/2"
 """The schema this perfkit writes. /2: a finding's ``count`` is over the steady-state steps (/1
 counted warm-up too); ``total_steps``, ``warmup_steps``, ``sampling``, ``Finding.chain``/``library``
 and ``SegmentStats.children`` added; later, without a new schema, the ``dist`` block (a record
-without one is rank 0 of a world of 1) and the ``comm`` segment."""
+without one is rank 0 of a world of 1), the ``comm`` segment and the ``self`` block (perfkit's own
+cost; absent from older records)."""
 READABLE_SCHEMAS: tuple[str, ...] = ("perfkit.run/1", SCHEMA)
 """The schemas :meth:`Run.load` accepts (a new schema is one more entry here)."""
 REQUIRED_FIELDS: tuple[str, ...] = ("command", "steps", "num_envs", "wall_s", "warmup_s", "sps", "step_ms",
@@ -41,6 +42,7 @@ EXTRA_STEP_DETECTION = "step_detection"  # "auto" | "manual" | "--step-fn MOD:CL
 EXTRA_STEP_CLASSES = "step_classes"
 EXTRA_POLICY_CLASSES = "policy_classes"
 EXTRA_SAMPLED_STEPS = "sampled_steps"
+EXTRA_RATE_WINDOW = "rate_window"  # {period, steps, first_step}: syncs' rates are over whole periods of the loop
 EXTRA_SETUP_SYNCS = "setup_syncs"  # syncs before the first step: not a per-step cost
 EXTRA_TEARDOWN_SYNCS = "teardown_syncs"  # syncs after the last step's start
 EXTRA_SYNC_WAIT = "sync_wait"  # {site: {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}} -> cost model
@@ -117,6 +119,42 @@ class Finding:
         return f"{self.path}:{self.line}"
 
 
+@dataclass
+class SelfCost:
+    """What perfkit itself cost the run, as the session measured and estimated it (the record's ``self``
+    block; ``perfkit overhead``, which runs the program with and without perfkit, is the ground truth).
+
+    One-off costs are measured: ``startup_s`` (the session's start: installing the hooks and the
+    per-call calibration, before the first step), ``special_s`` (perfkit's own work at each kind of
+    special step boundary — ``discovery_close``, ``sample``, ``gpu_timed``, ``verify``, ``poll`` —
+    in seconds over the run, with ``special_steps`` counting them), ``sampled_extra_s`` (what the
+    sampled steps took beyond a typical step, the costly collectors on) and ``record_s`` (building
+    the record). A plain steady step's cost is estimated: ``per_step_ms = sum(per_step[k] *
+    per_call_us[k]) / 1000`` over the hooked torch calls, segment transitions and sync events per step
+    (hooked calls counted on the sampled steps, the others over the run), with ``per_call_us``
+    measured once at the session's start (``calibration``)."""
+
+    startup_s: float = 0.0
+    special_s: dict[str, float] = field(default_factory=dict)
+    special_steps: dict[str, int] = field(default_factory=dict)
+    sampled_extra_s: float = 0.0
+    record_s: float = 0.0
+    per_step_ms: float = 0.0
+    per_step: dict[str, float] = field(default_factory=dict)  # hooked_call, segment_transition, sync_event: per step
+    per_call_us: dict[str, float] = field(default_factory=dict)  # the same kinds: microseconds per call
+    calibration: str = ""
+
+    @property
+    def startup_total_s(self) -> float:
+        """perfkit's time before the steady state: the session's start and closing the discovery window."""
+        return self.startup_s + self.special_s.get("discovery_close", 0.0)
+
+    @property
+    def one_off_s(self) -> float:
+        """Everything perfkit spent outside the plain steps: start-up, special steps, samples, the record."""
+        return self.startup_s + sum(self.special_s.values()) + self.sampled_extra_s + self.record_s
+
+
 # ``memory`` keys in order of preference for a run's one memory figure (``Run.peak_memory``);
 # records written before host_peak_rss_bytes existed held the sweep worker's peak RSS in host_rss_bytes
 MEMORY_FIGURES = (
@@ -152,6 +190,7 @@ class Run:
     warmup_steps: int = 0  # steps kept apart from steady state
     sampling: dict[str, Any] = field(default_factory=dict)  # the sampled steps: {"steps": [...], "every": k, "weights": [...]}
     dist: dict[str, Any] = field(default_factory=dict)  # rank, world size, backend, device; collectives and DDP (perfkit.dist)
+    self: SelfCost | None = None  # what perfkit itself cost the run (None: not measured, e.g. a record of an older perfkit)
     schema: str = SCHEMA
 
     # ---- derived views -------------------------------------------------------------------------
@@ -212,6 +251,9 @@ class Run:
                 raise RecordError(f"{source}: {where} lacks {', '.join(missing)}")
             kwargs["findings"].append(Finding(**{k: _checked(source, f"{where}.{k}", v, _FINDING_TYPES[k])
                                                  for k, v in f.items() if k in _FINDING_TYPES}))
+        own = _checked(source, "self", d.get("self"), "dict?")
+        kwargs["self"] = None if own is None else SelfCost(**{
+            k: _checked(source, f"self.{k}", v, _SELF_TYPES[k]) for k, v in own.items() if k in _SELF_TYPES})
         run = cls(**kwargs)
         if unknown:
             run.extra.setdefault(EXTRA_UNKNOWN_FIELDS, {}).update(unknown)
@@ -288,6 +330,8 @@ _RUN_TYPES = {
     "exit_code": "int?", "env": "dict", "step_times_ms": "num-list", "memory": "dict", "extra": "dict",
     "total_steps": "int", "warmup_steps": "int", "sampling": "dict", "dist": "dict",
 }
+_SELF_TYPES = {"startup_s": "num", "special_s": "num-dict", "special_steps": "num-dict", "sampled_extra_s": "num",
+               "record_s": "num", "per_step_ms": "num", "per_step": "num-dict", "per_call_us": "num-dict", "calibration": "str"}
 _SEGMENT_TYPES = {"gpu_ms_per_step": "num?", "cpu_ms_per_step": "num", "syncs_per_step": "num",
                   "allocs_per_step": "num", "alloc_bytes_per_step": "num", "calls_per_step": "num"}
 _FINDING_TYPES = {

@@ -25,7 +25,10 @@ so it is never part of a step's time or of the steady wall time.
 
 Who does what: the :class:`~perfkit.collectors.steps.StepClock` marks boundaries and times steps
 (its fast path is all a plain steady step costs); :meth:`Session._on_boundary` is the scheduler for
-every other step (close the discovery window, sample, time on the GPU, record the timeline, verify);
+every other step (close the discovery window, sample, time on the GPU, record the timeline, verify)
+and returns its decision (:class:`~perfkit.collectors.steps.Boundary`), which the clock applies; the
+:class:`~perfkit.collectors.sampling.SampleSchedule` says which steps are sampled;
+:class:`~perfkit.collectors.self_cost.SelfMeter` keeps perfkit's own cost;
 :class:`~perfkit.collectors.sync_wait.SyncWaits` keeps the per-sync waits; at the end the session
 takes a :class:`~perfkit.snapshot.Snapshot` and :func:`~perfkit.snapshot.build_run` turns it into the
 record, which the cost model then prices.
@@ -94,7 +97,6 @@ class Session:
             raise ValueError("warmup_steps must be >= 0")
         explicit = sample_steps if sample_steps is not None else cfg.sample_steps
         self.sample_steps: tuple[int, ...] | None = tuple(explicit) if explicit is not None else None
-        self.sample_every = max(1, int(cfg.sample_every))
         self.timing_every = max(1, int(timing_every or cfg.timing_every))
         self.nvtx_setting = nvtx or cfg.nvtx
         self.verify = verify
@@ -107,14 +109,15 @@ class Session:
         self.given_num_envs = num_envs  # the user's word when the env object has none (or there is none)
         self.num_envs: int | None = num_envs
         self.env_info: dict[str, Any] = {}
-        self._sampled: dict[int, int] = {}  # sampled step -> the steps it stands for (the stride then)
-        self._next_sample = self._first_sample()
-        self._sample_cost = 0.0  # seconds sampled steps took beyond a typical step
-        self._costed = 0  # samples whose cost was measured
-        self._uncosted: list[float] = []  # durations of samples taken before a typical step was known
-        self._recent: list[float] = []  # the last timed steps (for the typical step time)
+        from perfkit.collectors.sampling import SampleSchedule
+
+        self.schedule = SampleSchedule(self.warmup_steps + 1, cfg.sample_every, cfg.sample_budget, self.sample_steps)
+        self._learner_seen = 0  # learner steps the schedule's period was computed from
         self.notes: list[str] = []
         self._entered = False
+        from perfkit.collectors.self_cost import SelfMeter
+
+        self.meter = SelfMeter()  # perfkit's own cost (the record's self block)
 
     # ---- enter / exit ---------------------------------------------------------------------------
     def __enter__(self) -> "Session":
@@ -126,6 +129,7 @@ class Session:
         except ImportError:  # a program without torch: steps, segments and timing still work
             torch = None  # type: ignore[assignment]
         self._torch = torch
+        t_enter = perf_counter()
         from perfkit.collectors.loops import LineSampler
         from perfkit.collectors.sampling import Sampler
         from perfkit.collectors.segment_rules import SegmentRules
@@ -138,6 +142,7 @@ class Session:
         self.t_start = perf_counter()
         self.t_steady0: float | None = None
         self.segclock = SegmentClock()
+        self.segclock.steps = self.clock
         self.sampler = Sampler(torch, LineSampler(), StreamMonitor())
         self.streams = self.sampler.streams
         self._streams_installed = False
@@ -177,9 +182,13 @@ class Session:
             self._setup_gpu()
             _segments.on_transition = self.segclock.transition
             self.clock.on_end = self.segclock.mark_end
+            from perfkit.collectors.self_cost import calibrate
+
+            self.meter.per_call_us = calibrate(torch)
         except BaseException:
             self._teardown()
             raise
+        self.meter.startup_s = perf_counter() - t_enter
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -200,11 +209,14 @@ class Session:
         tls.depth += 1  # perfkit's own calls from here on are not the user's
         try:
             try:
-                self._close_step(t_end, final=True)
+                self.clock.close(self._close_step(t_end, final=True))
             finally:
                 self._teardown()
             try:
+                t_record = perf_counter()
                 self.run = self._record(status, t_end)
+                if self.run.self is not None:
+                    self.run.self.record_s = round(perf_counter() - t_record, 6)
             except Exception as e:  # never lose the program's outcome over a bug in the record
                 import traceback
 
@@ -251,17 +263,9 @@ class Session:
             _active = None
 
     # ---- the scheduler: every step boundary that is not a plain steady step --------------------------
-    def _first_sample(self) -> int:
-        if self.sample_steps is not None:
-            return min(self.sample_steps, default=0)
-        return self.warmup_steps + 1
-
-    def _is_sampled(self, idx: int) -> bool:
-        return idx in self._sampled or idx == self._next_sample
-
     def _timed(self, idx: int) -> bool:
         """Whether step ``idx`` counts in the steady-state timing (not warm-up, sampled or --verify)."""
-        if idx <= self.warmup_steps or self._is_sampled(idx):
+        if idx <= self.warmup_steps or self.schedule.is_sampled(idx):
             return False
         if self.verify and self._gpu is not None:
             start = self.warmup_steps + 1
@@ -269,32 +273,36 @@ class Session:
                 return False
         return True
 
-    def _on_boundary(self, now: float, idx: int, obj: Any) -> None:
-        clock = self.clock
-        self._close_step(now)
-        clock.index = idx
-        clock.begin_t = now
+    def _on_boundary(self, now: float, idx: int, obj: Any) -> "_steps.Boundary":
+        """Step ``idx`` begins at ``now``: close the last one, start what this one does; the clock applies
+        the returned decision (the closing step's time, the next boundary to see, when the step begins)."""
+        took = self._close_step(now)
         if obj is not None and not self.env_info:
             self._describe_env(obj)
         if idx == self.warmup_steps + 1:
             self.t_steady0 = now
-        if self._discovery_open and idx > max(self.warmup_steps, 1):
-            self._close_discovery()
+        closes = self._discovery_open and idx > max(self.warmup_steps, 1)
+        if closes:
+            with self.patcher.batch():  # the functions found are wrapped where they are imported in one pass
+                self._close_discovery()
         hub.install_available()
         self.rules.poll()
         if not self._streams_installed:
             self._streams_installed = self.streams.install(self.patcher)
-        if idx == self._next_sample and self._uncosted:
-            self._restride()  # a sample taken before any timed step: price it now, maybe postpone this one
-        sampled = idx == self._next_sample
-        if sampled:
-            self._sampled[idx] = self._stride()
+        schedule = self.schedule
+        learner = self.segclock.learner_steps
+        if len(learner) != self._learner_seen and self._learner_seen < 16:  # the loop's period (settles early)
+            from perfkit.collectors.sampling import loop_period
+
+            self._learner_seen = len(learner)
+            schedule.period = loop_period(learner, confirmed=False)
+        sampled = schedule.begin(idx)
         special = self._schedule_steady(now, idx, sampled)
-        if self._next_sample > idx:
-            special = min(special, self._next_sample)
+        if schedule.next > idx:
+            special = min(special, schedule.next)
         if sampled or not self._timed(idx) or not self._timed(idx + 1):
             special = idx + 1
-        clock.next_special = max(special, idx + 1)
+        next_special = max(special, idx + 1)
         # segment time is cumulative in the clock: open / close the timed span on changes of timed-ness
         timed = self._timed(idx)
         segclock = self.segclock
@@ -303,58 +311,25 @@ class Session:
         elif not timed and segclock.span_open:
             segclock.close_span()
         if sampled:  # last: the sampler's tracer must not see perfkit's own work
+            if schedule.starts_first_block(idx):
+                self.sampler.forget()  # the single steps sampled before stand for nothing from here on
             self.sampler.start(sys._getframe(3), idx)
         # the step begins now, after perfkit's own work at this boundary
         t = perf_counter()
-        clock.begin_t = t
-        if idx <= _steps.MAX_STEP_STARTS:
-            clock.starts.append(t)
         segclock.skip(t)
         if segclock.trace is not None:
             segclock.trace = [(segclock.cur, t)]
         gpu = self._gpu
-        if gpu is not None and self._gpu_pending is not None:
+        gpu_timed = gpu is not None and self._gpu_pending is not None
+        if gpu_timed:
             gpu.begin_step(self._gpu_pending, segclock.cur, t)
             segclock.refresh()
             self._gpu_pending = None
-
-    def _stride(self) -> int:
-        """The steps a sample taken now stands for: the current stride (explicit sampled steps stand for
-        themselves only)."""
-        if self.sample_steps is not None:
-            return 1
-        return self.sample_every
-
-    def _schedule_next_sample(self, idx: int, took: float) -> None:
-        """After sampled step ``idx`` (which took ``took`` seconds): when is the next one. Spread mode
-        widens the stride while sampling costs more than ``sample_budget`` of the steady run."""
-        if self.sample_steps is not None:
-            later = [i for i in self.sample_steps if i > idx]
-            self._next_sample = min(later) if later else 0
-            return
-        self._uncosted.append(took)
-        self._restride()
-        self._next_sample = idx + self.sample_every
-
-    def _restride(self) -> None:
-        """Widen the sampling stride so that sampling costs at most ``sample_budget`` of the run: what a
-        sample costs beyond a typical timed step, spread over the steps each one stands for. Samples
-        taken before any timed step wait until one is known (and the next sample waits with them). A
-        budget of 1 (the whole run) never widens the stride."""
-        if not self._recent or self.config.sample_budget >= 1:
-            return
-        typical = sorted(self._recent)[len(self._recent) // 2]
-        if typical <= 0:
-            return
-        for took in self._uncosted:
-            self._sample_cost += max(0.0, took - typical)
-            self._costed += 1
-        self._uncosted.clear()
-        need = self._sample_cost / self._costed / (self.config.sample_budget * typical)
-        if need > self.sample_every:
-            last = max(self._sampled) if self._sampled else self.warmup_steps
-            self.sample_every = _next_prime(int(need) + 1)
-            self._next_sample = max(self._next_sample, last + self.sample_every)
+        kind = ("discovery_close" if closes else "warmup" if idx <= self.warmup_steps
+                else "verify" if self._verify is not None and self._verify.prof is not None
+                else "sample" if sampled else "gpu_timed" if gpu_timed else "poll")
+        self.meter.special(kind, t - now)
+        return _steps.Boundary(took, next_special, t)
 
     def _schedule_steady(self, now: float, idx: int, sampled: bool) -> int:
         """Start what steady step ``idx`` does (GPU timing, timeline, verify); returns the next step the
@@ -391,14 +366,15 @@ class Session:
             return False
         return steady_i <= self.config.timeline_steps or (steady_i - 1) % self.timing_every == 0
 
-    def _close_step(self, now: float, final: bool = False) -> None:
-        """Account the step that runs from the last boundary to ``now`` (slow path and the end)."""
+    def _close_step(self, now: float, final: bool = False) -> float | None:
+        """Account the step that runs from the last boundary to ``now`` (slow path and the end); returns
+        its time when it counts as timed (the clock records it)."""
         clock = self.clock
         idx = clock.index
         segclock = self.segclock
         if idx == 0:
             segclock.tick(now)
-            return
+            return None
         rewound = False
         if final and not clock.manual and clock.last_end is not None and clock.last_end >= clock.begin_t:
             now_step = clock.last_end  # auto steps: the last step ends when its call returns
@@ -423,18 +399,16 @@ class Session:
             segclock.refresh()
             if self._nvtx_mode == "sampled":
                 segclock.nvtx_off()
-        if idx in self._sampled and self.sampler.active:
+        if idx in self.schedule.sampled and self.sampler.active:
             self.sampler.stop()
-            self._schedule_next_sample(idx, now_step - clock.begin_t)
+            self.schedule.sample_done(idx, now_step - clock.begin_t)
+        took = None
         if self._timed(idx):
             took = now_step - clock.begin_t
-            clock.times.append(took)
-            recent = self._recent
-            recent.append(took)
-            if len(recent) > 64:
-                del recent[0]
+            self.schedule.timed_step(took)
         if final and segclock.span_open:
             segclock.close_span()
+        return took
 
     def _note_sync(self) -> None:
         if self._verify is not None:
@@ -518,11 +492,12 @@ class Session:
             seg_totals=dict(self.segclock.span_totals), seg_calls=dict(self.segclock.span_calls),
             gpu_totals=dict(gpu.totals) if gpu is not None else None, gpu_steps=gpu.steps if gpu is not None else 0,
             gpu_step_ms=list(gpu.step_ms) if gpu is not None else [],
-            counts=self.sink.counts, trail=dict(clock.trail), sampled_steps=list(self.sampler.done),
+            counts=self.sink.counts, trail=dict(clock.trail), kept_trails=clock.kept,
+            learner_steps=list(self.segclock.learner_steps), sampled_steps=list(self.sampler.done),
             cuda_alloc=list(self.sampler.cuda_alloc), op_counts=dict(self.sampler.op_counts),
-            line_counts=lines.counts, line_entries=lines.entries, line_steps=lines.steps,
-            sync_waits=self.sync_waits.finish(), sampled=dict(self._sampled),
-            sample_every=self.sample_every if self.sample_steps is None else None,
+            line_counts=lines.counts, line_entries=lines.entries, line_steps=lines.steps, line_trips=lines.trips,
+            sync_waits=self.sync_waits.finish(), sampled=self.schedule.weights(), sample_blocks=list(self.schedule.blocks),
+            sample_every=self.schedule.stride,
             per_sample=self.sink.per_sample, chains=self.sink.chains, other_envs=dict(clock.others),
             timeline=self.timeline + (gpu.timeline if gpu is not None else []), notes=notes,
             step_starts=[round((t - self.t_start) * 1e3, 3) for t in clock.starts],
@@ -534,6 +509,7 @@ class Session:
             interop_sites=dict(self.streams.interop_sites), machine=describe(), memory=process_memory(self._torch),
             fixes={**torch_sync.FIXES, **warp_sync.FIXES}, alloc_fix=alloc.FIX, stream_fix=streams.FIX, loop_fix=loops.FIX,
             dist=self.comm.snapshot() if getattr(self, "comm", None) is not None else None,
+            self_meter=self.meter.snapshot(self.schedule.extra_s, self.sampler.counted, self.sampler.hooked_calls),
         )
 
     def _record(self, status: str, t_end: float) -> Run:
@@ -551,10 +527,3 @@ class Session:
                 run.extra.setdefault("notes", []).append(f"pricing failed: {type(e).__name__}: {e}")
         return run
 
-
-def _next_prime(n: int) -> int:
-    """The smallest prime >= n: sampling strides stay coprime with the periods programs have (2, 10, 32)."""
-    n = max(2, n)
-    while any(n % d == 0 for d in range(2, int(n ** 0.5) + 1)):
-        n += 1
-    return n

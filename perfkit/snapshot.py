@@ -11,8 +11,10 @@ Counting definitions the record follows (``perfkit.run/2``):
 * every finding's ``count`` is its events over the steady-state steps and ``per_step = count /
   steps``. Syncs are counted exactly (every call is seen). A step runs from its boundary to the next;
   the last one has no next boundary, so at a site that also synced in earlier steps it is counted as
-  at most the site's typical per-step events, and a site that synced *only* after the last step began
-  is teardown. Syncs before the first step are setup. Setup and teardown are kept apart (``extra``),
+  at most the most events the site made in one earlier step, and a site that synced *only* after the
+  last step began is teardown. When the loop's period is known (the steps between learner updates),
+  a sync's rate is counted over whole periods: the steady steps cut at the start to k periods ending
+  with the last step (:func:`rate_window`), and ``count = per_step * steps``. Syncs before the first step are setup. Setup and teardown are kept apart (``extra``),
   never per-step costs. Warm-up events are in neither count;
 * allocation, loop and stream findings come from the sampled steps (``sampling``), each standing for
   the steps until the next: ``per_step`` is their weighted mean — or, for an event whose sampled
@@ -27,7 +29,7 @@ from typing import Any
 
 from perfkit.record import (
     EXTRA_COUNT_CPU_TENSORS, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
-    EXTRA_LAST_STEP_END, EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_OTHER_ENV_STEPS, EXTRA_POLICY_CLASSES,
+    EXTRA_LAST_STEP_END, EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_OTHER_ENV_STEPS, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
     EXTRA_SAMPLED_STEPS, EXTRA_SETUP_SYNCS, EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_STEP_STARTS,
     EXTRA_SYNC_WAIT, EXTRA_TEARDOWN_SYNCS, EXTRA_TIMELINE, EXTRA_TOTAL_STEPS, EXTRA_VERIFY,
     EXTRA_WARMUP_STEPS, EXTRA_WARP_TORCH_INTEROP, Finding, Run, SEGMENTS, SegmentStats,
@@ -54,15 +56,19 @@ class Snapshot:
     gpu_steps: int = 0
     gpu_step_ms: list[float] = field(default_factory=list)
     counts: dict[tuple, list] = field(default_factory=dict)  # sink counts: (kind, op, file, line, func, thread, would, phase)
-    trail: dict[tuple, int] = field(default_factory=dict)  # steady syncs after the last step's start
+    trail: dict[tuple, int] = field(default_factory=dict)  # syncs after the last step's start
+    kept_trails: dict[int, dict[tuple, int]] = field(default_factory=dict)  # step -> its syncs (the first steps)
+    learner_steps: list[int] = field(default_factory=list)  # the steps during which the learner segment was entered
     sampled_steps: list[int] = field(default_factory=list)
     cuda_alloc: list[int] = field(default_factory=list)
     op_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     line_counts: dict[tuple, list] = field(default_factory=dict)  # (code, line) -> [n, {segment: n}]
     line_entries: dict[tuple, int] = field(default_factory=dict)  # (code, loop header) -> entries while sampled
     line_steps: int = 0
+    line_trips: dict[tuple, set] = field(default_factory=dict)  # (code, loop header) -> distinct trip counts per entry
     sync_waits: dict[tuple, list] = field(default_factory=dict)  # (file, line) -> [calls, wait_s, gap_s, gaps]
     sampled: dict[int, int] = field(default_factory=dict)  # sampled step -> the steps it stands for
+    sample_blocks: list[tuple[int, int]] = field(default_factory=list)  # whole periods sampled: (first, last step)
     sample_every: int | None = None  # the sampling stride at the end (None: explicit sampled steps)
     per_sample: dict[tuple, dict[int, int]] = field(default_factory=dict)  # sampled kinds: site -> {step: events}
     chains: dict[tuple, tuple] = field(default_factory=dict)  # (kind, op, file, line) -> ((file, line), ...)
@@ -83,6 +89,7 @@ class Snapshot:
     stream_fix: str = ""
     loop_fix: str = ""
     dist: dict[str, Any] | None = None  # perfkit.collectors.comm.CommCollector.snapshot(): rank, collectives, DDP
+    self_meter: dict[str, Any] | None = None  # perfkit.collectors.self_cost.SelfMeter.snapshot(): perfkit's own cost
 
 
 def build_run(snap: Snapshot) -> Run:
@@ -111,6 +118,8 @@ def build_run(snap: Snapshot) -> Run:
     run.warmup_steps = min(snap.warmup_steps, n_steps)
     run.sampling = {"steps": sorted(snap.sampled), "weights": [snap.sampled[i] for i in sorted(snap.sampled)],
                     "every": snap.sample_every}
+    if snap.sample_blocks:
+        run.sampling["blocks"] = [list(b) for b in snap.sample_blocks]
     run.segments = segment_stats(snap, steady, n_steps)
     findings, setup, teardown, loop_ops = _findings(snap, steady, n_steps, loops_mod)
     run.findings = findings
@@ -128,6 +137,11 @@ def build_run(snap: Snapshot) -> Run:
     from perfkit.collectors.comm import dist_record
 
     run.dist = dist_record(snap.dist, len(times), run.env.get("device"), snap.machine.get("host"))
+    from perfkit.collectors.self_cost import self_cost
+
+    n_timed = len(times)
+    transitions = 2 * sum(snap.seg_calls.values()) / n_timed if n_timed else 0.0  # an entry and the way back
+    run.self = self_cost(snap.self_meter, transitions, run.syncs_per_step)
     run.extra[EXTRA_TOTAL_STEPS] = n_steps
     run.extra[EXTRA_WARMUP_STEPS] = min(snap.warmup_steps, n_steps)
     run.extra[EXTRA_STEP_DETECTION] = snap.step_detection
@@ -136,6 +150,10 @@ def build_run(snap: Snapshot) -> Run:
     if snap.step_classes:
         run.extra[EXTRA_STEP_CLASSES] = list(snap.step_classes)
     run.extra[EXTRA_SAMPLED_STEPS] = list(snap.sampled_steps)
+    window = rate_window(snap, steady)
+    if window:
+        cut, period = window
+        run.extra[EXTRA_RATE_WINDOW] = {"period": period, "steps": steady - cut, "first_step": snap.warmup_steps + cut + 1}
     if snap.policy_classes:
         run.extra[EXTRA_POLICY_CLASSES] = list(snap.policy_classes)
     if snap.cuda_alloc:
@@ -212,9 +230,27 @@ def sampled_rate(occurrences: dict[int, int], sampled: dict[int, int]) -> float:
     return sum(occurrences.get(i, 0) * sampled[i] for i in steps) / total if total else 0.0
 
 
-def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple, tuple[int, dict]], list[dict], list[dict]]:
-    """``{site key: (count, {segment: events})}`` of the syncs by the module doc's definition, and the
-    setup and teardown lists."""
+def rate_window(snap: Snapshot, steady: int) -> tuple[int, int] | None:
+    """``(cut, period)``: the rates of syncs are counted over the steady steps after the first ``cut``,
+    a whole number of periods of the training loop (``period`` env steps from one learner update to
+    the next), so that work done once per period reads its exact rate however the run's length falls.
+    None: no period known, or the steady state already holds whole periods, or the steps to cut were
+    not kept."""
+    from perfkit.collectors.sampling import loop_period
+    from perfkit.collectors.steps import KEPT_TRAILS
+
+    period = loop_period(snap.learner_steps)
+    if period is None or period < 2 or steady < period:
+        return None
+    cut = steady % period
+    if snap.warmup_steps + cut > KEPT_TRAILS:
+        return None
+    return cut, period
+
+
+def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple, tuple[float, dict]], list[dict], list[dict]]:
+    """``{site key: (events per step, {segment: events})}`` of the syncs by the module doc's
+    definition, and the setup and teardown lists."""
     per: dict[tuple, list] = {}  # site -> [steady events, {segment: events}, of them after the last boundary, warm-up events]
     setup: list[dict] = []
     teardown: list[dict] = []
@@ -233,14 +269,28 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
         e[2] += snap.trail.get(key, 0)
         for sg, m in segs.items():
             e[1][sg] = e[1].get(sg, 0) + m
-    out: dict[tuple, tuple[int, dict]] = {}
+    window = rate_window(snap, steady)
+    cut = window[0] if window else 0
+    early: dict[tuple, int] = {}  # site -> events in the steady steps cut from the window
+    peak: dict[tuple, int] = {}  # site -> the most events it made in one step (of the kept steps)
+    for idx, trail in snap.kept_trails.items():
+        for key, m in trail.items():
+            k7 = key[:7]
+            if m > peak.get(k7, 0):
+                peak[k7] = m
+            if cut and snap.warmup_steps < idx <= snap.warmup_steps + cut and key[7] == "steady":
+                early[k7] = early.get(k7, 0) + m
+    out: dict[tuple, tuple[float, dict]] = {}
     warm_steps = min(snap.warmup_steps, n_steps)
+    steps = steady or n_steps
     for k7, (cnt, segs, tail, warm) in per.items():
         if not cnt:
             continue
         if steady >= 2 and tail:
             closed = cnt - tail
-            if closed > 0:
+            if k7 in peak:  # the last step holds at most what the site made in one earlier step
+                typical = peak[k7]
+            elif closed > 0:
                 typical = -(-closed // (steady - 1))
             elif warm:
                 typical = -(-warm // max(1, warm_steps))
@@ -248,14 +298,18 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
                 teardown.append({"op": k7[1], "path": relpath(k7[2]), "line": k7[3], "count": tail})
                 continue
             cnt = closed + min(tail, typical)
-        out[k7] = (cnt, segs)
+        if window:
+            out[k7] = ((cnt - early.get(k7, 0)) / (steady - cut), segs)
+        else:
+            out[k7] = (cnt / steps if steps else 0.0, segs)
     setup.sort(key=lambda d: -d["count"])
     teardown.sort(key=lambda d: -d["count"])
     return out, setup, teardown
 
 
 def _sampled_rates(snap: Snapshot) -> dict[tuple, float]:
-    return {k7: sampled_rate(occ, snap.sampled) for k7, occ in snap.per_sample.items()} if snap.sampled else {}
+    live = {i: w for i, w in snap.sampled.items() if w}  # steps standing for none (see SampleSchedule.weights) are out
+    return {k7: sampled_rate(occ, live) for k7, occ in snap.per_sample.items()} if live else {}
 
 
 def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, SegmentStats]:
@@ -276,13 +330,12 @@ def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, Segmen
     if snap.gpu_totals is not None and snap.gpu_steps:
         for seg, ms in snap.gpu_totals.items():
             get(seg).gpu_ms_per_step = round(ms / snap.gpu_steps, 6)
-    denom = steady or n_steps
     syncs, _, _ = _sync_counts(snap, steady, n_steps)
-    for cnt, segs in syncs.values():
+    for rate, segs in syncs.values():
         total = sum(segs.values())
         for seg, k in segs.items():
-            if denom and total:
-                get(seg).syncs_per_step += cnt * k / total / denom
+            if total:
+                get(seg).syncs_per_step += rate * k / total
     rates = _sampled_rates(snap)
     for key, (cnt, nbytes, segs) in snap.counts.items():
         if key[0] != "alloc" or not cnt:
@@ -331,10 +384,10 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
         return {"chain": [f"{relpath(f)}:{ln}" for f, ln in chain], "library": library_of(fn)}
 
     syncs, setup, teardown = _sync_counts(snap, steady, n_steps)
-    for (kind, op, fn, line, func, thread, would), (cnt, segs) in syncs.items():
+    for (kind, op, fn, line, func, thread, would), (rate, segs) in syncs.items():
         out.append(Finding(kind=kind, op=op, path=relpath(fn), line=line, function=func, segment=_top_segment(segs),
-                           thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line), count=cnt,
-                           per_step=round(cnt / steps, 6) if steps else 0.0, message=snap.fixes.get(op, ""),
+                           thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line),
+                           count=int(round(rate * steps)), per_step=round(rate, 6), message=snap.fixes.get(op, ""),
                            **where(kind, op, fn, line)))
     rates = _sampled_rates(snap)
     sampled_kinds: dict[tuple, list] = {}
@@ -360,7 +413,7 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
         out.append(f)
     loop_ops: dict[str, float] = {}
     n_sampled = snap.line_steps
-    for lp in loops_mod.hot_loops(snap.line_counts, snap.line_steps, snap.num_envs, snap.line_entries):
+    for lp in loops_mod.hot_loops(snap.line_counts, snap.line_steps, snap.num_envs, snap.line_entries, snap.line_trips):
         lo, hi = lp["span"]
         ops = sum(n for (fn_, ln), n in snap.op_counts.items() if fn_ == lp["filename"] and lo <= ln <= hi)
         if ops and n_sampled and lp["per_step"]:

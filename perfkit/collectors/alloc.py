@@ -80,6 +80,8 @@ def _make_mode_class():
         """Counts new tensors per user line while active (see module doc)."""
 
         ops: dict | None = None  # (filename, line) -> torch calls, when a session counts ops per line
+        hooked_names: frozenset = frozenset()  # names of the torch functions perfkit's sync hooks wrap
+        hooked = 0  # calls of those seen (the session's estimate of its own per-step cost)
         exact = True  # read the CUDA allocator's counters around each call (see module doc)
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -92,6 +94,8 @@ def _make_mode_class():
             out = func(*args, **kwargs)
             if tls.depth or not hub.sinks:
                 return out
+            if self.hooked_names and getattr(func, "__name__", None) in self.hooked_names:
+                self.hooked += 1
             if c0 is not None:
                 return self._count_cuda(func, args, kwargs, out, c0)
             self._note_op(sys._getframe(1))

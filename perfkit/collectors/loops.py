@@ -12,15 +12,15 @@ library's short loop that merely runs often does not give. One ``loop`` finding 
 
 from __future__ import annotations
 
-import ast
+import dis
 import sys
-from functools import lru_cache
 from types import CodeType, FrameType
 
 from perfkit.collectors.sites import is_program_file
 from perfkit.collectors.hub import tls
 
 MIN_ENVS = 8
+MAX_TRIPS = 4  # distinct trip counts kept per loop (more: the trip count varies with the data)
 FIX = "replace the per-env Python loop with one batched tensor op over all envs (masks, torch.where, index_put_)"
 
 
@@ -29,8 +29,10 @@ class LineSampler:
         self.counts: dict[tuple[CodeType, int], list] = {}  # (code, line) -> [n, {segment: n}]
         self.calls: dict[CodeType, int] = {}  # program code objects entered while sampling
         self.entries: dict[tuple[CodeType, int], int] = {}  # (code, loop header line) -> entries into the loop
+        self.trips: dict[tuple[CodeType, int], set[int]] = {}  # (code, loop header) -> distinct trip counts of its entries
+        self._at_entry: dict[tuple[CodeType, int], int] = {}  # (code, loop header) -> header events at its last entry
         self.steps = 0
-        self._heads: dict[CodeType, dict[int, tuple[int, int]]] = {}  # code -> {header line: (first, last line)}
+        self._heads: dict[CodeType, dict[int, tuple[int, int, str]]] = {}  # code -> {header line: (first, last line, kind)}
         self._last: dict[int, int] = {}  # id(frame) -> the last line it ran
         self.skipped_reason: str | None = None
         self._frames: list[FrameType] = []
@@ -57,6 +59,12 @@ class LineSampler:
                     prev = self._last.get(fid)
                     if prev is None or not span[0] <= prev <= span[1]:
                         self.entries[key] = self.entries.get(key, 0) + 1
+                        was = self._at_entry.get(key)
+                        if was is not None:  # the previous entry's trip count: its header events but one
+                            trips = self.trips.setdefault(key, set())
+                            if len(trips) <= MAX_TRIPS:
+                                trips.add(c[0] - was - 1)
+                        self._at_entry[key] = c[0]
                 self._last[fid] = line
         return self._local
 
@@ -86,6 +94,11 @@ class LineSampler:
         if not self._on:
             return
         sys.settrace(None)
+        for key, was in self._at_entry.items():  # loops entered last in this sample ended within it
+            trips = self.trips.setdefault(key, set())
+            if len(trips) <= MAX_TRIPS:
+                trips.add(self.counts[key][0] - was)
+        self._at_entry.clear()
         for f in self._frames:
             f.f_trace = None
         self._frames.clear()
@@ -94,61 +107,116 @@ class LineSampler:
         self.steps += 1
 
 
-def _loop_heads(code: CodeType) -> dict[int, tuple[int, int]]:
-    """``{header line: (first line, last line)}`` of the loops whose header lies in ``code``'s lines."""
-    first = code.co_firstlineno
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+_DICT_VIEWS = frozenset({"items", "keys", "values"})
+
+
+def _loop_heads(code: CodeType) -> dict[int, tuple[int, int, str]]:
+    """``{header line: (first line, last line, kind)}`` of the loops in ``code``'s own bytecode (not the
+    functions nested in it), found from its backward jumps — no source file is read. A ``for`` loop's
+    header is its ``FOR_ITER``'s line; a ``while`` loop's is the line its condition jumps back from.
+    A loop over a dict's ``items()``, ``keys()`` or ``values()`` goes over the dict's keys, not over
+    envs, however many there are: it is left out."""
     try:
-        last = max((ln for _, _, ln in code.co_lines() if ln is not None), default=first)
-    except Exception:  # pragma: no cover
-        last = first
-    return {h: (lo, hi) for lo, hi, h, _, _ in _loops_of(code.co_filename) if first <= h <= last}
+        ins = list(dis.get_instructions(code))
+    except Exception:  # pragma: no cover - code dis cannot read
+        return {}
+    at = {i.offset: n for n, i in enumerate(ins)}
+    lines: list[int | None] = []
+    last = code.co_firstlineno
+    for i in ins:  # an instruction without a line of its own belongs to the line before it
+        ln = i.positions.lineno if i.positions is not None else None
+        last = ln if ln is not None else last
+        lines.append(last)
+    comp = code.co_name in _COMPREHENSIONS
+    heads: dict[int, list] = {}
+    for j, i in enumerate(ins):
+        if i.opcode not in dis.hasjrel or not isinstance(i.argval, int) or i.argval >= i.offset:
+            continue
+        if i.opname == "JUMP_BACKWARD_NO_INTERRUPT":  # `yield from` / `await`: no loop of the program's
+            continue
+        t = at.get(i.argval)
+        if t is None:
+            continue
+        target = ins[t]
+        if target.opname == "FOR_ITER":
+            if _over_dict(ins, t):
+                continue
+            header, kind = lines[t], "comprehension over envs" if comp else "for-loop over envs"
+        elif "IF" in i.opname:  # a condition at the loop's bottom jumps back into its body
+            header, kind = lines[j], "while-loop over envs"
+        else:
+            header, kind = lines[t], "while-loop over envs"
+        span = [ln for ln in lines[t:j + 1] if ln is not None]
+        lo, hi = min(span + [header]), max(span + [header])
+        h = heads.get(header)
+        if h is None:
+            heads[header] = [lo, hi, kind]
+        else:
+            h[0], h[1] = min(h[0], lo), max(h[1], hi)
+    return {h: (lo, hi, kind) for h, (lo, hi, kind) in heads.items()}
 
 
-@lru_cache(maxsize=256)
-def _loops_of(filename: str) -> tuple[tuple[int, int, int, str, int], ...]:
-    """(first line, last line, header line, kind, first body line) of every loop / comprehension in a file."""
-    try:
-        with open(filename, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), filename)
-    except (OSError, SyntaxError, ValueError):
-        return ()
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            kind = "while-loop over envs" if isinstance(node, ast.While) else "for-loop over envs"
-            out.append((node.lineno, node.end_lineno or node.lineno, node.lineno, kind, node.body[0].lineno))
-        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            out.append((node.lineno, node.end_lineno or node.lineno, node.lineno, "comprehension over envs", node.lineno))
-    return tuple(out)
+def _over_dict(ins: list, for_iter: int) -> bool:
+    """Whether the ``FOR_ITER`` at ``ins[for_iter]`` iterates ``x.items()`` / ``.keys()`` / ``.values()``."""
+    k = for_iter - 1
+    if k < 0 or ins[k].opname != "GET_ITER":
+        return False
+    for i in reversed(ins[max(0, k - 6):k]):  # back over the call to the attribute it called
+        if i.opname in ("LOAD_METHOD", "LOAD_ATTR"):
+            return i.argval in _DICT_VIEWS
+        if i.opname not in ("PRECALL", "CALL", "CACHE", "PUSH_NULL", "KW_NAMES", "CALL_METHOD"):
+            return False
+    return False
 
 
-def hot_loops(counts: dict, steps: int, num_envs: int | None, entries: dict | None = None) -> list[dict]:
+def follows(trips: set[int] | None, num_envs: int) -> bool:
+    """Whether a loop's trip counts can follow the batch: they vary (a loop over the envs that are done),
+    or the one trip count is the env count or a fraction of it (``num_envs / k``, k <= 4; one more for a
+    comprehension's header). A fixed trip count that is no such fraction (the 5 layers of an MLP at 8
+    envs, the 40 keys of an info dict at 64) does not."""
+    if not trips or len(trips) > 1:
+        return True
+    (c,) = trips
+    return c > 0 and any(abs(c * k - num_envs) <= 1 for k in range(1, 5))
+
+
+def hot_loops(counts: dict, steps: int, num_envs: int | None, entries: dict | None = None,
+              trips: dict | None = None) -> list[dict]:
     """Per-env loops from sampled line counts and loop entries: ``{filename, line, function, kind,
     per_step, segment, span}`` (see module doc). A loop header runs once per entry and once per
-    iteration, so iterations = header events - entries; ``per_step`` is iterations per step."""
+    iteration, so iterations = header events - entries; ``per_step`` is iterations per step. A loop
+    whose trip count does not follow the env count (:func:`follows`) is not one."""
     if not steps or not num_envs or num_envs < MIN_ENVS:
         return []
     entries = entries or {}
     threshold = num_envs / 2
-    loops: dict[tuple[str, int], list] = {}  # (file, header) -> [iterations, entries, {segment: n}, function]
+    loops: dict[tuple[str, int], list] = {}  # (file, header) -> [iterations, entries, {segment: n}, function, (lo, hi, kind)]
     for (code, line), (n, segs) in counts.items():
         e = entries.get((code, line))
         if e is None:
             continue  # not a loop header (or never entered from outside while sampled)
+        span = _loop_heads(code).get(line)
+        if span is None:
+            continue
         key = (code.co_filename, line)
-        acc = loops.setdefault(key, [0, 0, {}, code.co_name])
+        acc = loops.setdefault(key, [0, 0, {}, code.co_name, span])
         acc[0] += n - e
         acc[1] += e
         for sg, k in segs.items():
             acc[2][sg] = acc[2].get(sg, 0) + k
         if not code.co_name.startswith("<"):
             acc[3] = code.co_name
+    trip_sets: dict[tuple[str, int], set[int]] = {}
+    for (code, line), t in (trips or {}).items():
+        trip_sets.setdefault((code.co_filename, line), set()).update(t)
     hot: list[tuple] = []
-    for (fn, header), (iters, ents, segs, func) in loops.items():
+    for (fn, header), (iters, ents, segs, func, span) in loops.items():
         per_step = iters / steps
         if ents <= 0 or per_step < threshold or iters / ents < threshold:
             continue
-        span = next(((lo, hi, kind) for lo, hi, h, kind, _ in _loops_of(fn) if h == header), (header, header, "for-loop over envs"))
+        if not follows(trip_sets.get((fn, header)), num_envs):
+            continue
         hot.append((fn, header, span, per_step, segs, func))
     found: list[dict] = []
     for fn, header, (lo, hi, kind), per_step, segs, func in hot:

@@ -20,8 +20,11 @@ class Sampler:
         self.streams = streams
         self.active = False
         self.done: list[int] = []  # the steps sampled so far
+        self.counted = 0  # of them, the steps the counts below are over (since the last forget())
         self.op_counts: dict[tuple[str, int], int] = {}  # (file, line) -> torch calls on sampled steps
         self.cuda_alloc: list[int] = []  # the CUDA allocator's allocations on each sampled step
+        self.hooked_calls = 0  # calls of torch functions perfkit's sync hooks wrap, over the sampled steps
+        self._hooked_names: frozenset[str] | None = None
         self.notes: list[str] = []
         self._index = 0
         self._mode: Any = None
@@ -38,9 +41,28 @@ class Sampler:
 
             self._cuda_start = cuda_alloc_counter()
             self._mode = alloc_mode(self.op_counts, exact=False)  # results only: the allocator is read per step
+            if self._hooked_names is None:
+                from perfkit.collectors.torch_sync import PATCHES
+
+                self._hooked_names = frozenset(p.name for p in PATCHES)
+            self._mode.hooked_names = self._hooked_names
             self._mode.__enter__()
         self.lines.start(frame)
         self.streams.start()
+
+    def forget(self) -> None:
+        """Drop what the steps sampled so far counted in aggregate (line counts, torch calls per line,
+        the CUDA allocator's counts, hooked calls): the samples from here on stand for the run (the
+        first whole period of the loop begins; events kept per step are weighted by the schedule)."""
+        lines = self.lines
+        lines.counts.clear()
+        lines.entries.clear()
+        lines.trips.clear()
+        lines.steps = 0
+        self.op_counts.clear()
+        self.cuda_alloc.clear()
+        self.hooked_calls = 0
+        self.counted = 0
 
     def stop(self) -> None:
         if not self.active:
@@ -52,6 +74,7 @@ class Sampler:
                 self._mode.__exit__(None, None, None)
             except Exception as e:  # another mode was pushed on top and not popped
                 self.notes.append(f"allocation sampling could not be closed cleanly: {e}")
+            self.hooked_calls += self._mode.hooked
             self._mode = None
             from perfkit.collectors.alloc import cuda_alloc_counter
 
@@ -59,4 +82,156 @@ class Sampler:
             if end is not None and self._cuda_start is not None:
                 self.cuda_alloc.append(end - self._cuda_start)
         self.done.append(self._index)
+        self.counted += 1
         self.active = False
+
+
+class SampleSchedule:
+    """Which steady steps are sampled, and the steps each stands for.
+
+    Spread mode (``explicit`` None): the first steady step (``first``), then every ``every``-th step
+    while the loop's period is not known; once it is (``period``: env steps from one learner update to
+    the next, which the session sets), a sample is a *block* of ``period`` consecutive steps — the
+    rollout steps and the update — and blocks start ``every * period`` steps apart, so each sampled
+    step stands for ``every`` steps and work done once per period is sampled at its exact share. Once
+    a whole block was sampled, the single steps sampled before the period was known stand for nothing
+    (:meth:`weights`). The stride widens while sampling costs more than ``budget`` of the run: the
+    median of what a sampled step costs beyond a typical timed step, the very first sampled step left
+    out (it pays the one-off costs: first calls, code analysed once), so no one-off cost prices the
+    stride. Explicit mode: exactly the ``explicit`` steps, each standing for itself. The session tells
+    it each timed step's duration (:meth:`timed_step`) and each sampled step's (:meth:`sample_done`);
+    it never reads a clock."""
+
+    RECENT = 64  # timed steps kept for the typical step time
+
+    def __init__(self, first: int, every: int, budget: float, explicit: tuple[int, ...] | None = None):
+        self.explicit = explicit
+        self.every = max(1, int(every))
+        self.budget = budget
+        self.first = first
+        self.next = min(explicit, default=0) if explicit is not None else first
+        self.period: int | None = None  # env steps per period of the loop, once known
+        self.sampled: dict[int, int] = {}  # sampled step -> the steps it stands for (the stride then)
+        self.blocks: list[tuple[int, int]] = []  # whole periods sampled: (first step, last step)
+        self._block: tuple[int, int, int] | None = None  # the block being sampled: (first, last, weight)
+        self._costs: list[float] = []  # seconds each sampled step took beyond a typical step, in order
+        self._pending: list[float] = []  # durations of samples taken before a typical step was known
+        self._recent: list[float] = []  # the last timed steps (for the typical step time)
+
+    @property
+    def stride(self) -> int | None:
+        """The stride at the end, in sampled steps per step (None: explicit sampled steps)."""
+        return None if self.explicit is not None else self.every
+
+    def starts_first_block(self, idx: int) -> bool:
+        """Whether step ``idx`` (just begun, sampled) starts the first whole period sampled."""
+        return not self.blocks and self._block is not None and self._block[0] == idx
+
+    def is_sampled(self, idx: int) -> bool:
+        return idx in self.sampled or idx == self.next
+
+    def begin(self, idx: int) -> bool:
+        """Step ``idx`` begins: whether it is sampled (and if so, it is recorded with its weight)."""
+        if idx == self.next and self._pending and self._block is None:
+            self._restride()  # a sample taken before any timed step: price it now, maybe postpone this one
+        if idx != self.next:
+            return False
+        if self.explicit is not None:
+            self.sampled[idx] = 1
+            return True
+        if self._block is None and self.period is not None and self.period > 1:
+            self._block = (idx, idx + self.period - 1, self.every)
+        self.sampled[idx] = self._block[2] if self._block is not None else self.every
+        return True
+
+    def timed_step(self, took: float) -> None:
+        recent = self._recent
+        recent.append(took)
+        if len(recent) > self.RECENT:
+            del recent[0]
+
+    def sample_done(self, idx: int, took: float) -> None:
+        """Sampled step ``idx`` took ``took`` seconds: when is the next one."""
+        if self.explicit is not None:
+            later = [i for i in self.explicit if i > idx]
+            self.next = min(later) if later else 0
+            return
+        self._pending.append(took)
+        block = self._block
+        if block is not None and idx < block[1]:
+            self._restride()
+            self.next = idx + 1
+            return
+        if block is not None:
+            self.blocks.append((block[0], idx))
+            self._block = None
+        self._restride()
+        self.next = self._after(idx)
+
+    def _after(self, idx: int) -> int:
+        """The next sample after the last one, which ended at step ``idx``."""
+        if self.blocks and self.blocks[-1][1] == idx:
+            first, last = self.blocks[-1]
+            return first + self.every * (last - first + 1)
+        return idx + self.every
+
+    def _restride(self) -> None:
+        """Widen the stride so that sampling costs at most ``budget`` of the run. Samples taken before
+        any timed step wait until one is known (and the next sample waits with them). A budget of 1
+        (the whole run) never widens the stride."""
+        if not self._recent:
+            return
+        typical = sorted(self._recent)[len(self._recent) // 2]
+        self._costs.extend(max(0.0, took - typical) for took in self._pending)
+        self._pending.clear()
+        if self.budget >= 1 or typical <= 0:
+            return
+        costs = sorted(self._costs[1:])  # the first sampled step paid the one-off costs
+        if not costs:
+            return
+        need = costs[len(costs) // 2] / (self.budget * typical)
+        if need > self.every:
+            self.every = next_prime(int(need) + 1)
+            if self._block is None:
+                last = max(self.sampled) if self.sampled else self.first - 1
+                self.next = max(self.next, self._after(last) if self.sampled else last + self.every)
+
+    @property
+    def extra_s(self) -> float:
+        """Seconds the sampled steps took beyond a typical timed step."""
+        pending = 0.0
+        if self._pending and self._recent:
+            typical = sorted(self._recent)[len(self._recent) // 2]
+            pending = sum(max(0.0, took - typical) for took in self._pending)
+        return sum(self._costs) + pending
+
+    def weights(self) -> dict[int, int]:
+        """``{sampled step: the steps it stands for}``: once a whole period was sampled, only the steps
+        of whole periods stand for any (single steps sampled before the period was known, and a block
+        the run's end cut short, stand for none)."""
+        if not self.blocks:
+            return dict(self.sampled)
+        inside = {i for a, b in self.blocks for i in range(a, b + 1)}
+        return {i: (w if i in inside else 0) for i, w in self.sampled.items()}
+
+
+def next_prime(n: int) -> int:
+    """The smallest prime >= n: sampling strides stay coprime with the periods programs have (2, 10, 32)."""
+    n = max(2, n)
+    while any(n % d == 0 for d in range(2, int(n ** 0.5) + 1)):
+        n += 1
+    return n
+
+
+def loop_period(learner_steps: list[int], confirmed: bool = True) -> int | None:
+    """Env steps per period of the training loop, from the steps during which the learner ran: the
+    most common gap between consecutive learner steps when it accounts for at least 3/4 of the gaps.
+    With ``confirmed=False`` a single learner step ``s`` also gives an estimate, ``s`` (a loop that
+    starts with its rollout updates first after ``s`` steps). None: no period known."""
+    if not learner_steps:
+        return None
+    gaps = [b - a for a, b in zip(learner_steps, learner_steps[1:])]
+    if not gaps:
+        return None if confirmed else max(1, learner_steps[0])
+    best = max(set(gaps), key=gaps.count)
+    return best if gaps.count(best) * 4 >= len(gaps) * 3 else None

@@ -31,7 +31,7 @@ import threading
 import weakref
 from time import perf_counter
 from types import FrameType
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from perfkit import segments
 from perfkit.batched_env import num_envs_of
@@ -41,17 +41,26 @@ from perfkit.collectors.patches import Patcher, wraps
 from perfkit.collectors.sites import chain_of, is_program_file
 
 MAX_STEP_STARTS = 1_000_000  # steps whose start the whole-run timeline keeps (8 bytes of JSON each, roughly)
+KEPT_TRAILS = 4096  # the first steps whose sync events are kept per step (the rates' window is cut among them)
 current: "StepClock | None" = None
 """The active session's clock (None outside a session): what the step wrappers report to."""
+
+
+class Boundary(NamedTuple):
+    """What the scheduler decided at a special step boundary; the clock applies it."""
+
+    took: float | None  # the closing step's time when it counts as timed (None: it does not)
+    next_special: int  # the next boundary the scheduler must see
+    begin_t: float  # when the new step begins: after perfkit's own work at the boundary
 
 
 class StepClock:
     """Step boundaries, step times and the current phase (see module doc).
 
-    ``on_boundary(now, index, env)`` is called for every boundary whose index is not below
-    ``next_special`` (the session's scheduler sets ``next_special`` to the next step it wants to see);
-    all others take the fast path. ``times`` holds the duration of every step the scheduler counts as
-    timed (it appends those itself on the slow path)."""
+    ``on_boundary(now, index, env) -> Boundary`` is called for every boundary whose index is not below
+    ``next_special``; all others take the fast path. The clock alone writes its fields: on the fast
+    path it times the step itself, on the slow path it applies the scheduler's :class:`Boundary`
+    (``times`` holds the duration of every step counted as timed)."""
 
     def __init__(self, warmup_steps: int, on_boundary: Callable[[float, int, Any], None]):
         self.warmup_steps = warmup_steps
@@ -63,7 +72,8 @@ class StepClock:
         self.in_step = False  # inside an env step call (a nested step is not another boundary)
         self.manual = False  # perfkit.step() was called: automatic detection is off
         self.next_special = 1
-        self.trail: dict[tuple, int] = {}  # steady sync events since the last boundary, by sink key
+        self.trail: dict[tuple, int] = {}  # warm-up and steady sync events since the last boundary, by sink key
+        self.kept: dict[int, dict[tuple, int]] = {}  # step -> its trail, for the first KEPT_TRAILS steps that synced
         self.starts: list[float] = []  # perf_counter() at the start of every step (the whole-run timeline)
         # whose steps are boundaries: the first stepping thread and env; another env's steps (an eval env,
         # an env on another thread) are counted apart, by (thread name, env type), never as boundaries
@@ -109,6 +119,8 @@ class StepClock:
         if now is None:
             now = perf_counter()
         if self.trail:
+            if self.index <= KEPT_TRAILS:
+                self.kept[self.index] = self.trail
             self.trail = {}
         idx = self.index + 1
         if idx < self.next_special:
@@ -120,9 +132,25 @@ class StepClock:
             return
         hub.tls.depth += 1  # the scheduler's own torch calls are not the user's
         try:
-            self.on_boundary(now, idx, env)
+            decided = self.on_boundary(now, idx, env)
         finally:
             hub.tls.depth -= 1
+        self.apply(idx, decided)
+
+    def apply(self, idx: int, decided: Boundary) -> None:
+        """Step ``idx`` begins as the scheduler decided."""
+        if decided.took is not None:
+            self.times.append(decided.took)
+        self.index = idx
+        self.begin_t = decided.begin_t
+        self.next_special = decided.next_special
+        if idx <= MAX_STEP_STARTS:
+            self.starts.append(decided.begin_t)
+
+    def close(self, took: float | None) -> None:
+        """The run ended: the last step took ``took`` seconds (None: not a timed step)."""
+        if took is not None:
+            self.times.append(took)
 
     on_end: Callable[[float], None] | None = None  # told when each step call returns (the session's segment clock)
 
@@ -142,7 +170,7 @@ class StepClock:
 class PhaseSink(Sink):
     """The session's sink: events keyed by the clock's phase (``setup``/``warmup``/``steady``);
     allocation and stream events count only while ``sampling()`` says a step is sampled (phase
-    ``sampled``). Steady syncs are also kept in the clock's trail."""
+    ``sampled``). Warm-up and steady syncs are also kept in the clock's trail."""
 
     def __init__(self, clock: StepClock, sampling: Callable[[], bool], on_sync: Callable[[], None] | None = None):
         super().__init__()
@@ -170,7 +198,7 @@ class PhaseSink(Sink):
             self.chains[(kind, op, site[0], site[1])] = chain_of(frame)  # a steady-state path wins over set-up's
         self.count(key, segment, nbytes, n)
         if kind == "sync":
-            if phase == "steady":
+            if phase != "setup":
                 trail = self.clock.trail
                 trail[key] = trail.get(key, 0) + n
             if self.on_sync is not None:

@@ -1,9 +1,10 @@
 """Segment timing: CPU time per segment on every step, GPU time per segment from CUDA events on
 sampled steps (resolved lazily), NVTX ranges per segment.
 
-* :class:`SegmentClock` is called on every segment transition (enter/leave) in the main thread and
-  charges the elapsed time to the segment that was innermost: a ``perf_counter`` read and a dict
-  update, nothing else.
+* :class:`SegmentClock` is called on every segment transition (enter/leave) in the main thread and,
+  on the steps the session times, charges the elapsed time to the segment that was innermost: a
+  ``perf_counter`` read and a dict update, nothing else (on other steps — setup, warm-up, sampled —
+  it only notes the segment).
 * :class:`CudaEventTimer` records a CUDA event at every transition of a *timed* step (every k-th
   steady step) on torch's current stream; the GPU time between two consecutive events goes to the
   segment that was innermost at the first. Events are read back only once ``event.query()`` says the
@@ -143,6 +144,8 @@ class SegmentClock:
         self.span_open = False
         self._base_acc: dict[str, float] = {}
         self._base_calls: dict[str, int] = {}
+        self.steps: Any = None  # the session's StepClock: its index says which step the learner ran in
+        self.learner_steps: list[int] = []  # the steps during which the learner segment was entered
 
     def refresh(self) -> None:
         self._slow = bool((self.gpu is not None and self.gpu._cur is not None) or self.nvtx is not None or self._trace is not None)
@@ -157,6 +160,12 @@ class SegmentClock:
         self.refresh()
 
     def transition(self, name: str) -> None:
+        if not self.span_open and not self._slow:  # a step not timed (setup, warm-up, sampled): no clock read
+            if name != self.cur:
+                self.cur = name
+                if name == "learner":
+                    self._learner()
+            return
         now = perf_counter()
         cur = self.cur
         acc = self.acc
@@ -166,8 +175,17 @@ class SegmentClock:
             calls = self.calls
             calls[name] = calls.get(name, 0) + 1
             self.cur = name
+            if name == "learner":
+                self._learner()
         if self._slow:
             self._extras(name, now)
+
+    def _learner(self) -> None:
+        """The learner segment was entered: note the step (the loop's period is read from these)."""
+        if self.steps is not None:
+            i, ls = self.steps.index, self.learner_steps
+            if i and (not ls or ls[-1] != i):
+                ls.append(i)
 
     def _extras(self, name: str, now: float) -> None:
         gpu = self.gpu

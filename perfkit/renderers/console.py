@@ -101,6 +101,22 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                   f"[{colour}]{ver['unattributed']} unattributed[/]")
     for note in run.extra.get(EXTRA_NOTES, []):
         con.print(f"  [yellow]note:[/] {escape(note)}")
+    line = self_line(run)
+    if line:
+        con.print(f"[dim]{escape(line)}[/]")
+
+
+def self_line(run: Run) -> str | None:
+    """The one line on perfkit's own cost (the record's ``self`` block), None where it has none."""
+    own = run.self
+    if own is None:
+        return None
+    mean = run.step_ms.get("mean")
+    pct = f" ({own.per_step_ms / (mean - own.per_step_ms) * 100:.1f} %)" if mean and mean > own.per_step_ms else ""
+    rest = own.one_off_s - own.startup_total_s
+    more = f" (+{rest:.2f} s at special steps, samples and the record)" if rest >= 0.005 else ""
+    return (f"perfkit added ~{own.per_step_ms:.3g} ms/step{pct} and {own.startup_total_s:.2f} s of start-up "
+            f"to this run{more}")
 
 
 # ---- pricing: where each price comes from, and the what-if table (perfkit.analysis.cost) -------------

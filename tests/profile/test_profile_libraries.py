@@ -216,7 +216,7 @@ def test_a_pip_target_folder_on_the_path_is_an_install(tmp_path, monkeypatch):
     monkeypatch.setattr(sites, "_SITE_ROOTS", sites._site_roots())
     sites._cache.clear()
     sites.library_of.cache_clear()
-    sites._distributions.cache_clear()
+    sites._distribution.cache_clear()
     try:
         f = str(target / "somelib" / "__init__.py")
         assert sites.kind_of(f) == "library"
@@ -225,4 +225,4 @@ def test_a_pip_target_folder_on_the_path_is_an_install(tmp_path, monkeypatch):
     finally:
         sites._cache.clear()
         sites.library_of.cache_clear()
-        sites._distributions.cache_clear()
+        sites._distribution.cache_clear()

@@ -312,6 +312,8 @@ def test_per_env_loops_of_every_shape_and_not_loops_over_terms():
     }
     # a helper run num_envs times a step whose own loop goes over 3 arguments is not a per-env loop
     assert not any(f.line == line_of(path, "# <- not per env: 3 iterations per entry") for f in s.run.findings_of("loop"))
+    # nor a loop over a dict's keys (however many), nor one whose fixed trip count is no fraction of num_envs
+    # (listed in `got` above: the dict loop, and the 17-trip loop at 32 envs, are not there)
 
 
 def test_no_loop_findings_below_eight_envs():

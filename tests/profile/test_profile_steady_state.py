@@ -79,27 +79,23 @@ def test_explicit_sample_steps_still_work():
     assert f.per_step == 1.0
 
 
-def test_sampling_widens_its_stride_when_samples_cost_more_than_the_budget():
+def test_sampling_schedule_is_the_sessions():
+    # the schedule's arithmetic (widening the stride within the budget) is tested on injected costs in
+    # test_sampling_schedule.py, not here: a session's step costs depend on the machine's load
     a = torch.ones(8)
 
     class Heavy:
         num_envs = 8
 
         def step(self, x):
-            for _ in range(40):
-                x = x + 1.0  # 40 ops: a sampled step (every op intercepted) costs several plain ones
-            return x
+            return x + 1.0
 
     env = Heavy()
-    with Session(warmup_steps=2, config=Config(sample_every=3, sample_budget=0.01)) as s:
-        for _ in range(400):
+    with Session(warmup_steps=2, config=Config(sample_every=3, sample_budget=1e-9)) as s:
+        for _ in range(60):
             env.step(a)
-    assert s.run.sampling["every"] > 3  # widened to keep sampling near 1 % of the run
-    assert len(s.run.sampling["steps"]) < 400 / 3 / 2
-    # the first sample came before any timed step; it was priced once one was known, and the second
-    # waited for that, rather than come 3 steps later at the stride nobody had priced yet
-    first, *rest = s.run.sampling["steps"]
-    assert first == 3 and (not rest or rest[0] - first > 3)
+    assert s.run.sampling["steps"] == sorted(s.schedule.sampled) and s.run.sampling["steps"][0] == 3
+    assert s.run.sampling["every"] == s.schedule.every
 
 
 class FastEnv:

@@ -40,11 +40,12 @@ def test_sync_wait_and_gap_after_per_site():
     a = next(d for k, d in sw.items() if k.endswith(f":{line_of(__file__, '# site A')}"))
     b = next(d for k, d in sw.items() if k.endswith(f":{line_of(__file__, '# site B')}"))
     assert a["calls_per_step"] == 1.0 and b["calls_per_step"] == 0.5
-    assert 1.9 <= a["wait_ms_per_step"] <= 6.0  # one 2 ms wait per step
-    assert 0.45 <= b["wait_ms_per_step"] <= 3.0  # a 1 ms wait every other step
-    assert 2.9 <= a["gap_ms_per_step_after"] <= 9.0  # 3 ms of host work until B (or 4 ms to the step end)
-    assert 0.45 <= b["gap_ms_per_step_after"] <= 3.0  # 1 ms to the step end, every other step
-    assert a["gap_ms_per_step_after"] > 2 * b["gap_ms_per_step_after"]
+    # the spins last at least this long, however loaded the machine (the arithmetic of waits and gaps on
+    # injected times: test_collector_units.py); no upper bound: a loaded machine stretches every spin
+    assert a["wait_ms_per_step"] >= 1.9  # one 2 ms wait per step
+    assert b["wait_ms_per_step"] >= 0.45  # a 1 ms wait every other step
+    assert a["gap_ms_per_step_after"] >= 2.9  # 3 ms of host work until B (or 4 ms to the step end)
+    assert b["gap_ms_per_step_after"] >= 0.45  # 1 ms to the step end, every other step
     assert not hub.wait_listeners  # the session's listener is gone
 
 

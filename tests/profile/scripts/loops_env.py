@@ -18,6 +18,8 @@ class LoopEnv:
     def __init__(self, num_envs):
         self.num_envs = num_envs
         self.x = torch.zeros(num_envs)
+        self.info = {f"episode/term_{i}": 0.0 for i in range(num_envs)}  # as many keys as envs, by chance
+        self.layers = list(range(num_envs // 2 + 1))  # a fixed trip count above num_envs / 2, no fraction of it
 
     def step(self, a):
         for term in TERMS:  # <- not a per-env loop (3 reward terms)
@@ -32,4 +34,8 @@ class LoopEnv:
         for _ in range(2):
             for _ in range(self.num_envs // 2):  # <- half-batch
                 launch(TERMS)
+        for key, value in self.info.items():  # <- not per env: a dict's keys
+            pass
+        for layer in self.layers:  # <- not per env: a fixed trip count
+            pass
         return self.x, len(vals)

@@ -1,0 +1,143 @@
+"""perfkit's own cost in a run: what the session measures of its one-off work and what it estimates a
+plain steady step costs (the record's ``self`` block, :class:`perfkit.record.SelfCost`).
+
+* One-off work is timed where it happens: the session's start, its work at each special step boundary
+  (by kind), the sampled steps' time beyond a typical step, building the record.
+* A plain steady step runs no perfkit code but its always-on hooks: a wrapper around each hooked torch
+  call (most of which cannot sync and return at once), a clock read at each segment transition, the
+  event path of each sync. :func:`calibrate` measures each of those per call once, at the session's
+  start (a few hundred calls each, the best of three rounds: ~1 ms), and the estimate is their counts
+  per step times those costs. ``perfkit overhead`` (the program run with and without perfkit) is the
+  ground truth the estimate is checked against.
+"""
+
+from __future__ import annotations
+
+import sys
+from time import perf_counter
+from typing import Any
+
+from perfkit.record import SelfCost
+
+CALLS = 200  # calls per calibration round
+_PROGRAM_FILE = "/perfkit-calibration/program.py"  # a program file of no package: the sync event's site
+ROUNDS = 3
+
+SPECIAL_KINDS = ("warmup", "discovery_close", "verify", "sample", "gpu_timed", "poll")
+
+
+def _best(fn: Any) -> float:
+    """The least seconds per call of ``fn()`` over :data:`ROUNDS` rounds of :data:`CALLS` calls."""
+    best = float("inf")
+    for _ in range(ROUNDS):
+        t0 = perf_counter()
+        for _ in range(CALLS):
+            fn()
+        best = min(best, (perf_counter() - t0) / CALLS)
+    return best
+
+
+def calibrate(torch: Any) -> dict[str, float]:
+    """Microseconds per call of perfkit's always-on paths, measured now (the hooks must be installed):
+    ``hooked_call`` (a hooked torch call that cannot sync — a slice read — through the hook, less the
+    same call of the original), ``segment_transition`` (one segment clock transition) and
+    ``sync_event`` (finding a sync's site and counting it in a sink)."""
+    from perfkit.collectors.hub import Sink
+    from perfkit.collectors.sites import chain_of, site_of
+    from perfkit.collectors.timing import SegmentClock
+
+    out: dict[str, float] = {}
+    if torch is not None:
+        hooked = torch.Tensor.__getitem__
+        orig = getattr(hooked, "__perfkit_wrapped__", None)
+        if orig is not None:
+            t = torch.zeros(4)
+            sl = slice(0, 1)
+            through = _best(lambda: hooked(t, sl))
+            plain = _best(lambda: orig(t, sl))
+            out["hooked_call"] = max(0.0, through - plain) * 1e6
+    clock = SegmentClock()
+    names = iter(("policy", "other") * (CALLS * ROUNDS))
+    idle = iter(("policy", "other") * (CALLS * ROUNDS))
+    out["segment_transition"] = max(0.0, _best(lambda: clock.transition(next(names))) - _best(lambda: next(idle))) * 1e6
+    full = _hooked_sync(torch)
+    if full is not None:
+        out["sync_event"] = full * 1e6
+        return {k: round(v, 4) for k, v in out.items()}
+    sink = Sink()
+
+    def event(frame: Any) -> None:
+        site = site_of(frame)
+        sink.count(("sync", ".item()", site[0], site[1], site[2], None, False, "steady"), "other", None, 1)
+        chain_of(frame)
+
+    # the event's frame is a program's (a sync is found at the program line that made it): a function
+    # compiled under a file name of no installed package, calling the event path with its own frame
+    ns: dict[str, Any] = {"event": event, "_getframe": sys._getframe}
+    exec(compile("def call():\n    event(_getframe())\n", _PROGRAM_FILE, "exec"), ns)
+    out["sync_event"] = _best(ns["call"]) * 1e6
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def _hooked_sync(torch: Any) -> float | None:
+    """Seconds one counted sync costs beyond the call itself, the whole hook path: ``.item()`` of a CPU
+    tensor from a program line, counted as would-sync (a CPU machine), into a scratch sink that stands
+    in for the session's while it runs. None where CPU tensors are not counted (a CUDA machine: the
+    site-and-count part is measured instead)."""
+    from perfkit.collectors import hub
+    from perfkit.collectors.hub import Sink
+
+    item = getattr(torch.Tensor, "item", None) if torch is not None else None
+    orig = getattr(item, "__perfkit_wrapped__", None)
+    if orig is None or not hub.count_cpu:
+        return None
+    t = torch.ones(1)
+    ns: dict[str, Any] = {"t": t}
+    exec(compile("def call():\n    return t.item()\n", _PROGRAM_FILE, "exec"), ns)
+    saved = list(hub.sinks)
+    hub.sinks[:] = [Sink()]  # the session's sink must not count the calibration's syncs
+    try:
+        through = _best(ns["call"])
+    finally:
+        hub.sinks[:] = saved
+    return max(0.0, through - _best(lambda: orig(t)))
+
+
+class SelfMeter:
+    """Accumulates the session's one-off costs (see module doc)."""
+
+    def __init__(self) -> None:
+        self.startup_s = 0.0
+        self.special_s: dict[str, float] = {}
+        self.special_steps: dict[str, int] = {}
+        self.per_call_us: dict[str, float] = {}
+        self.record_s = 0.0
+
+    def special(self, kind: str, seconds: float) -> None:
+        self.special_s[kind] = self.special_s.get(kind, 0.0) + seconds
+        self.special_steps[kind] = self.special_steps.get(kind, 0) + 1
+
+    def snapshot(self, sampled_extra_s: float, sampled_steps: int, hooked_calls: int) -> dict[str, Any]:
+        """Plain data for the session's snapshot: with the sampled steps' time beyond a typical step, how
+        many steps were sampled and the hooked torch calls counted on them."""
+        return {"startup_s": self.startup_s, "special_s": dict(self.special_s), "special_steps": dict(self.special_steps),
+                "sampled_extra_s": sampled_extra_s, "per_call_us": dict(self.per_call_us),
+                "hooked_calls_per_step": hooked_calls / sampled_steps if sampled_steps else None}
+
+
+def self_cost(meter: dict[str, Any] | None, transitions_per_step: float, syncs_per_step: float) -> SelfCost | None:
+    """The record's ``self`` block from the session's meter (:meth:`SelfMeter.snapshot`) and the run's
+    rates: segment transitions and sync events per steady step."""
+    if not meter:
+        return None
+    per_call = dict(meter.get("per_call_us") or {})
+    per_step = {"segment_transition": round(transitions_per_step, 4), "sync_event": round(syncs_per_step, 4)}
+    hooked = meter.get("hooked_calls_per_step")
+    if hooked is not None:
+        per_step["hooked_call"] = round(hooked, 4)
+    ms = sum(n * per_call.get(k, 0.0) for k, n in per_step.items()) / 1e3
+    return SelfCost(startup_s=round(meter["startup_s"], 6),
+                    special_s={k: round(v, 6) for k, v in meter["special_s"].items()},
+                    special_steps=dict(meter["special_steps"]), sampled_extra_s=round(meter["sampled_extra_s"], 6),
+                    per_step_ms=round(ms, 6), per_step=per_step, per_call_us=per_call,
+                    calibration="measured at the session's start (best of 3 x 200 calls each)")

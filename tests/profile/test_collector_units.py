@@ -1,0 +1,97 @@
+"""Unit tests of the session's parts built directly, with injected times and no session: the step clock,
+the per-sync waits and the sampler (the schedule: test_sampling_schedule.py; build_run on hand-built
+snapshots: test_profile_rates.py)."""
+
+from __future__ import annotations
+
+import torch
+
+from perfkit.collectors import steps
+from perfkit.collectors.loops import LineSampler
+from perfkit.collectors.sampling import Sampler
+from perfkit.collectors.steps import Boundary, StepClock
+from perfkit.collectors.streams import StreamMonitor
+from perfkit.collectors.sync_wait import SyncWaits
+
+
+class Scheduler:
+    """Stands in for the session's scheduler: sees the boundaries at or past ``next_special``."""
+
+    def __init__(self, clock: StepClock, every: int):
+        self.clock, self.every, self.seen = clock, every, []
+
+    def __call__(self, now: float, idx: int, env) -> Boundary:
+        self.seen.append(idx)
+        took = now - self.clock.begin_t if self.clock.index else None  # the closing step counts as timed
+        return Boundary(took, idx + self.every, now + 0.5)  # perfkit's own work here took 0.5 s
+
+
+def test_step_clock_fast_path_times_steps_and_hands_special_ones_to_the_scheduler():
+    clock = StepClock(warmup_steps=2, on_boundary=lambda *a: None)
+    sched = Scheduler(clock, every=3)
+    clock.on_boundary = sched
+    for i in range(1, 11):
+        clock.begin(None, now=float(i * i))
+    assert sched.seen == [1, 4, 7, 10]
+    # the fast path times the plain steps, the scheduler's decision the others; a step handed to the
+    # scheduler begins after perfkit's work there (0.5 s after its boundary)
+    assert clock.times == [4 - 1.5, 9 - 4, 16 - 9, 25 - 16.5, 36 - 25, 49 - 36, 64 - 49.5, 81 - 64, 100 - 81]
+    assert clock.index == 10 and clock.begin_t == 100.5 and clock.next_special == 13 and clock.phase == "steady"
+    assert clock.starts[0] == 1.5 and clock.starts[1] == 4.0 and len(clock.starts) == 10
+
+
+def test_step_clock_keeps_each_early_steps_syncs():
+    clock = StepClock(warmup_steps=0, on_boundary=lambda now, idx, env: Boundary(None, 10 ** 9, now))
+    clock.begin(None, now=0.0)
+    clock.trail[("k",)] = 2
+    clock.begin(None, now=1.0)
+    clock.begin(None, now=2.0)  # a step without syncs keeps nothing
+    clock.trail[("k",)] = 1
+    clock.begin(None, now=3.0)
+    assert clock.kept == {1: {("k",): 2}, 3: {("k",): 1}} and clock.trail == {}
+    assert steps.KEPT_TRAILS >= 1024
+
+
+def test_sync_waits_keep_the_wait_and_the_host_work_after_it_on_timed_steps():
+    clock = StepClock(warmup_steps=1, on_boundary=lambda *a: None)
+    waits = SyncWaits(clock, timed=lambda idx: idx != 3)
+    clock.index, clock.begin_t = 2, 10.0
+    waits.on_wait(("a.py", 5), 10.5, 10.7)  # waits 0.2 s
+    waits.on_wait(("a.py", 9), 11.0, 11.1)  # 0.3 s of host work after the first
+    clock.times.append(2.0)  # step 2 closes at 12.0: 0.9 s after the second
+    clock.index, clock.begin_t = 3, 12.0
+    waits.on_wait(("a.py", 5), 12.5, 12.6)  # step 3 is not timed: not kept
+    sites = waits.finish()
+    assert sites[("a.py", 5)][:2] == [1, pytest_approx(0.2)]
+    assert sites[("a.py", 5)][2] == pytest_approx(0.3) and sites[("a.py", 9)][2] == pytest_approx(0.9)
+
+
+def pytest_approx(v):
+    import pytest
+
+    return pytest.approx(v, abs=1e-9)
+
+
+def test_sampler_counts_allocations_and_hooked_calls_only_while_started():
+    from perfkit.collectors import hub
+    from perfkit.collectors.steps import PhaseSink
+
+    clock = StepClock(warmup_steps=0, on_boundary=lambda *a: None)
+    sampler = Sampler(torch, LineSampler(), StreamMonitor())
+    sink = PhaseSink(clock, lambda: sampler.active)
+    hub.acquire(sink, True)
+    try:
+        x = torch.zeros(4)
+        torch.ones(4)  # not sampled: not counted
+        clock.index = 7
+        sampler.start(None, 7)
+        y = x + 1  # <- an allocation
+        x[0:2]  # a call of a hooked op (Tensor.__getitem__)
+        sampler.stop()
+        torch.ones(4)
+    finally:
+        hub.release(sink)
+    assert sampler.done == [7]
+    allocs = {k: v for k, v in sink.per_sample.items() if k[0] == "alloc"}
+    assert sum(per[7] for per in allocs.values()) == 1 and y.shape == (4,)
+    assert sampler.hooked_calls == 1

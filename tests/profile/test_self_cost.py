@@ -1,0 +1,101 @@
+"""perfkit reports its own cost (issue 23.4): every record has a ``self`` block, plausible on a CPU run;
+and closing the discovery window wraps functions where they were imported in one pass (issue 23.3)."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+import torch
+
+from perfkit.collectors.patches import Patcher
+from perfkit.record import Run, SelfCost
+from perfkit.renderers.console import self_line
+from perfkit.session import Session
+
+
+class Env:
+    num_envs = 8
+
+    def __init__(self):
+        self.x = torch.zeros(8)
+
+    def step(self, a):
+        self.x.add_(a)
+        self.x[0:2].sum()  # a hooked call (Tensor.__getitem__) that cannot sync
+        return self.x
+
+
+def _run():
+    from time import perf_counter
+
+    env, a = Env(), torch.ones(8)
+    w = torch.nn.Parameter(torch.ones(8))
+    with Session(warmup_steps=5, count_cpu_tensors=True) as s:
+        for _ in range(3):
+            for _ in range(24):
+                env.step(a)
+            loss = (w * 2).sum()
+            loss.backward()
+            loss.item()
+    s.t_after = perf_counter()
+    return s
+
+
+def test_every_record_has_a_plausible_self_block(tmp_path):
+    s = _run()
+    own = s.run.self
+    assert isinstance(own, SelfCost)
+    assert own.startup_s > 0 and own.record_s > 0
+    assert set(own.per_call_us) == {"hooked_call", "segment_transition", "sync_event"}
+    assert all(v >= 0 for v in own.per_call_us.values())
+    # the hooked calls are counted on the sampled steps: one slice read per step (the learner's calls aside)
+    assert own.per_step["hooked_call"] >= 1
+    assert own.per_step["sync_event"] == pytest.approx(s.run.syncs_per_step, abs=1e-3)
+    assert 0 < own.per_step_ms < s.run.step_ms["mean"]
+    # every special boundary is one of the kinds, counted once; they add up to what the session timed
+    assert own.special_steps["discovery_close"] == 1 and own.special_steps["warmup"] == 5
+    # (the first steady step's boundary closes the discovery window too, and counts as that)
+    assert own.special_steps["sample"] == len(s.run.sampling["steps"]) - 1
+    assert sum(own.special_steps.values()) == sum(s.meter.special_steps.values())
+    assert sum(own.special_s.values()) == pytest.approx(sum(s.meter.special_s.values()), abs=1e-5)
+    assert own.one_off_s >= own.startup_total_s > 0
+    # the special boundaries and the timed steps are disjoint spans of the session's own time
+    assert sum(own.special_s.values()) + sum(s.run.step_times_ms) / 1e3 <= s.t_after - s.t_start
+    # it survives the record's round trip, typed
+    back = Run.load(s.run.save(tmp_path / "r.json"))
+    assert back.self == own
+    assert self_line(back).startswith("perfkit added ~") and "s of start-up to this run" in self_line(back)
+
+
+def test_an_older_record_has_no_self_block():
+    d = Run().to_dict()
+    del d["self"]
+    assert Run.from_dict(d).self is None and self_line(Run.from_dict(d)) is None
+
+
+def test_the_calibration_does_not_count_its_own_syncs():
+    s = _run()
+    assert not s.run.extra.get("setup_syncs")
+
+
+def test_set_everywhere_in_a_batch_replaces_every_holder_in_one_pass():
+    def f():
+        return 1
+
+    owner = types.ModuleType("_pk_owner")
+    owner.f = f
+    holder = types.ModuleType("_pk_holder")
+    holder.g = f  # `from _pk_owner import f as g`
+    sys.modules.update({"_pk_owner": owner, "_pk_holder": holder})
+    try:
+        p = Patcher()
+        with p.batch():
+            p.set_everywhere(owner, "f", "new")
+            assert owner.f == "new" and holder.g is f  # the other holders wait for the block's end
+        assert holder.g == "new"
+        p.undo()
+        assert owner.f is f and holder.g is f
+    finally:
+        del sys.modules["_pk_owner"], sys.modules["_pk_holder"]
