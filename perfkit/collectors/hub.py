@@ -16,12 +16,13 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from functools import lru_cache
 from time import perf_counter
 from types import FrameType
 from typing import Any, Callable
 
-from perfkit.collectors.patches import Patcher, wraps
-from perfkit.collectors.sites import site_of
+from perfkit.collectors.patches import Patcher, SyncOp, wraps
+from perfkit.collectors.sites import counts_on_cpu, site_of
 
 
 MAIN_IDENT = threading.main_thread().ident
@@ -116,6 +117,14 @@ def call_original(orig, op: str, args: tuple, kwargs: dict):
         return orig(*args, **kwargs)
 
 
+def counts(cuda: bool, caller: FrameType | None) -> bool:
+    """Whether a sync-prone call that the hook has decided would make the runtime wait on a GPU counts:
+    always on a device tensor; on a host tensor (a CPU-only run, :data:`count_cpu`) as would-sync-on-GPU
+    only where the program made the call (:func:`perfkit.collectors.sites.counts_on_cpu`: torch's own
+    bookkeeping ``.item()`` is nobody's sync, its distribution checks are the caller's)."""
+    return cuda or (count_cpu and caller is not None and counts_on_cpu(caller.f_code.co_filename))
+
+
 def current_segment() -> str:
     st = tls.stack
     return st[-1] if st else "other"
@@ -167,12 +176,36 @@ def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None,
 
 # ---- reference-counted installation of the always-on hooks -----------------------------------------
 
-# The hook families: (the library's top module, the perfkit module whose ``install(patcher)`` hooks it).
-# A family is installed once its library has been imported (``install_available``).
+# The hook families, the one list of them: (the library's top module, the perfkit module whose
+# ``PATCHES`` table, ``SYNC_OPS`` and ``install(patcher, always_only)`` hook it). A family is installed
+# once its library has been imported (``install_available``).
 FAMILIES: tuple[tuple[str, str], ...] = (
     ("torch", "perfkit.collectors.torch_sync"),
     ("warp", "perfkit.collectors.warp_sync"),
 )
+# install only the rows that always sync (patches.Patch.always): for a CUDA run whose other syncs the
+# runtime reports itself; set before the first acquire
+only_always_rows = False
+
+
+@lru_cache(maxsize=1)
+def sync_ops() -> dict[str, SyncOp]:
+    """``{label: SyncOp}`` of every op any family reports (importing a family does not import its library)."""
+    out: dict[str, SyncOp] = {}
+    for _, module in FAMILIES:
+        out.update(importlib.import_module(module).SYNC_OPS)
+    return out
+
+
+def sync_op(label: str) -> SyncOp | None:
+    """The :class:`SyncOp` a finding's ``op`` names, None for a label no table has (an older record's)."""
+    return sync_ops().get(label)
+
+
+def fixes() -> dict[str, str]:
+    """``{op label: fix in words}`` of every sync op (a finding's ``message``)."""
+    return {label: op.fix for label, op in sync_ops().items()}
+
 
 _installed = 0
 _patcher: Patcher | None = None
@@ -205,7 +238,7 @@ def install_available() -> None:
     with _lock:
         for library, module in FAMILIES:
             if library not in _installed_families and library in sys.modules:
-                importlib.import_module(module).install(_patcher)
+                importlib.import_module(module).install(_patcher, only_always_rows)
                 _installed_families.add(library)
 
 
@@ -224,10 +257,6 @@ def _cuda_available() -> bool:
         except ImportError:
             return False
     return bool(torch.cuda.is_available())
-
-
-def all_installed() -> bool:
-    return len(_installed_families) == len(FAMILIES)
 
 
 def release(sink: Any) -> None:
