@@ -51,7 +51,7 @@ def _never() -> bool:
 # torch.compiler.is_compiling once torch is imported: inside a torch.compile trace every wrapper steps
 # aside (calls the original at once), so Dynamo sees the program's code, not perfkit's.
 is_compiling = _never
-verify_range = None  # while --verify records: op -> context manager around each hooked sync
+verify_range = None  # while --verify records: (op, site) -> context manager around each hooked sync
 count_cpu = False  # count sync calls on CPU tensors as would-sync-on-GPU (default: no CUDA on this machine)
 _lock = threading.RLock()
 
@@ -89,31 +89,32 @@ def direct_caller(frame: FrameType | None) -> FrameType | None:
     return frame
 
 
-def call_original(orig, op: str, args: tuple, kwargs: dict):
-    """Run the hooked original; inside a ``--verify`` range when one is recording; timed for the
-    :data:`wait_listeners` when :func:`emit` just reported it as a real sync on the main thread."""
+def call_original(orig, op: str, args: tuple, kwargs: dict, site: tuple | None = None):
+    """Run the hooked original; inside a ``--verify`` range (named by ``op`` and its ``site``) when one
+    is recording; timed for the :data:`wait_listeners` when :func:`emit` just reported it as a real
+    sync on the main thread."""
     vr = verify_range
     if wait_listeners:
         st = tls
-        site = st.sync_site
-        if site is not None:
+        wsite = st.sync_site
+        if wsite is not None:
             st.sync_site = None
             t0 = perf_counter()
             try:
                 if vr is None:
                     return orig(*args, **kwargs)
-                with vr(op):
+                with vr(op, site):
                     return orig(*args, **kwargs)
             finally:
                 t1 = perf_counter()
                 for w in list(wait_listeners):
                     try:
-                        w(site, t0, t1)
+                        w(wsite, t0, t1)
                     except Exception:  # pragma: no cover - instrumentation must never break the program
                         pass
     if vr is None:
         return orig(*args, **kwargs)
-    with vr(op):
+    with vr(op, site):
         return orig(*args, **kwargs)
 
 
@@ -135,8 +136,8 @@ def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, w
     is one count, whatever the original calls in turn)."""
     tls.depth += 1
     try:
-        emit("sync", op, caller, would=would)
-        return call_original(orig, op, args, kwargs)
+        site = emit("sync", op, caller, would=would)
+        return call_original(orig, op, args, kwargs, site)
     finally:
         tls.depth -= 1
 
@@ -156,11 +157,13 @@ def api_sync_hook(orig: Callable, op: str) -> Callable:
     return hook
 
 
-def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None, would: bool = False, n: int = 1) -> None:
+def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None, would: bool = False,
+         n: int = 1) -> tuple | None:
     """Report one event at its site (:func:`perfkit.collectors.sites.site_of` of ``frame``) to every
-    active sink; a sink that keeps where an event came from reads ``frame`` itself."""
+    active sink, and return the site; a sink that keeps where an event came from reads ``frame`` itself."""
     if not sinks:
-        return
+        return None
+    site = None
     try:
         site = site_of(frame)
         seg = current_segment()
@@ -172,6 +175,7 @@ def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None,
             s.add(kind, op, site, seg, thread, nbytes, would, n, frame)
     except Exception:  # pragma: no cover - instrumentation must never break the program it watches
         pass
+    return site
 
 
 # ---- reference-counted installation of the always-on hooks -----------------------------------------
