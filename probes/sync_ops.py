@@ -97,8 +97,9 @@ CASES: tuple[Case, ...] = (
     Case(".repeat_interleave(tensor, output_size)", "Tensor.repeat_interleave", ".repeat_interleave()",
          "d[:4].repeat_interleave(reps_d, output_size=8)"),
     Case("torch.repeat_interleave(tensor)", "repeat_interleave", ".repeat_interleave()", "torch.repeat_interleave(reps_d)"),
-    # syncs torch's Python code makes for its caller
-    Case("Normal(loc, scale)", "Tensor.__bool__", "bool(t)", "torch.distributions.Normal(d, d.abs() + 1)"),
+    # syncs torch's Python code makes for its caller (validate_args given: importing torch._dynamo turns
+    # distributions' default validation off process-wide)
+    Case("Normal(loc, scale)", "Tensor.__bool__", "bool(t)", "torch.distributions.Normal(d, d.abs() + 1, validate_args=True)"),
     Case("Normal.log_prob", "Tensor.__bool__", "bool(t)", "normal.log_prob(d)"),
     Case("clip_grad_norm_(error_if_nonfinite)", "Tensor.__bool__", "bool(t)",
          "torch.nn.utils.clip_grad_norm_([param], 1.0, error_if_nonfinite=True)"),
@@ -120,7 +121,7 @@ def _setup(torch: Any) -> dict[str, Any]:
         "mask_d": d > 0.5, "np_idx": np.array([0, 5, 9]), "np_mask": np.arange(n) % 3 == 0,
         "np_empty": np.array([], dtype=np.int64), "v3": torch.ones(3, device="cuda"),
         "s_d": torch.tensor(0.0, device="cuda"), "reps_d": torch.tensor([1, 2, 3, 2], device="cuda"),
-        "normal": torch.distributions.Normal(d, d.abs() + 1), "param": param,
+        "normal": torch.distributions.Normal(d, d.abs() + 1, validate_args=True), "param": param,
     }
 
 

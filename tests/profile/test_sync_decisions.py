@@ -83,12 +83,13 @@ def test_cpu_tensors_in_a_cuda_run_are_not_syncs():
 
 def test_each_distribution_check_is_the_callers_sync_once_per_check():
     # Normal(loc, scale) validates loc and scale (2 bool() of a tensor), log_prob its value (1): on a GPU
-    # each waits; torch makes them for the caller, so they count at the caller's line
+    # each waits; torch makes them for the caller, so they count at the caller's line. (validate_args
+    # given: importing torch._dynamo, as torch.compile does, turns the default off process-wide.)
     loc, scale, act = torch.zeros(4), torch.ones(4), torch.zeros(4)
     steps = 5
     with budget(count_cpu_tensors=True) as b:
         for _ in range(steps):
-            dist = torch.distributions.Normal(loc, scale)  # <- init
+            dist = torch.distributions.Normal(loc, scale, validate_args=True)  # <- init
             dist.log_prob(act)  # <- log_prob
     src, start = inspect.getsourcelines(test_each_distribution_check_is_the_callers_sync_once_per_check)
     init = start + next(i for i, t in enumerate(src) if "# <- init" in t)
@@ -123,7 +124,7 @@ def test_the_library_frame_that_synced_is_first_in_the_chain():
     orig = torch.Tensor.__bool__
     torch.Tensor.__bool__ = keep
     try:
-        torch.distributions.Normal(loc, torch.ones(2))
+        torch.distributions.Normal(loc, torch.ones(2), validate_args=True)
     finally:
         torch.Tensor.__bool__ = orig
     chain = chain_of(frames[0])
