@@ -138,3 +138,27 @@ def test_torch_bookkeeping_stays_nobodys_sync():
     p.grad = torch.ones(3)
     with budget(syncs=0, count_cpu_tensors=True):
         opt.step()
+
+
+def test_a_cleanrl_style_loop_reports_distribution_checks_and_numpy_indexing_per_step():
+    import perfkit
+    from perfkit.session import Session
+
+    obs = torch.rand(64, 3)
+    mb_inds = np.arange(64)
+    with Session(warmup_steps=2, sample_steps=(), count_cpu_tensors=True) as s:
+        for _ in range(12):
+            perfkit.step()
+            np.random.shuffle(mb_inds)
+            mb = obs[mb_inds[:16]]  # <- ndarray
+            dist = torch.distributions.Normal(mb, torch.ones_like(mb), validate_args=True)  # <- normal
+            dist.log_prob(mb).sum()  # <- log_prob
+    src, start = inspect.getsourcelines(test_a_cleanrl_style_loop_reports_distribution_checks_and_numpy_indexing_per_step)
+    line = {m: start + next(i for i, t in enumerate(src) if f"# <- {m}" in t) for m in ("ndarray", "normal", "log_prob")}
+    got = {(f.op, f.line): f for f in s.run.findings_of("sync")}
+    assert got[("t[ndarray]", line["ndarray"])].per_step == 1.0
+    assert got[("bool(t)", line["normal"])].per_step == 2.0
+    assert got[("bool(t)", line["log_prob"])].per_step == 1.0
+    normal = got[("bool(t)", line["normal"])]
+    assert "distributions" in normal.chain[0] and normal.chain[-1].endswith(f":{line['normal']}")
+    assert len(got) == 3, sorted(got)
