@@ -556,6 +556,13 @@ STREAM_SYNC = SyncOp("Stream.synchronize()", WAIT, "order work with stream.wait_
 _getitem = lambda orig, p, torch: _getitem_hook(orig, torch.Tensor, _BOOL(torch))  # noqa: E731
 _setitem = lambda orig, p, torch: _setitem_hook(orig, torch.Tensor, _BOOL(torch))  # noqa: E731
 
+def _method_and_function(name: str, op: SyncOp, when: Callable[[bool], Callable] | None = None) -> tuple[Patch, Patch]:
+    """``Tensor.<name>`` and ``torch.<name>``: one op, two rows (``when(method)`` narrows each; a row
+    with a ``when`` decides from the call, so it is not an always row)."""
+    return tuple(Patch("Tensor" if method else "", name, op, _method, always=when is None,
+                       when=when(method) if when is not None else None) for method in (True, False))
+
+
 # always=True: every call the hook counts on a CUDA tensor makes the runtime wait; False: the hook
 # decides from the call (devices, sizes, pinned memory, the index's kind) — see patches.Patch.
 PATCHES: tuple[Patch, ...] = (
@@ -572,15 +579,15 @@ PATCHES: tuple[Patch, ...] = (
     Patch("Tensor", "__repr__", REPR, _method, always=True, also=(PRINT,)),
     Patch("Tensor", "__contains__", CONTAINS, _method, always=True),
     Patch("Tensor", "__array__", ASARRAY, _method, always=True),
-    # data-dependent output shapes: the size is read back
-    Patch("Tensor", "nonzero", NONZERO, _method, always=True),
-    Patch("Tensor", "argwhere", ARGWHERE, _method, always=True),
-    Patch("Tensor", "masked_select", MASKED_SELECT, _method, always=True),
-    Patch("Tensor", "unique", UNIQUE, _method, always=True),
-    Patch("Tensor", "unique_consecutive", UNIQUE_CONSECUTIVE, _method, always=True),
-    Patch("Tensor", "repeat_interleave", REPEAT_INTERLEAVE, _method, always=False, when=_repeats_unsized(True)),
-    Patch("Tensor", "equal", EQUAL, _method, always=True),
-    Patch("Tensor", "allclose", ALLCLOSE, _method, always=True),
+    # data-dependent output shapes (the size is read back) and comparisons: each a Tensor method and a torch function
+    *_method_and_function("nonzero", NONZERO),
+    *_method_and_function("argwhere", ARGWHERE),
+    *_method_and_function("masked_select", MASKED_SELECT),
+    *_method_and_function("unique", UNIQUE),
+    *_method_and_function("unique_consecutive", UNIQUE_CONSECUTIVE),
+    *_method_and_function("repeat_interleave", REPEAT_INTERLEAVE, when=_repeats_unsized),
+    *_method_and_function("equal", EQUAL),
+    *_method_and_function("allclose", ALLCLOSE),
     # indexing, conversion and copies
     Patch("Tensor", "__getitem__", MASK_READ, _getitem, always=False, also=(LIST_READ, NDARRAY_READ, HOST_INDEX_READ)),
     Patch("Tensor", "__setitem__", MASK_WRITE, _setitem, always=False,
@@ -589,14 +596,6 @@ PATCHES: tuple[Patch, ...] = (
     Patch("Tensor", "copy_", COPY_D2H, lambda orig, p, torch: _copy_hook(orig), always=False, also=(COPY_H2D,)),
     Patch("Tensor", "cuda", CUDA, lambda orig, p, torch: _cuda_hook(orig), always=False),
     # torch functions
-    Patch("", "nonzero", NONZERO, _method, always=True),
-    Patch("", "argwhere", ARGWHERE, _method, always=True),
-    Patch("", "masked_select", MASKED_SELECT, _method, always=True),
-    Patch("", "unique", UNIQUE, _method, always=True),
-    Patch("", "unique_consecutive", UNIQUE_CONSECUTIVE, _method, always=True),
-    Patch("", "repeat_interleave", REPEAT_INTERLEAVE, _method, always=False, when=_repeats_unsized(False)),
-    Patch("", "equal", EQUAL, _method, always=True),
-    Patch("", "allclose", ALLCLOSE, _method, always=True),
     Patch("", "where", WHERE, lambda orig, p, torch: _where_hook(orig), always=False),
     Patch("", "tensor", TENSOR, lambda orig, p, torch: _tensor_hook(orig, torch.Tensor), always=False),
     # explicit synchronization
