@@ -84,6 +84,7 @@ _SITE_ROOTS = _site_roots()
 _STDLIB_ROOTS = _stdlib_roots()
 _runtime_dirs: tuple[str, ...] = ()
 _cache: dict[str, str] = {}
+_on_behalf: dict[str, bool] = {}  # filename -> runtime code that syncs for its caller (on_behalf)
 user_code_only = False  # report findings at the first user frame (``[tool.perfkit] user_code_only``)
 
 
@@ -93,6 +94,7 @@ def set_runtime(packages: tuple[str, ...] = ()) -> None:
     dirs = [d for d in (_package_dir(n) for n in (*RUNTIME_PACKAGES, *packages)) if d]
     _runtime_dirs = tuple(dirs)
     _cache.clear()
+    _on_behalf.clear()
 
 
 set_runtime()
@@ -148,9 +150,6 @@ ON_BEHALF = (
     os.path.join("torch", "distributions") + os.sep,
     os.path.join("torch", "nn", "utils", "clip_grad.py"),
 )
-_on_behalf: dict[str, bool] = {}
-
-
 def on_behalf(filename: str) -> bool:
     """Whether ``filename`` is runtime code that syncs for its caller (:data:`ON_BEHALF`)."""
     v = _on_behalf.get(filename)
