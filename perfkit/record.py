@@ -20,8 +20,12 @@ SCHEMA = "perfkit.run/2"
 """The schema this perfkit writes. /2: a finding's ``count`` is over the steady-state steps (/1
 counted warm-up too); ``total_steps``, ``warmup_steps``, ``sampling``, ``Finding.chain``/``library``
 and ``SegmentStats.children`` added; later, without a new schema, the ``dist`` block (a record
-without one is rank 0 of a world of 1), the ``comm`` segment and the ``self`` block (perfkit's own
-cost; absent from older records)."""
+without one is rank 0 of a world of 1), the ``comm`` segment, the ``self`` block (perfkit's own
+cost; absent from older records), ``Finding.lint_rule`` (absent: not known) and the per-site ``verify``
+block (:data:`EXTRA_VERIFY`). Since then a sync-prone call counts only when the CUDA runtime waits for it
+(a copy of zero elements, a ``.to`` to where the tensor already is, a non-blocking copy into pinned
+memory are not syncs), and torch's own checks made for the caller (``torch.distributions`` argument
+validation) count at the caller's line."""
 READABLE_SCHEMAS: tuple[str, ...] = ("perfkit.run/1", SCHEMA)
 """The schemas :meth:`Run.load` accepts (a new schema is one more entry here)."""
 REQUIRED_FIELDS: tuple[str, ...] = ("command", "steps", "num_envs", "wall_s", "warmup_s", "sps", "step_ms",
@@ -55,7 +59,7 @@ EXTRA_COUNT_CPU_TENSORS = "count_cpu_tensors"
 EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"
 EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"
 EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"
-EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, unattributed, ...} -> console
+EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, hooked_syncs, hooked_without_runtime_sync, unattributed, sites, ...} -> console
 EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"
 EXTRA_NOTES = "notes"  # [str] shown under the summary
 EXTRA_TRACEBACK = "traceback"  # why a record is incomplete (session, sweep worker)
@@ -113,6 +117,7 @@ class Finding:
     code: str = ""  # the source line, stripped
     chain: list[str] = field(default_factory=list)  # "path:line" from the site out to the user's own code (library sites)
     library: str | None = None  # "rsl-rl-lib 5.5.1" when the site is inside an installed library
+    lint_rule: str | None = None  # syncs: the static rule that finds the same pattern ("PK101"); None: the linter has none
 
     @property
     def site(self) -> str:
@@ -337,7 +342,7 @@ _SEGMENT_TYPES = {"gpu_ms_per_step": "num?", "cpu_ms_per_step": "num", "syncs_pe
 _FINDING_TYPES = {
     "kind": "str", "op": "str", "path": "str", "line": "int", "function": "str", "segment": "str", "count": "int",
     "per_step": "num", "est_ms_per_step": "num?", "bytes": "int?", "thread": "str?", "would_sync_on_gpu": "bool",
-    "message": "str", "code": "str", "chain": "str-list", "library": "str?",
+    "message": "str", "code": "str", "chain": "str-list", "library": "str?", "lint_rule": "str?",
 }
 _TYPE_NAMES = {"num": "a number", "int": "an integer", "str": "a string", "bool": "true or false", "dict": "an object",
                "list": "a list", "str-list": "a list of strings", "num-list": "a list of numbers",

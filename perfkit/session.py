@@ -467,7 +467,7 @@ class Session:
     # ---- the record -----------------------------------------------------------------------------------
     def snapshot(self, status: str, t_end: float):
         """What this session saw, as plain data (the session's hooks must be off)."""
-        from perfkit.collectors import alloc, loops, streams, torch_sync, warp_sync
+        from perfkit.collectors import alloc, loops, streams
         from perfkit.collectors.compiled import torchscript_note
         from perfkit.machine import describe, process_memory
         from perfkit.snapshot import Snapshot
@@ -507,7 +507,7 @@ class Session:
             count_cpu_tensors=hub.count_cpu if self._count_cpu is None else bool(self._count_cpu),
             verify=self._verify.result() if self._verify is not None else None,
             interop_sites=dict(self.streams.interop_sites), machine=describe(), memory=process_memory(self._torch),
-            fixes={**torch_sync.FIXES, **warp_sync.FIXES}, alloc_fix=alloc.FIX, stream_fix=streams.FIX, loop_fix=loops.FIX,
+            fixes=hub.fixes(), alloc_fix=alloc.FIX, stream_fix=streams.FIX, loop_fix=loops.FIX,
             dist=self.comm.snapshot() if getattr(self, "comm", None) is not None else None,
             self_meter=self.meter.snapshot(self.schedule.extra_s, self.sampler.counted, self.sampler.hooked_calls),
         )

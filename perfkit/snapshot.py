@@ -372,6 +372,14 @@ def _top_segment(segs: dict[str, int]) -> str:
     return "other" if seg.startswith("other/") else seg
 
 
+def _lint_rule(op: str) -> str | None:
+    """The static rule the sync-op table names for ``op`` (``perfkit.collectors.patches.SyncOp``)."""
+    from perfkit.collectors.hub import sync_op
+
+    o = sync_op(op)
+    return o.lint_rule if o is not None else None
+
+
 def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[list[Finding], list[dict], list[dict], dict[str, float]]:
     """(findings, setup syncs, teardown syncs, torch ops per loop iteration)."""
     from perfkit.collectors.sites import library_of
@@ -388,7 +396,7 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
         out.append(Finding(kind=kind, op=op, path=relpath(fn), line=line, function=func, segment=_top_segment(segs),
                            thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line),
                            count=int(round(rate * steps)), per_step=round(rate, 6), message=snap.fixes.get(op, ""),
-                           **where(kind, op, fn, line)))
+                           lint_rule=_lint_rule(op), **where(kind, op, fn, line)))
     rates = _sampled_rates(snap)
     sampled_kinds: dict[tuple, list] = {}
     for key, (cnt, nbytes, segs) in snap.counts.items():

@@ -103,6 +103,7 @@ from perfkit.costs_profile import (  # noqa: F401
     save_profile,
     validation_label,
 )
+from perfkit.collectors import hub
 from perfkit.record import (
     EXTRA_LOOP_OPS,
     EXTRA_PRICING,
@@ -125,12 +126,16 @@ REST = "(unsegmented)"  # the bucket of step time outside every recorded segment
 PYLOOP_OPS = 3
 PYLOOP_CALLS = 5
 
-# the sync collectors' op names that copy data (perfkit.collectors.torch_sync / warp_sync)
-_D2H_OPS = (".cpu", ".numpy", ".tolist", ".to(cpu")  # .cpu(), .numpy() (also Warp's array.numpy()), ...
-_H2D_OPS = ("torch.tensor(", "torch.as_tensor(", "t[list]")  # a Python list copied to the device
 
 # where a price comes from, most trusted first (a finding priced from several takes the least trusted)
 SOURCES = ("measured", "probe", "reference_same_gpu", "reference", "other")
+
+
+def price_kind(op: str) -> str:
+    """What a sync op costs beyond its round trip, from the sync-op table (``perfkit.collectors.patches``):
+    ``"d2h"`` / ``"h2d"`` for a copy, ``"round trip"`` for the rest and for a label no table has."""
+    sync_op = hub.sync_op(op)
+    return sync_op.price if sync_op is not None else "round trip"
 
 
 class _Prices:
@@ -372,16 +377,12 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
             if repr_ms:
                 extra += repr_ms
                 how += " + tensor repr"
-        if any(k in op for k in _D2H_OPS):
-            c = _copy_ms(prices, "d2h", _bytes_per_call(f))
+        direction = price_kind(op)
+        if direction in ("d2h", "h2d"):
+            c = _copy_ms(prices, direction, _bytes_per_call(f))
             if c:
                 extra += c
-                how += " + D2H copy"
-        elif any(k in op for k in _H2D_OPS):
-            c = _copy_ms(prices, "h2d", _bytes_per_call(f))
-            if c:
-                extra += c
-                how += " + H2D copy"
+                how += f" + {direction.upper()} copy"
         return f.per_step * (per_call + extra), how
     if f.kind == "alloc":
         cost = prices.first("alloc_cached_ms", "alloc_cpu_ms")

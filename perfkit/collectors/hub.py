@@ -16,12 +16,13 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from functools import lru_cache
 from time import perf_counter
 from types import FrameType
 from typing import Any, Callable
 
-from perfkit.collectors.patches import Patcher, wraps
-from perfkit.collectors.sites import site_of
+from perfkit.collectors.patches import Patcher, SyncOp, wraps
+from perfkit.collectors.sites import counts_on_cpu, site_of
 
 
 MAIN_IDENT = threading.main_thread().ident
@@ -50,7 +51,7 @@ def _never() -> bool:
 # torch.compiler.is_compiling once torch is imported: inside a torch.compile trace every wrapper steps
 # aside (calls the original at once), so Dynamo sees the program's code, not perfkit's.
 is_compiling = _never
-verify_range = None  # while --verify records: op -> context manager around each hooked sync
+verify_range = None  # while --verify records: (op, site) -> context manager around each hooked sync
 count_cpu = False  # count sync calls on CPU tensors as would-sync-on-GPU (default: no CUDA on this machine)
 _lock = threading.RLock()
 
@@ -88,32 +89,41 @@ def direct_caller(frame: FrameType | None) -> FrameType | None:
     return frame
 
 
-def call_original(orig, op: str, args: tuple, kwargs: dict):
-    """Run the hooked original; inside a ``--verify`` range when one is recording; timed for the
-    :data:`wait_listeners` when :func:`emit` just reported it as a real sync on the main thread."""
+def call_original(orig, op: str, args: tuple, kwargs: dict, site: tuple | None = None):
+    """Run the hooked original; inside a ``--verify`` range (named by ``op`` and its ``site``) when one
+    is recording; timed for the :data:`wait_listeners` when :func:`emit` just reported it as a real
+    sync on the main thread."""
     vr = verify_range
     if wait_listeners:
         st = tls
-        site = st.sync_site
-        if site is not None:
+        wsite = st.sync_site
+        if wsite is not None:
             st.sync_site = None
             t0 = perf_counter()
             try:
                 if vr is None:
                     return orig(*args, **kwargs)
-                with vr(op):
+                with vr(op, site):
                     return orig(*args, **kwargs)
             finally:
                 t1 = perf_counter()
                 for w in list(wait_listeners):
                     try:
-                        w(site, t0, t1)
+                        w(wsite, t0, t1)
                     except Exception:  # pragma: no cover - instrumentation must never break the program
                         pass
     if vr is None:
         return orig(*args, **kwargs)
-    with vr(op):
+    with vr(op, site):
         return orig(*args, **kwargs)
+
+
+def counts(cuda: bool, caller: FrameType | None) -> bool:
+    """Whether a sync-prone call that the hook has decided would make the runtime wait on a GPU counts:
+    always on a device tensor; on a host tensor (a CPU-only run, :data:`count_cpu`) as would-sync-on-GPU
+    only where the program made the call (:func:`perfkit.collectors.sites.counts_on_cpu`: torch's own
+    bookkeeping ``.item()`` is nobody's sync, its distribution checks are the caller's)."""
+    return cuda or (count_cpu and caller is not None and counts_on_cpu(caller.f_code.co_filename))
 
 
 def current_segment() -> str:
@@ -126,8 +136,8 @@ def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, w
     is one count, whatever the original calls in turn)."""
     tls.depth += 1
     try:
-        emit("sync", op, caller, would=would)
-        return call_original(orig, op, args, kwargs)
+        site = emit("sync", op, caller, would=would)
+        return call_original(orig, op, args, kwargs, site)
     finally:
         tls.depth -= 1
 
@@ -147,11 +157,13 @@ def api_sync_hook(orig: Callable, op: str) -> Callable:
     return hook
 
 
-def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None, would: bool = False, n: int = 1) -> None:
+def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None, would: bool = False,
+         n: int = 1) -> tuple | None:
     """Report one event at its site (:func:`perfkit.collectors.sites.site_of` of ``frame``) to every
-    active sink; a sink that keeps where an event came from reads ``frame`` itself."""
+    active sink, and return the site; a sink that keeps where an event came from reads ``frame`` itself."""
     if not sinks:
-        return
+        return None
+    site = None
     try:
         site = site_of(frame)
         seg = current_segment()
@@ -163,16 +175,41 @@ def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None,
             s.add(kind, op, site, seg, thread, nbytes, would, n, frame)
     except Exception:  # pragma: no cover - instrumentation must never break the program it watches
         pass
+    return site
 
 
 # ---- reference-counted installation of the always-on hooks -----------------------------------------
 
-# The hook families: (the library's top module, the perfkit module whose ``install(patcher)`` hooks it).
-# A family is installed once its library has been imported (``install_available``).
+# The hook families, the one list of them: (the library's top module, the perfkit module whose
+# ``PATCHES`` table, ``SYNC_OPS`` and ``install(patcher, always_only)`` hook it). A family is installed
+# once its library has been imported (``install_available``).
 FAMILIES: tuple[tuple[str, str], ...] = (
     ("torch", "perfkit.collectors.torch_sync"),
     ("warp", "perfkit.collectors.warp_sync"),
 )
+# install only the rows that always sync (patches.Patch.always): for a CUDA run whose other syncs the
+# runtime reports itself; set before the first acquire
+only_always_rows = False
+
+
+@lru_cache(maxsize=1)
+def sync_ops() -> dict[str, SyncOp]:
+    """``{label: SyncOp}`` of every op any family reports (importing a family does not import its library)."""
+    out: dict[str, SyncOp] = {}
+    for _, module in FAMILIES:
+        out.update(importlib.import_module(module).SYNC_OPS)
+    return out
+
+
+def sync_op(label: str) -> SyncOp | None:
+    """The :class:`SyncOp` a finding's ``op`` names, None for a label no table has (an older record's)."""
+    return sync_ops().get(label)
+
+
+def fixes() -> dict[str, str]:
+    """``{op label: fix in words}`` of every sync op (a finding's ``message``)."""
+    return {label: op.fix for label, op in sync_ops().items()}
+
 
 _installed = 0
 _patcher: Patcher | None = None
@@ -205,7 +242,7 @@ def install_available() -> None:
     with _lock:
         for library, module in FAMILIES:
             if library not in _installed_families and library in sys.modules:
-                importlib.import_module(module).install(_patcher)
+                importlib.import_module(module).install(_patcher, only_always_rows)
                 _installed_families.add(library)
 
 
@@ -224,10 +261,6 @@ def _cuda_available() -> bool:
         except ImportError:
             return False
     return bool(torch.cuda.is_available())
-
-
-def all_installed() -> bool:
-    return len(_installed_families) == len(FAMILIES)
 
 
 def release(sink: Any) -> None:

@@ -1,8 +1,11 @@
-"""Patching: replacing library attributes with hooks and putting every original back.
+"""Patching: replacing library attributes with hooks and putting every original back; the
+vocabulary of sync ops the hooks report.
 
 A hook family (:mod:`.torch_sync`, :mod:`.warp_sync`) declares its hooks as one table of
-:class:`Patch` entries; installing the family, listing what it replaces (the restore check) and its
-fixes in words are all derived from that table, so adding a hook is one line in one place.
+:class:`Patch` entries, each reporting one or more :class:`SyncOp` (its label, what kind of sync it
+is, its fix in words and the lint rule that finds it statically). Installing the family, listing
+what it replaces (the restore check), its fixes, the cost model's price kind and the console's lint
+cross-reference are all derived from that table, so adding a hook is one row in one place.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import contextlib
 import functools
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Literal, get_args
 
 _MISSING = object()
 
@@ -121,26 +124,64 @@ def wraps(orig: Callable) -> Callable[[Callable], Callable]:
     return deco
 
 
+SyncKind = Literal["d2h copy", "h2d copy", "data-dependent shape", "scalar read", "device-wide wait"]
+SYNC_KINDS: tuple[str, ...] = get_args(SyncKind)
+# what a sync of each kind costs beyond the round trip every sync pays (perfkit.analysis.cost)
+PRICE_KINDS: dict[str, str] = {
+    "d2h copy": "d2h",  # + a device-to-host copy of the bytes
+    "h2d copy": "h2d",  # + a host-to-device copy of the bytes
+    "data-dependent shape": "round trip",
+    "scalar read": "round trip",
+    "device-wide wait": "round trip",
+}
+
+
+@dataclass(frozen=True)
+class SyncOp:
+    """One sync op as every part of perfkit names it: ``label`` is what a finding's ``op`` says,
+    ``kind`` what it makes the GPU do (one of :data:`SYNC_KINDS`), ``fix`` the fix in words (a
+    finding's message) and ``lint_rule`` the static rule that finds the same pattern (``"PK101"``;
+    None where the linter has none: a gap the report names)."""
+
+    label: str
+    kind: SyncKind
+    fix: str
+    lint_rule: str | None
+
+    @property
+    def price(self) -> str:
+        """The cost model's price kind: ``"d2h"``, ``"h2d"`` or ``"round trip"``."""
+        return PRICE_KINDS[self.kind]
+
+
 @dataclass(frozen=True)
 class Patch:
     """One hooked attribute: ``<root module>.<owner>.<name>`` replaced by ``make(original, patch, root)``.
 
-    ``op`` is what one call is reported as and ``fix`` the fix in words; a hook that reports several
-    ops (``t[bool_mask] = v`` and ``t[list] = v``) lists the others in ``also``. ``when(args, kwargs)``
-    narrows which calls count; ``chain`` marks ops whose result may feed ``.numpy()`` on the same line."""
+    ``op`` is what one call is reported as; a hook that reports several ops (``t[bool_mask] = v`` and
+    ``t[list] = v``) lists the others in ``also``. ``always``: every call the hook counts on a device
+    tensor makes the CUDA runtime wait, whatever its arguments' devices, sizes or memory (``.item()``);
+    False where the hook decides from the call (``.to``, ``copy_``, indexing): on CUDA those can be left
+    to the runtime's own sync report and only the always rows installed (:func:`install`
+    ``always_only``). ``when(args, kwargs)`` narrows which calls count; ``chain`` marks ops whose
+    result may feed ``.numpy()`` on the same line."""
 
     owner: str  # dotted path below the family's root module; "" for the root itself ("Tensor", "cuda.Event")
     name: str
-    op: str
-    fix: str
+    op: SyncOp
     make: Callable[..., Callable]
+    always: bool
     when: Callable[[tuple, dict], bool] | None = None
     chain: bool = False
-    also: dict[str, str] = field(default_factory=dict)
+    also: tuple[SyncOp, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.owner}.{self.name}" if self.owner else self.name
+
+    @property
+    def ops(self) -> tuple[SyncOp, ...]:
+        return (self.op, *self.also)
 
 
 def owner_of(root: Any, dotted: str) -> Any:
@@ -152,10 +193,15 @@ def owner_of(root: Any, dotted: str) -> Any:
     return obj
 
 
-def install(patcher: Patcher, root: Any, table: Iterable[Patch]) -> list[str]:
-    """Install every patch of ``table`` whose target exists; returns the keys installed."""
+def _rows(table: Iterable[Patch], always_only: bool) -> Iterable[Patch]:
+    return (p for p in table if p.always or not always_only)
+
+
+def install(patcher: Patcher, root: Any, table: Iterable[Patch], always_only: bool = False) -> list[str]:
+    """Install every patch of ``table`` whose target exists (only the :attr:`Patch.always` rows with
+    ``always_only``); returns the keys installed."""
     done = []
-    for p in table:
+    for p in _rows(table, always_only):
         owner = owner_of(root, p.owner)
         orig = getattr(owner, p.name, None) if owner is not None else None
         if orig is None:
@@ -165,22 +211,23 @@ def install(patcher: Patcher, root: Any, table: Iterable[Patch]) -> list[str]:
     return done
 
 
-def originals(root: Any, table: Iterable[Patch]) -> dict[str, Any]:
+def originals(root: Any, table: Iterable[Patch], always_only: bool = False) -> dict[str, Any]:
     """``{key: current attribute}`` of every patch target that exists (the restore check compares
     this before and after a session)."""
     out = {}
-    for p in table:
+    for p in _rows(table, always_only):
         owner = owner_of(root, p.owner)
         if owner is not None and hasattr(owner, p.name):
             out[p.key] = getattr(owner, p.name)
     return out
 
 
-def fixes(table: Iterable[Patch]) -> dict[str, str]:
-    """``{op: fix}`` of every op the table's hooks report."""
-    out: dict[str, str] = {}
+def sync_ops(table: Iterable[Patch]) -> dict[str, SyncOp]:
+    """``{label: SyncOp}`` of every op the table's hooks report (a label two rows share, such as
+    ``.nonzero()`` for the method and the function, is one op)."""
+    out: dict[str, SyncOp] = {}
     for p in table:
-        out.setdefault(p.op, p.fix)
-        for op, fix in p.also.items():
-            out.setdefault(op, fix)
+        for op in p.ops:
+            if out.setdefault(op.label, op) != op:
+                raise ValueError(f"two different descriptions of sync op {op.label!r}")
     return out

@@ -84,6 +84,7 @@ _SITE_ROOTS = _site_roots()
 _STDLIB_ROOTS = _stdlib_roots()
 _runtime_dirs: tuple[str, ...] = ()
 _cache: dict[str, str] = {}
+_on_behalf: dict[str, bool] = {}  # filename -> runtime code that syncs for its caller (on_behalf)
 user_code_only = False  # report findings at the first user frame (``[tool.perfkit] user_code_only``)
 
 
@@ -93,6 +94,7 @@ def set_runtime(packages: tuple[str, ...] = ()) -> None:
     dirs = [d for d in (_package_dir(n) for n in (*RUNTIME_PACKAGES, *packages)) if d]
     _runtime_dirs = tuple(dirs)
     _cache.clear()
+    _on_behalf.clear()
 
 
 set_runtime()
@@ -139,6 +141,29 @@ def reportable(filename: str) -> bool:
     return k == "user" if user_code_only else k != "runtime"
 
 
+# Runtime code that makes syncs *for* its caller, on the caller's data: torch.distributions' argument
+# validation (``Normal(loc, scale)``, ``log_prob`` call ``bool()`` of a device tensor) and
+# ``clip_grad_norm_(error_if_nonfinite=True)``. Such a sync is the caller's: it counts on a CPU-only run
+# (would-sync) and sits at the caller's line with this frame first in its chain. Bookkeeping elsewhere
+# in torch (an optimizer's step counter ``.item()``) stays nobody's sync.
+ON_BEHALF = (
+    os.path.join("torch", "distributions") + os.sep,
+    os.path.join("torch", "nn", "utils", "clip_grad.py"),
+)
+def on_behalf(filename: str) -> bool:
+    """Whether ``filename`` is runtime code that syncs for its caller (:data:`ON_BEHALF`)."""
+    v = _on_behalf.get(filename)
+    if v is None:
+        v = _on_behalf[filename] = kind_of(filename) == "runtime" and any(p in filename for p in ON_BEHALF)
+    return v
+
+
+def counts_on_cpu(filename: str) -> bool:
+    """Whether a sync-prone call on a host tensor made from ``filename`` counts as would-sync-on-GPU:
+    made by the program (:func:`reportable`), or by the runtime on its behalf (:func:`on_behalf`)."""
+    return reportable(filename) or on_behalf(filename)
+
+
 def user_frame(frame: FrameType | None) -> FrameType | None:
     """The first frame, walking outwards from ``frame``, that findings are reported at (outside the
     runtime; the user's own code with ``user_code_only``); None when there is none."""
@@ -173,12 +198,15 @@ MAX_CHAIN = 12
 
 def chain_of(frame: FrameType | None) -> tuple[tuple[str, int], ...]:
     """The frames from the site (the first reportable frame from ``frame``) outwards to the first frame
-    of the user's own code, runtime frames left out: ``((file, line), ...)`` — just the site when it
+    of the user's own code, runtime frames left out — except, first, the runtime frame that synced on
+    the caller's behalf (:func:`on_behalf`): ``((file, line), ...)`` — just the site when it
     is the user's own code. At most :data:`MAX_CHAIN` frames (the user's frame is always the last)."""
     f = user_frame(frame)
     if f is None:
         return ()
     out: list[tuple[str, int]] = []
+    if frame is not f and frame is not None and on_behalf(frame.f_code.co_filename):
+        out.append((frame.f_code.co_filename, frame.f_lineno))  # the library frame that synced for the caller
     while f is not None:
         fn = f.f_code.co_filename
         k = kind_of(fn)

@@ -9,9 +9,15 @@ Counting rules (what the tests pin down):
 * one call is one event: a hook that runs while another hook is already running on the same thread
   counts nothing (``print(t)`` is one ``print(t)``, not ``__repr__`` + ``.item()`` + ``.tolist()``);
 * on a CUDA tensor the call is a sync wherever it comes from, attributed to the first user frame;
+* a call counts only when it makes the CUDA runtime wait, decided from the call the way the runtime
+  does: devices of source and destination, element count (``torch.tensor([], device=cuda)`` copies
+  nothing), ``non_blocking`` and pinned memory (:func:`copy_op`), where the index lives (a list, a numpy
+  array or a host index tensor is copied to the device; an index tensor on the device is not);
 * on a CPU tensor, when ``hub.count_cpu`` is set (the default on a machine without CUDA), the call is a
-  *would-sync-on-GPU* event, but only where user code made the call itself: torch's own ``.item()`` on
-  its CPU bookkeeping tensors (optimizer step counters, ...) is not the user's sync;
+  *would-sync-on-GPU* event — decided as if the run's tensors lived on the GPU — but only where the
+  program made the call (``hub.counts``): torch's own ``.item()`` on its CPU bookkeeping tensors
+  (optimizer step counters, ...) is not the user's sync, while torch.distributions' argument checks are
+  the caller's (``sites.on_behalf``);
 * ``t.cpu().numpy()`` on one line is one event: on a GPU the ``.cpu()`` syncs and the ``.numpy()`` of
   the host copy does not; on a CPU tensor the ``.numpy()`` (``.tolist()``, ``np.asarray``) of the very
   tensor ``.cpu()`` just returned (held by a weak reference: a recycled id never matches), on the same
@@ -31,18 +37,12 @@ import sys
 import weakref
 from typing import Any, Callable
 
-from perfkit.collectors.sites import reportable
 from perfkit.source import source_line
 from perfkit.collectors import hub
 from perfkit.collectors.hub import api_sync_hook, direct_caller, sync_call, tls
-from perfkit.collectors.patches import Patch, Patcher, wraps
-from perfkit.collectors.patches import fixes as _fixes
+from perfkit.collectors.patches import Patch, Patcher, SyncOp, sync_ops, wraps
 from perfkit.collectors.patches import install as _install
 from perfkit.collectors.patches import originals as _originals
-
-def _counts_cpu() -> bool:
-    return hub.count_cpu
-
 
 def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | None = None, chain: bool = False) -> Callable:
     """Wrap a method whose first argument is the tensor: count one sync per call (see module doc).
@@ -60,7 +60,7 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
         t = args[0] if args else None
         cuda = getattr(t, "is_cuda", False)
         if not cuda:
-            if not hub.count_cpu or not reportable(caller.f_code.co_filename):
+            if not hub.counts(False, caller):
                 return orig(*args, **kwargs)
             if consumes and _chained(state, caller, t):
                 return orig(*args, **kwargs)  # the .numpy() of `t.cpu().numpy()`: counted at .cpu()
@@ -72,7 +72,7 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
     return hook
 
 
-_CHAIN_CONSUMERS = frozenset({".numpy()", ".tolist()", "np.asarray(t)"})
+_CHAIN_CONSUMERS = frozenset({".numpy()", ".tolist()", "np.asarray(t)"})  # NUMPY, TOLIST, ASARRAY
 
 
 def _remember_chain(state: Any, caller: Any, out: Any) -> None:
@@ -109,23 +109,38 @@ _PLAIN_INDEX = (slice, int, type(None), type(Ellipsis))  # index parts that neve
 _SCALARS = (int, float, bool)
 
 
-def _index_op(idx: Any, Tensor: type, bool_dtypes: tuple) -> str | None:
-    tp = type(idx)
-    if tp is list:
-        return "t[list]"
-    if tp is tuple:
-        for e in idx:
-            te = type(e)
-            if te is list:
-                return "t[list]"
-            if te in _PLAIN_INDEX:
-                continue
-            if isinstance(e, Tensor) and e.dtype in bool_dtypes:
-                return "t[bool_mask]"
-        return None
-    if isinstance(idx, Tensor) and idx.dtype in bool_dtypes:
-        return "t[bool_mask]"
+def _index_part_op(e: Any, cuda: bool, Tensor: type, bool_dtypes: tuple, ndarray: type) -> SyncOp | None:
+    """The sync one index part makes when reading from a tensor (``cuda``: it lives on the GPU), None
+    where the runtime does not wait: an empty list or array copies nothing; an index tensor on the
+    indexed tensor's device needs no copy (on a CPU-only run every tensor is taken to be on the device)."""
+    te = type(e)
+    if te is list:
+        return LIST_READ if e else None
+    if te is ndarray:
+        return NDARRAY_READ if e.size else None
+    if isinstance(e, Tensor):
+        if e.dtype in bool_dtypes:
+            return MASK_READ
+        if cuda and not e.is_cuda and e.dim() > 0 and e.numel():
+            return HOST_INDEX_READ
     return None
+
+
+def _index_op(self: Any, idx: Any, Tensor: type, bool_dtypes: tuple, ndarray: type) -> SyncOp | None:
+    """The sync ``self[idx]`` makes (see :func:`_index_part_op`), or None."""
+    tls.depth += 1  # the index's queries are perfkit's, not the program's ops
+    try:
+        cuda = self.is_cuda
+        if type(idx) is tuple:
+            for e in idx:
+                if type(e) not in _PLAIN_INDEX:
+                    op = _index_part_op(e, cuda, Tensor, bool_dtypes, ndarray)
+                    if op is not None:
+                        return op
+            return None
+        return _index_part_op(idx, cuda, Tensor, bool_dtypes, ndarray)
+    finally:
+        tls.depth -= 1
 
 
 def _plain_tuple(idx: tuple) -> bool:
@@ -135,23 +150,30 @@ def _plain_tuple(idx: tuple) -> bool:
     return True
 
 
+def _ndarray() -> type:
+    np = sys.modules.get("numpy")
+    return np.ndarray if np is not None else type(None)
+
+
 def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
-    """Reads through a boolean mask (a data-dependent shape: nonzero) or a Python list (copied to the
-    device). This hook runs for every index in the program, so the indices that never sync (ints,
-    slices and tuples of them) leave after a type check."""
+    """Reads through a boolean mask (a data-dependent shape: nonzero), a Python list or a numpy array
+    (copied to the device), or a host index tensor into a device tensor (copied too). This hook runs
+    for every index in the program, so the indices that never sync (ints, slices and tuples of them)
+    leave after a type check."""
     sinks, state = hub.sinks, tls
+    ndarray = _ndarray()
 
     @wraps(orig)
     def __getitem__(self, idx):
         tp = type(idx)
         if tp in _PLAIN_INDEX or (tp is tuple and _plain_tuple(idx)) or not sinks or state.depth:
             return orig(self, idx)
-        op = _index_op(idx, Tensor, bool_dtypes)
+        op = _index_op(self, idx, Tensor, bool_dtypes, ndarray)
         if op is not None and not hub.is_compiling():
             caller = direct_caller(sys._getframe(1))
             cuda = self.is_cuda
-            if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
-                return sync_call(orig, op, caller, (self, idx), {}, would=not cuda)
+            if hub.counts(cuda, caller):
+                return sync_call(orig, op.label, caller, (self, idx), {}, would=not cuda)
         return orig(self, idx)
 
     return __getitem__
@@ -174,12 +196,12 @@ def _is_scalar(value: Any, Tensor: type, target: Any = None) -> bool:
     return isinstance(value, numbers.Number)
 
 
-def _setitem_op(self: Any, idx: Any, value: Any, Tensor: type, bool_dtypes: tuple) -> str | None:
+def _setitem_op(self: Any, idx: Any, value: Any, Tensor: type, bool_dtypes: tuple, ndarray: type) -> SyncOp | None:
     """The sync ``self[idx] = value`` makes (see module doc), or None. One pass over the index, no
     generator, no ``isinstance`` on the common parts: this runs for every item assignment."""
     tp = type(idx)
     if tp is int:
-        return "t[i] = scalar" if _is_scalar(value, Tensor, self) and _ndim(self) == 1 else None
+        return SCALAR_ELEMENT_WRITE if _is_scalar(value, Tensor, self) and _ndim(self) == 1 else None
     if tp is tuple:
         all_int, index_tensor = True, False
         for e in idx:
@@ -190,24 +212,28 @@ def _setitem_op(self: Any, idx: Any, value: Any, Tensor: type, bool_dtypes: tupl
             if te in _PLAIN_INDEX:
                 continue
             if te is list:
-                return "t[list] = v"
+                return LIST_WRITE if e else None
+            if te is ndarray:
+                return NDARRAY_WRITE if e.size else None
             if isinstance(e, Tensor):
                 if e.dtype in bool_dtypes:
-                    return None if _is_scalar(value, Tensor, self) else "t[bool_mask] = v"  # a scalar: masked_fill_
+                    return None if _is_scalar(value, Tensor, self) else MASK_WRITE  # a scalar: masked_fill_
                 index_tensor = True
         if not _is_scalar(value, Tensor, self):
             return None
         if index_tensor:
-            return "t[idx] = scalar"
+            return SCALAR_INDEX_WRITE
         if all_int and len(idx) == _ndim(self):
-            return "t[i] = scalar"  # every dim indexed by an int: a 0-d target
+            return SCALAR_ELEMENT_WRITE  # every dim indexed by an int: a 0-d target
         return None
     if tp is list:
-        return "t[list] = v"
+        return LIST_WRITE if idx else None
+    if tp is ndarray:
+        return NDARRAY_WRITE if idx.size else None
     if isinstance(idx, Tensor):
         if idx.dtype in bool_dtypes:
-            return None if _is_scalar(value, Tensor, self) else "t[bool_mask] = v"
-        return "t[idx] = scalar" if _is_scalar(value, Tensor, self) else None
+            return None if _is_scalar(value, Tensor, self) else MASK_WRITE
+        return SCALAR_INDEX_WRITE if _is_scalar(value, Tensor, self) else None
     return None
 
 
@@ -221,57 +247,109 @@ def _ndim(t: Any) -> int:
 
 
 def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
-    """``t[bool_mask] = values``: index_put_ reads the mask back (nonzero); ``t[list] = values`` copies
-    the list to the device; a Python scalar written through an index tensor or into a single element
-    is copied host-to-device (see module doc). ``t[bool_mask] = scalar`` (masked_fill_), writes into
-    slices and rows, and device values through an index tensor are not counted. Slices leave at once."""
+    """``t[bool_mask] = values``: index_put_ reads the mask back (nonzero); ``t[list] = values`` and
+    ``t[ndarray] = values`` copy the index to the device; a Python scalar written through an index
+    tensor or into a single element is copied host-to-device (see module doc). ``t[bool_mask] = scalar``
+    (masked_fill_), writes into slices and rows, and device values through an index tensor are not
+    counted. Slices leave at once."""
     sinks, state = hub.sinks, tls
+    ndarray = _ndarray()
 
     @wraps(orig)
     def __setitem__(self, idx, value):
         if type(idx) is slice or not sinks or state.depth:
             return orig(self, idx, value)
-        op = _setitem_op(self, idx, value, Tensor, bool_dtypes)
+        op = _setitem_op(self, idx, value, Tensor, bool_dtypes, ndarray)
         if op is not None and not hub.is_compiling():
             caller = direct_caller(sys._getframe(1))
             cuda = self.is_cuda
-            if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
-                return sync_call(orig, op, caller, (self, idx, value), {}, would=not cuda)
+            if hub.counts(cuda, caller):
+                return sync_call(orig, op.label, caller, (self, idx, value), {}, would=not cuda)
         return orig(self, idx, value)
 
     return __setitem__
 
 
+# ---- copies between host and device: does the runtime wait? ----------------------------------------
+# torch copies host<->device with cudaMemcpyAsync and, unless non_blocking, synchronizes the stream
+# (memcpy_and_sync); a copy of zero elements returns before any of it. non_blocking device-to-host into
+# pageable memory still waits (the CUDA runtime returns only once the copy is done): only a pinned
+# destination lets the host go on; ``.to("cpu", non_blocking=True)`` allocates a pinned destination.
+# A non_blocking host-to-device copy stages the source and returns. probes/sync_ops.py measures each case.
+
+
+def copy_op(dst_cuda: bool, src_cuda: bool, numel: int, non_blocking: bool, host_pinned: bool) -> SyncOp | None:
+    """The sync ``dst.copy_(src, non_blocking)`` makes, None where the runtime does not wait (both on
+    one side, nothing to copy, or non_blocking with the host side able to go on)."""
+    if dst_cuda == src_cuda or not numel:
+        return None
+    if dst_cuda:
+        return None if non_blocking else COPY_H2D
+    return None if non_blocking and host_pinned else COPY_D2H
+
+
+def _non_blocking(args: tuple, kwargs: dict) -> bool:
+    """``non_blocking`` of ``.to(...)``/``.cuda(...)``: the keyword, or the first positional bool (it
+    comes before ``copy`` in every signature)."""
+    if "non_blocking" in kwargs:
+        return bool(kwargs["non_blocking"])
+    for a in args:
+        if type(a) is bool:
+            return a
+    return False
+
+
+def _target_device(args: tuple, kwargs: dict, Tensor: type, dtype_t: type) -> Any:
+    """The device ``t.to(...)`` moves to (a str, int, torch.device, or another tensor's device), None
+    for a dtype-only conversion."""
+    dev = kwargs.get("device")
+    if dev is None:
+        other = kwargs.get("other")
+        if isinstance(other, Tensor):
+            return other.device
+        for a in args[:1]:
+            if isinstance(a, Tensor):
+                return a.device
+            if not isinstance(a, (dtype_t, bool)):
+                dev = a
+    return dev
+
+
 def _to_hook(orig: Callable, torch: Any) -> Callable:
-    """``t.to("cpu")`` of a CUDA tensor is a blocking device-to-host copy. On CPU tensors only the literal
-    string ``"cpu"`` counts (would-sync): ``x.to(self.device)`` on a CPU-only run is not the user's sync."""
+    """``t.to(device)``: a device-to-host copy of a CUDA tensor, or a host-to-device copy of a host
+    tensor, unless non_blocking (:func:`copy_op`), empty, or already there. On a CPU-only run (every
+    tensor on the host) only the literal string ``"cpu"`` counts (would-sync): ``x.to(self.device)`` is
+    a no-op on a GPU run, where the tensor already lives on the device."""
     sinks, state = hub.sinks, tls
-    dtype_t = torch.dtype
-    device_t = torch.device
+    Tensor, dtype_t = torch.Tensor, torch.dtype
 
     @wraps(orig)
     def to(self, *args, **kwargs):
-        if sinks and not state.depth and (args or kwargs) and not hub.is_compiling():
-            dev = kwargs.get("device", args[0] if args else None)
-            if isinstance(dev, str) and dev.startswith("cpu"):
-                literal = self.is_cuda or _says_cpu(direct_caller(sys._getframe(1)))
-            elif dev is not None and not isinstance(dev, dtype_t) and getattr(dev, "type", None) == "cpu":
-                literal = False
-            elif (self.is_cuda is False and isinstance(dev, (str, int, device_t)) and not isinstance(dev, bool)
-                  and (isinstance(dev, int) or str(dev).startswith("cuda"))
-                  and not kwargs.get("non_blocking", len(args) > 2 and args[2])):
-                caller = direct_caller(sys._getframe(1))  # host -> device: copy, then a stream sync
-                return sync_call(orig, '.to("cuda")', caller, (self, *args), kwargs)
-            else:
-                return orig(self, *args, **kwargs)
-            caller = direct_caller(sys._getframe(1))
+        if not sinks or state.depth or not (args or kwargs) or hub.is_compiling():
+            return orig(self, *args, **kwargs)
+        state.depth += 1  # perfkit's own queries of the call's tensors
+        try:
+            dev = _target_device(args, kwargs, Tensor, dtype_t)
+            to_cuda = _is_cuda_device(dev)
             cuda = self.is_cuda
-            if cuda or (hub.count_cpu and literal and reportable(caller.f_code.co_filename)):
-                out = sync_call(orig, '.to("cpu")', caller, (self, *args), kwargs, would=not cuda)
-                if not cuda:
-                    _remember_chain(state, caller, out)
-                return out
-        return orig(self, *args, **kwargs)
+            if dev is None or cuda == to_cuda:  # already there; on a CPU-only run, a literal "cpu" may not be
+                op = TO_CPU if (not cuda and isinstance(dev, str) and dev.startswith("cpu")) else None
+            else:
+                op = TO_CUDA if to_cuda else TO_CPU
+            if op is not None and (_non_blocking(args, kwargs) or not self.numel()):
+                op = None
+        finally:
+            state.depth -= 1
+        if op is None:
+            return orig(self, *args, **kwargs)
+        caller = direct_caller(sys._getframe(1))
+        real = cuda or op is TO_CUDA  # a real copy between host and device
+        if not (real or (hub.counts(False, caller) and _says_cpu(caller))):
+            return orig(self, *args, **kwargs)
+        out = sync_call(orig, op.label, caller, (self, *args), kwargs, would=not real)
+        if not real:
+            _remember_chain(state, caller, out)
+        return out
 
     return to
 
@@ -291,33 +369,48 @@ def _says_cpu(caller: Any) -> bool:
 
 
 def _copy_hook(orig: Callable) -> Callable:
-    """``copy_`` between host and device without ``non_blocking=True``: torch copies and then synchronizes
-    the stream (``memcpy_and_sync``), both directions. (Between two CPU tensors nothing is counted: a
-    CPU-only run cannot tell which of them would live on the GPU.)"""
+    """``dst.copy_(src)`` between host and device (:func:`copy_op`). (Between two CPU tensors nothing is
+    counted: a CPU-only run cannot tell which of them would live on the GPU.)"""
     sinks, state = hub.sinks, tls
 
     @wraps(orig)
     def copy_(self, src, *args, **kwargs):
         if sinks and not state.depth and not hub.is_compiling():
-            dst_cuda = self.is_cuda
-            if dst_cuda != getattr(src, "is_cuda", dst_cuda) and not (args[0] if args else kwargs.get("non_blocking", False)):
-                op = "cuda_t.copy_(cpu_t)" if dst_cuda else "cpu_t.copy_(cuda_t)"
+            state.depth += 1
+            try:
+                dst_cuda = self.is_cuda
+                src_cuda = getattr(src, "is_cuda", dst_cuda)
+                op = None
+                if dst_cuda != src_cuda:
+                    non_blocking = bool(args[0] if args else kwargs.get("non_blocking", False))
+                    host = src if dst_cuda else self
+                    op = copy_op(dst_cuda, src_cuda, self.numel(), non_blocking, non_blocking and host.is_pinned())
+            finally:
+                state.depth -= 1
+            if op is not None:
                 caller = direct_caller(sys._getframe(1))
-                return sync_call(orig, op, caller, (self, src, *args), kwargs)
+                return sync_call(orig, op.label, caller, (self, src, *args), kwargs)
         return orig(self, src, *args, **kwargs)
 
     return copy_
 
 
 def _cuda_hook(orig: Callable) -> Callable:
-    """``cpu_tensor.cuda()`` without ``non_blocking=True``: a host-to-device copy and a stream sync."""
+    """``cpu_tensor.cuda()`` without ``non_blocking=True``: a host-to-device copy and a stream sync
+    (nothing for a tensor already there or an empty one)."""
     sinks, state = hub.sinks, tls
 
     @wraps(orig)
     def cuda(self, *args, **kwargs):
-        if sinks and not state.depth and not hub.is_compiling() and not self.is_cuda and not kwargs.get("non_blocking", len(args) > 1 and args[1]):
-            caller = direct_caller(sys._getframe(1))
-            return sync_call(orig, ".cuda()", caller, (self, *args), kwargs)
+        if sinks and not state.depth and not hub.is_compiling() and not self.is_cuda and not _non_blocking(args[1:], kwargs):
+            state.depth += 1
+            try:
+                n = self.numel()
+            finally:
+                state.depth -= 1
+            if n:
+                caller = direct_caller(sys._getframe(1))
+                return sync_call(orig, CUDA.label, caller, (self, *args), kwargs)
         return orig(self, *args, **kwargs)
 
     return cuda
@@ -331,8 +424,20 @@ def _is_cuda_device(device: Any) -> bool:
     return str(device).startswith("cuda")
 
 
+def _has_elements(data: Any) -> bool:
+    """Whether ``torch.tensor(data)`` holds any element (``[]``, ``[[], []]`` and empty arrays copy nothing)."""
+    while type(data) in (list, tuple):
+        if not data:
+            return False
+        data = data[0]
+    size = getattr(data, "size", None)
+    return size != 0 if isinstance(size, int) else True
+
+
 def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
-    """``torch.tensor(data, device=cuda)``: a blocking host-to-device copy of Python data."""
+    """``torch.tensor(data, device=cuda)``: a blocking host-to-device copy of Python data (none when the
+    data holds no element). On a CPU-only run any ``device=`` counts (would-sync): it names the device
+    the data would be copied to on a GPU."""
     sinks, state = hub.sinks, tls
 
     @wraps(orig)
@@ -340,24 +445,20 @@ def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
         if sinks and not state.depth and not hub.is_compiling():
             device = kwargs.get("device")
             data = args[0] if args else kwargs.get("data")
-            if device is not None and not isinstance(data, Tensor):
+            if device is not None and not isinstance(data, Tensor) and _has_elements(data):
                 caller = direct_caller(sys._getframe(1))
                 cuda = _is_cuda_device(device)
-                if cuda or (hub.count_cpu and reportable(caller.f_code.co_filename)):
-                    return sync_call(orig, "torch.tensor(list, device=cuda)", caller, args, kwargs, would=not cuda)
+                if hub.counts(cuda, caller):
+                    return sync_call(orig, TENSOR.label, caller, args, kwargs, would=not cuda)
         return orig(*args, **kwargs)
 
     return tensor
 
 
-def _one_arg(args: tuple, kwargs: dict) -> bool:
-    return len(args) + len(kwargs) == 1
-
-
 def _where_hook(orig: Callable) -> Callable:
     """``torch.where``: only the one-argument form syncs; the three-argument form (hot in envs) passes
     straight through after one length check."""
-    counted = sync_hook(orig, "torch.where(cond)")
+    counted = sync_hook(orig, WHERE.label)
 
     @wraps(orig)
     def where(*args, **kwargs):
@@ -390,11 +491,11 @@ def _repeats_unsized(method: bool) -> Callable[[tuple, dict], bool]:
 
 
 def _method(orig, p: Patch, torch) -> Callable:
-    return sync_hook(orig, p.op, p.when, p.chain)
+    return sync_hook(orig, p.op.label, p.when, p.chain)
 
 
 def _api(orig, p: Patch, torch) -> Callable:
-    return api_sync_hook(orig, p.op)
+    return api_sync_hook(orig, p.op.label)
 
 
 _BOOL = lambda torch: (torch.bool, torch.uint8)  # noqa: E731 - mask dtypes: boolean-mask indexing
@@ -404,76 +505,115 @@ _D2H = "keep data on the GPU, or copy into a pinned buffer with non_blocking=Tru
 _READBACK = "keep data on the GPU; read back only for logging, every N steps"
 _H2D = "create data on the device once; or move pinned memory with non_blocking=True"
 
+# ---- the vocabulary: every op this family reports (label, kind, fix, the lint rule that finds it) ----
+D2H, H2D, SHAPE, SCALAR, WAIT = "d2h copy", "h2d copy", "data-dependent shape", "scalar read", "device-wide wait"
+ITEM = SyncOp(".item()", SCALAR, _KEEP, "PK101")
+CPU = SyncOp(".cpu()", D2H, _D2H, "PK102")
+NUMPY = SyncOp(".numpy()", D2H, _READBACK, "PK102")
+TOLIST = SyncOp(".tolist()", D2H, _READBACK, "PK102")
+BOOL = SyncOp("bool(t)", SCALAR, "branch on the device with torch.where / masked ops instead of a Python `if` on a tensor", "PK103")
+FLOAT = SyncOp("float(t)", SCALAR, "keep the value as a 0-d tensor; convert only when logging, every N steps", "PK104")
+INT = SyncOp("int(t)", SCALAR, "keep the value as a tensor; avoid data-dependent Python ints in the step", "PK104")
+INDEX = SyncOp("index(t)", SCALAR, "use a Python int (e.g. a shape) rather than a tensor as an index or range bound", None)
+FORMAT = SyncOp("format(t)", D2H, "format tensors only when logging, every N steps", "PK105")
+REPR = SyncOp("repr(t)", D2H, "convert tensors to text only when logging, every N steps", "PK105")
+PRINT = SyncOp("print(t)", D2H, "print only every N steps, or accumulate on the GPU and print the summary", "PK105")
+CONTAINS = SyncOp("x in t", SCALAR, "compare on the device ((t == x).any()) and keep the result as a tensor", None)
+ASARRAY = SyncOp("np.asarray(t)", D2H, "keep data on the GPU; read back only for logging", "PK102")
+NONZERO = SyncOp(".nonzero()", SHAPE, "use masked_fill_ / torch.where with the boolean mask instead of indexing by nonzero()", "PK106")
+ARGWHERE = SyncOp(".argwhere()", SHAPE, "use masked_fill_ / torch.where with the boolean mask instead of argwhere()", "PK106")
+MASKED_SELECT = SyncOp(".masked_select()", SHAPE, "use torch.where(mask, x, 0) and reduce; masked_select has a data-dependent shape", "PK106")
+UNIQUE = SyncOp(".unique()", SHAPE, "avoid unique() in the step (data-dependent shape); use scatter/bincount with a fixed size", "PK106")
+UNIQUE_CONSECUTIVE = SyncOp(".unique_consecutive()", SHAPE, "avoid unique_consecutive() in the step (data-dependent shape)", "PK106")
+REPEAT_INTERLEAVE = SyncOp(".repeat_interleave()", SHAPE, "pass output_size= to repeat_interleave so it need not read the repeats back", "PK106")
+EQUAL = SyncOp("torch.equal", SCALAR, "compare on the device and keep the result as a tensor", "PK104")
+ALLCLOSE = SyncOp("torch.allclose", SCALAR, "compare on the device (torch.isclose(...).all()) and keep the result as a tensor", "PK104")
+MASK_READ = SyncOp("t[bool_mask]", SHAPE, "use torch.where / masked_fill_ with the mask instead of a boolean-mask read (data-dependent shape)", "PK107")
+LIST_READ = SyncOp("t[list]", H2D, "index with a preallocated index tensor on the device, not a Python list (a blocking host-to-device copy)", "PK108")
+NDARRAY_READ = SyncOp("t[ndarray]", H2D, "index with an index tensor on the device (torch.from_numpy(idx).to(device) once, or "
+                      "torch.randperm(n, device=device)), not a numpy array (a blocking host-to-device copy)", None)
+HOST_INDEX_READ = SyncOp("t[cpu_idx]", H2D, "keep the index tensor on the device the indexed tensor lives on (a host index is copied "
+                         "to the device, blocking)", None)
+MASK_WRITE = SyncOp("t[bool_mask] = v", SHAPE, "use torch.where(mask, v, t, out=t) or masked_scatter_ / masked_fill_ instead of a "
+                    "boolean-mask write", "PK113")
+LIST_WRITE = SyncOp("t[list] = v", H2D, "write through a preallocated index tensor on the device (index_copy_), not a Python list", "PK108")
+NDARRAY_WRITE = SyncOp("t[ndarray] = v", H2D, "write through an index tensor on the device, not a numpy array", None)
+SCALAR_INDEX_WRITE = SyncOp("t[idx] = scalar", H2D, "write a device value: x.index_fill_(0, idx, v), or x[idx] = a preallocated device "
+                            "tensor; a Python scalar through an index is copied host-to-device and synced", "PK113")
+SCALAR_ELEMENT_WRITE = SyncOp("t[i] = scalar", H2D, "write into a slice (x[i:i + 1] = v is a fill) or keep the value on the device; "
+                              "a Python scalar into one element is copied host-to-device and synced", "PK113")
+TO_CPU = SyncOp('.to("cpu")', D2H, _D2H, "PK102")
+TO_CUDA = SyncOp('.to("cuda")', H2D, _H2D, "PK109")
+COPY_D2H = SyncOp("cpu_t.copy_(cuda_t)", D2H, "copy into a pinned host buffer with non_blocking=True and read it a step later", None)
+COPY_H2D = SyncOp("cuda_t.copy_(cpu_t)", H2D, "keep the data on the device; or copy from a pinned buffer with non_blocking=True", None)
+CUDA = SyncOp(".cuda()", H2D, _H2D, "PK109")
+WHERE = SyncOp("torch.where(cond)", SHAPE, "use the three-argument torch.where(cond, a, b) or masked ops; one-argument where is nonzero()", "PK106")
+TENSOR = SyncOp("torch.tensor(list, device=cuda)", H2D, "build constants once in __init__, or fill a preallocated device buffer", "PK109")
+CUDA_SYNC = SyncOp("torch.cuda.synchronize()", WAIT, "remove the explicit synchronize from the step; time with CUDA events instead", "PK110")
+EVENT_SYNC = SyncOp("Event.synchronize()", WAIT, "poll with event.query() or wait on the device (stream.wait_event) instead", "PK110")
+STREAM_SYNC = SyncOp("Stream.synchronize()", WAIT, "order work with stream.wait_stream / events instead of blocking the host", "PK110")
+
+_getitem = lambda orig, p, torch: _getitem_hook(orig, torch.Tensor, _BOOL(torch))  # noqa: E731
+_setitem = lambda orig, p, torch: _setitem_hook(orig, torch.Tensor, _BOOL(torch))  # noqa: E731
+
+def _method_and_function(name: str, op: SyncOp, when: Callable[[bool], Callable] | None = None) -> tuple[Patch, Patch]:
+    """``Tensor.<name>`` and ``torch.<name>``: one op, two rows (``when(method)`` narrows each; a row
+    with a ``when`` decides from the call, so it is not an always row)."""
+    return tuple(Patch("Tensor" if method else "", name, op, _method, always=when is None,
+                       when=when(method) if when is not None else None) for method in (True, False))
+
+
+# always=True: every call the hook counts on a CUDA tensor makes the runtime wait; False: the hook
+# decides from the call (devices, sizes, pinned memory, the index's kind) — see patches.Patch.
 PATCHES: tuple[Patch, ...] = (
     # Tensor methods that read a device value on the host
-    Patch("Tensor", "item", ".item()", _KEEP, _method),
-    Patch("Tensor", "cpu", ".cpu()", _D2H, _method, chain=True),
-    Patch("Tensor", "numpy", ".numpy()", _READBACK, _method),
-    Patch("Tensor", "tolist", ".tolist()", _READBACK, _method),
-    Patch("Tensor", "__bool__", "bool(t)", "branch on the device with torch.where / masked ops instead of a Python `if` on a tensor", _method),
-    Patch("Tensor", "__float__", "float(t)", "keep the value as a 0-d tensor; convert only when logging, every N steps", _method),
-    Patch("Tensor", "__int__", "int(t)", "keep the value as a tensor; avoid data-dependent Python ints in the step", _method),
-    Patch("Tensor", "__index__", "index(t)", "use a Python int (e.g. a shape) rather than a tensor as an index or range bound", _method),
-    Patch("Tensor", "__format__", "format(t)", "format tensors only when logging, every N steps", _method),
-    Patch("Tensor", "__repr__", "repr(t)", "convert tensors to text only when logging, every N steps", _method,
-          also={"print(t)": "print only every N steps, or accumulate on the GPU and print the summary"}),
-    Patch("Tensor", "__contains__", "x in t", "compare on the device ((t == x).any()) and keep the result as a tensor", _method),
-    Patch("Tensor", "__array__", "np.asarray(t)", "keep data on the GPU; read back only for logging", _method),
-    # data-dependent output shapes: the size is read back
-    Patch("Tensor", "nonzero", ".nonzero()", "use masked_fill_ / torch.where with the boolean mask instead of indexing by nonzero()", _method),
-    Patch("Tensor", "argwhere", ".argwhere()", "use masked_fill_ / torch.where with the boolean mask instead of argwhere()", _method),
-    Patch("Tensor", "masked_select", ".masked_select()", "use torch.where(mask, x, 0) and reduce; masked_select has a data-dependent shape", _method),
-    Patch("Tensor", "unique", ".unique()", "avoid unique() in the step (data-dependent shape); use scatter/bincount with a fixed size", _method),
-    Patch("Tensor", "unique_consecutive", ".unique_consecutive()", "avoid unique_consecutive() in the step (data-dependent shape)", _method),
-    Patch("Tensor", "repeat_interleave", ".repeat_interleave()", "pass output_size= to repeat_interleave so it need not read the repeats back",
-          _method, when=_repeats_unsized(True)),
-    Patch("Tensor", "equal", "torch.equal", "compare on the device and keep the result as a tensor", _method),
-    Patch("Tensor", "allclose", "torch.allclose", "compare on the device (torch.isclose(...).all()) and keep the result as a tensor", _method),
+    Patch("Tensor", "item", ITEM, _method, always=True),
+    Patch("Tensor", "cpu", CPU, _method, always=True, chain=True),
+    Patch("Tensor", "numpy", NUMPY, _method, always=True),
+    Patch("Tensor", "tolist", TOLIST, _method, always=True),
+    Patch("Tensor", "__bool__", BOOL, _method, always=True),
+    Patch("Tensor", "__float__", FLOAT, _method, always=True),
+    Patch("Tensor", "__int__", INT, _method, always=True),
+    Patch("Tensor", "__index__", INDEX, _method, always=True),
+    Patch("Tensor", "__format__", FORMAT, _method, always=True),
+    Patch("Tensor", "__repr__", REPR, _method, always=True, also=(PRINT,)),
+    Patch("Tensor", "__contains__", CONTAINS, _method, always=True),
+    Patch("Tensor", "__array__", ASARRAY, _method, always=True),
+    # data-dependent output shapes (the size is read back) and comparisons: each a Tensor method and a torch function
+    *_method_and_function("nonzero", NONZERO),
+    *_method_and_function("argwhere", ARGWHERE),
+    *_method_and_function("masked_select", MASKED_SELECT),
+    *_method_and_function("unique", UNIQUE),
+    *_method_and_function("unique_consecutive", UNIQUE_CONSECUTIVE),
+    *_method_and_function("repeat_interleave", REPEAT_INTERLEAVE, when=_repeats_unsized),
+    *_method_and_function("equal", EQUAL),
+    *_method_and_function("allclose", ALLCLOSE),
     # indexing, conversion and copies
-    Patch("Tensor", "__getitem__", "t[bool_mask]", "use torch.where / masked_fill_ with the mask instead of a boolean-mask read (data-dependent shape)",
-          lambda orig, p, torch: _getitem_hook(orig, torch.Tensor, _BOOL(torch)),
-          also={"t[list]": "index with a preallocated index tensor on the device, not a Python list (a blocking host-to-device copy)"}),
-    Patch("Tensor", "__setitem__", "t[bool_mask] = v", "use torch.where(mask, v, t, out=t) or masked_scatter_ / masked_fill_ instead of a boolean-mask write",
-          lambda orig, p, torch: _setitem_hook(orig, torch.Tensor, _BOOL(torch)),
-          also={"t[list] = v": "write through a preallocated index tensor on the device (index_copy_), not a Python list",
-                "t[idx] = scalar": "write a device value: x.index_fill_(0, idx, v), or x[idx] = a preallocated device tensor; "
-                                   "a Python scalar through an index is copied host-to-device and synced",
-                "t[i] = scalar": "write into a slice (x[i:i + 1] = v is a fill) or keep the value on the device; "
-                                 "a Python scalar into one element is copied host-to-device and synced"}),
-    Patch("Tensor", "to", '.to("cpu")', "keep data on the GPU, or copy into a pinned buffer with non_blocking=True and read it later",
-          lambda orig, p, torch: _to_hook(orig, torch), also={'.to("cuda")': _H2D}),
-    Patch("Tensor", "copy_", "cpu_t.copy_(cuda_t)", "copy into a pinned host buffer with non_blocking=True and read it a step later",
-          lambda orig, p, torch: _copy_hook(orig),
-          also={"cuda_t.copy_(cpu_t)": "keep the data on the device; or copy from a pinned buffer with non_blocking=True"}),
-    Patch("Tensor", "cuda", ".cuda()", _H2D, lambda orig, p, torch: _cuda_hook(orig)),
+    Patch("Tensor", "__getitem__", MASK_READ, _getitem, always=False, also=(LIST_READ, NDARRAY_READ, HOST_INDEX_READ)),
+    Patch("Tensor", "__setitem__", MASK_WRITE, _setitem, always=False,
+          also=(LIST_WRITE, NDARRAY_WRITE, SCALAR_INDEX_WRITE, SCALAR_ELEMENT_WRITE)),
+    Patch("Tensor", "to", TO_CPU, lambda orig, p, torch: _to_hook(orig, torch), always=False, also=(TO_CUDA,)),
+    Patch("Tensor", "copy_", COPY_D2H, lambda orig, p, torch: _copy_hook(orig), always=False, also=(COPY_H2D,)),
+    Patch("Tensor", "cuda", CUDA, lambda orig, p, torch: _cuda_hook(orig), always=False),
     # torch functions
-    Patch("", "nonzero", ".nonzero()", "use masked_fill_ / torch.where with the boolean mask instead of indexing by nonzero()", _method),
-    Patch("", "argwhere", ".argwhere()", "use masked_fill_ / torch.where with the boolean mask instead of argwhere()", _method),
-    Patch("", "masked_select", ".masked_select()", "use torch.where(mask, x, 0) and reduce; masked_select has a data-dependent shape", _method),
-    Patch("", "unique", ".unique()", "avoid unique() in the step (data-dependent shape); use scatter/bincount with a fixed size", _method),
-    Patch("", "unique_consecutive", ".unique_consecutive()", "avoid unique_consecutive() in the step (data-dependent shape)", _method),
-    Patch("", "repeat_interleave", ".repeat_interleave()", "pass output_size= to repeat_interleave so it need not read the repeats back",
-          _method, when=_repeats_unsized(False)),
-    Patch("", "equal", "torch.equal", "compare on the device and keep the result as a tensor", _method),
-    Patch("", "allclose", "torch.allclose", "compare on the device (torch.isclose(...).all()) and keep the result as a tensor", _method),
-    Patch("", "where", "torch.where(cond)", "use the three-argument torch.where(cond, a, b) or masked ops; one-argument where is nonzero()",
-          lambda orig, p, torch: _where_hook(orig)),
-    Patch("", "tensor", "torch.tensor(list, device=cuda)", "build constants once in __init__, or fill a preallocated device buffer",
-          lambda orig, p, torch: _tensor_hook(orig, torch.Tensor)),
+    Patch("", "where", WHERE, lambda orig, p, torch: _where_hook(orig), always=False),
+    Patch("", "tensor", TENSOR, lambda orig, p, torch: _tensor_hook(orig, torch.Tensor), always=False),
     # explicit synchronization
-    Patch("cuda", "synchronize", "torch.cuda.synchronize()", "remove the explicit synchronize from the step; time with CUDA events instead", _api),
-    Patch("cuda.Event", "synchronize", "Event.synchronize()", "poll with event.query() or wait on the device (stream.wait_event) instead", _api),
-    Patch("cuda.Stream", "synchronize", "Stream.synchronize()", "order work with stream.wait_stream / events instead of blocking the host", _api),
+    Patch("cuda", "synchronize", CUDA_SYNC, _api, always=True),
+    Patch("cuda.Event", "synchronize", EVENT_SYNC, _api, always=True),
+    Patch("cuda.Stream", "synchronize", STREAM_SYNC, _api, always=True),
 )
 
-FIXES = _fixes(PATCHES)
-"""op -> the fix in words (a finding's ``message``)."""
+SYNC_OPS = sync_ops(PATCHES)
+"""label -> :class:`SyncOp`: every op this family reports."""
 
 
-def install(patcher: Patcher) -> list[str]:
+def install(patcher: Patcher, always_only: bool = False) -> list[str]:
+    """Hook torch (only the :attr:`Patch.always` rows with ``always_only``: on CUDA, where the runtime
+    itself reports the syncs of the others)."""
     import torch
 
-    done = _install(patcher, torch, PATCHES)
+    done = _install(patcher, torch, PATCHES, always_only)
     _teach_torchscript(patcher, torch)
     return done
 
@@ -519,8 +659,8 @@ def _teach_torchscript(patcher: Patcher, torch: Any) -> None:
     patcher.on_undo(forget)
 
 
-def originals() -> dict[str, Any]:
+def originals(always_only: bool = False) -> dict[str, Any]:
     """Every attribute :data:`PATCHES` replaces, as it is now (the restore check compares before/after)."""
     import torch
 
-    return _originals(torch, PATCHES)
+    return _originals(torch, PATCHES, always_only)

@@ -1,23 +1,36 @@
-"""``--verify``: did the hooks see every sync the CUDA runtime actually made?
+"""``--verify``: do perfkit's sync counts agree with the CUDA runtime, site by site, both ways?
 
-Over a window of steady-state steps, torch.profiler (CUPTI through Kineto) records the runtime and
-driver API calls; each hooked sync runs inside a ``perfkit.sync:<op>`` range and each step inside a
-``perfkit.step#k`` range (``torch.profiler.record_function``). Afterwards every synchronizing API call
-(``cudaStreamSynchronize``, ``cudaDeviceSynchronize``, ``cudaEventSynchronize``, synchronous
-``cudaMemcpy``, and their driver-API twins used by Warp) that falls inside a step range is matched by
-time against the sync ranges: inside one → attributed; outside all → *unattributed* (a sync no hook
-saw). The target is zero unattributed syncs per step.
+Over a window of whole steady-state steps (boundary to boundary), torch.profiler (CUPTI through Kineto,
+``with_stack``) records the runtime and driver API calls; each hooked sync runs inside a
+``perfkit.sync:<op>@<file>:<line>`` range and each step inside a ``perfkit.step#k`` range
+(``torch.profiler.record_function``). Afterwards (:func:`analyze`):
 
-The profiler costs far more than perfkit's default mode, so ``--verify`` is a check, not a measurement:
-the window's steps still count in the run's step times (they are steady-state steps), which is why
-the verify window is kept short (``verify_steps``, default 20).
+* each range is counted once: the profiler also lists GPU-side copies of a ``record_function`` range
+  (``gpu_user_annotation``); only the CPU-side event is a step or a hooked call;
+* every synchronizing API call (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``,
+  ``cudaEventSynchronize``, synchronous ``cudaMemcpy``, and their driver-API twins used by Warp) inside
+  a step range is matched to the hooked range it ran in, on its thread;
+* per hooked call: how many runtime syncs it made — none means perfkit reported a sync the GPU never
+  made (*hooked without runtime sync*);
+* per runtime sync outside every hooked range (*unattributed*: a sync no hook saw): the Python stack
+  that made it (the call's own, else its nearest enclosing op's), grouped by the first frame outside
+  the runtime, so a missed sync names its line.
+
+The block (``run.extra["verify"]``) holds the totals and the same figures per site. The target is zero
+unattributed and zero hooked-without-runtime-sync. The profiler costs far more than perfkit's default
+mode, so ``--verify`` is a check, not a measurement: the window's steps still count in the run's step
+times, which is why the window is kept short (``verify_steps``, default 20).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import bisect
+import re
+from typing import Any, Iterable
 
 from perfkit.collectors import hub
+from perfkit.collectors.sites import kind_of
+from perfkit.source import relpath
 
 SYNC_API = {
     "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy2D",
@@ -26,6 +39,9 @@ SYNC_API = {
 }
 SYNC_PREFIX = "perfkit.sync:"
 STEP_PREFIX = "perfkit.step#"
+MAX_SITES = 50  # per-site rows kept in the block (the most runtime syncs first)
+MAX_STACK = 8  # frames kept per unattributed site
+_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.*)$")  # torch.profiler's stack entries
 
 
 class Verifier:
@@ -40,19 +56,20 @@ class Verifier:
 
     def start(self, idx: int) -> None:
         P = self.torch.profiler
-        self.prof = P.profile(activities=[P.ProfilerActivity.CPU, P.ProfilerActivity.CUDA])
+        self.prof = P.profile(activities=[P.ProfilerActivity.CPU, P.ProfilerActivity.CUDA], with_stack=True)
         self.prof.__enter__()
         self.start_idx = idx
         hub.verify_range = self._sync_range
 
-    def _sync_range(self, op: str) -> Any:
-        return self.torch.profiler.record_function(SYNC_PREFIX + op)
+    def _sync_range(self, op: str, site: tuple | None = None) -> Any:
+        return self.torch.profiler.record_function(range_name(op, site))
 
     def note_sync(self) -> None:
         if self.prof is not None:
             self.hooked += 1
 
     def boundary(self, idx: int) -> None:
+        """A step boundary: close the step range that ends here and open the next (whole steps only)."""
         if self.prof is None:
             return
         if self._step_rf is not None:
@@ -79,48 +96,163 @@ class Verifier:
         return self._result or {"steps": 0, "note": "the run ended before the verify window"}
 
 
-def analyze(events: Any) -> dict[str, Any]:
-    """Match runtime sync calls against perfkit's sync ranges inside step ranges (see module doc)."""
-    steps, syncs, api = [], [], []
+def range_name(op: str, site: tuple | None) -> str:
+    """``perfkit.sync:<op>@<file>:<line>`` (just ``perfkit.sync:<op>`` without a site)."""
+    if site is None:
+        return SYNC_PREFIX + op
+    return f"{SYNC_PREFIX}{op}@{relpath(site[0])}:{site[1]}"
+
+
+def _parse_range(name: str) -> tuple[str, str]:
+    """(op, "file:line") of a hooked range's name ("" where it names no site)."""
+    body = name[len(SYNC_PREFIX):]
+    op, sep, site = body.rpartition("@")
+    return (op, site) if sep else (body, "")
+
+
+def _on_cpu(e: Any) -> bool:
+    """The CPU-side event of a range (GPU-side copies of a ``record_function`` have device type CUDA)."""
+    return str(getattr(e, "device_type", "CPU")).rsplit(".", 1)[-1] == "CPU"
+
+
+def _stack_of(e: Any) -> list[str]:
+    """The Python stack of a runtime call: its own, else that of its nearest enclosing op (CUPTI API
+    events often carry none; the aten op that issued them does)."""
+    hops = 0
+    while e is not None and hops < 64:
+        st = list(getattr(e, "stack", None) or ())
+        if st:
+            return st
+        e = getattr(e, "cpu_parent", None)
+        hops += 1
+    return []
+
+
+def _program_frame(stack: list[str]) -> tuple[str, int, str] | None:
+    """(file, line, function) of the innermost frame outside the runtime perfkit instruments."""
+    for entry in stack:
+        m = _FRAME.match(entry.strip())
+        if m and kind_of(m["file"]) != "runtime":
+            return m["file"], int(m["line"]), m["func"]
+    return None
+
+
+class _Ranges:
+    """Non-overlapping ranges of one thread, sorted by start, for "which range holds t" lookups."""
+
+    def __init__(self, ranges: list[tuple]):
+        self.ranges = sorted(ranges)
+        self.starts = [r[0] for r in self.ranges]
+
+    def holding(self, t0: float, t1: float, eps: float = 1.0) -> int | None:
+        """The index of the range holding [t0, t1] (µs of slack at the edges), None where none does."""
+        i = bisect.bisect_right(self.starts, t0 + eps) - 1
+        for j in (i, i - 1):  # ranges do not overlap: only the last to start before t0 (or, within the slack, the one before) can
+            if j >= 0:
+                r = self.ranges[j]
+                if r[0] - eps <= t0 and t1 <= r[1] + eps:
+                    return j
+        return None
+
+
+def _hooked_range(by_thread: dict[Any, _Ranges], thread: Any, t0: float, t1: float) -> tuple[Any, int | None]:
+    """(thread, index) of the hooked range a runtime call ran in: on its own thread, else (a profiler
+    that names threads differently for API events) on any."""
+    own = by_thread.get(thread)
+    if own is not None:
+        i = own.holding(t0, t1)
+        if i is not None:
+            return thread, i
+    for t, ranges in by_thread.items():
+        if t != thread:
+            i = ranges.holding(t0, t1)
+            if i is not None:
+                return t, i
+    return None, None
+
+
+def analyze(events: Iterable[Any]) -> dict[str, Any]:
+    """The verify block from the profiler's events (see module doc). Each event needs ``name``,
+    ``time_range`` (``.start``/``.end`` in µs), ``device_type``, and where it has them ``thread``,
+    ``stack`` and ``cpu_parent`` (``torch.autograd.profiler_util.FunctionEvent``)."""
+    seen: set[tuple] = set()
+    steps: list[tuple] = []
+    hooked: dict[Any, list[tuple]] = {}
+    api: list[tuple[float, float, str, Any, Any]] = []
     for e in events:
         name = e.name
+        if not name.startswith(("perfkit.", "cu")) or not _on_cpu(e):
+            continue
         tr = e.time_range
+        thread = getattr(e, "thread", None)
+        key = (name, tr.start, tr.end, thread)
+        if key in seen:
+            continue
+        seen.add(key)
         if name.startswith(STEP_PREFIX):
             steps.append((tr.start, tr.end))
         elif name.startswith(SYNC_PREFIX):
-            syncs.append((tr.start, tr.end, name[len(SYNC_PREFIX):]))
+            hooked.setdefault(thread, []).append((tr.start, tr.end, *_parse_range(name)))
         elif name in SYNC_API:
-            api.append((tr.start, tr.end, name))
-    syncs.sort()
-    eps = 1.0  # µs of slack at range edges
+            api.append((tr.start, tr.end, name, thread, e))
+    step_ranges = _Ranges(steps)
+    in_window = {t: [r for r in rs if step_ranges.holding(r[0], r[1]) is not None] for t, rs in hooked.items()}
+    by_thread = {t: _Ranges(rs) for t, rs in in_window.items()}
+    made = {t: [0] * len(r.ranges) for t, r in by_thread.items()}  # runtime syncs inside each hooked range
 
-    def within(t0: float, t1: float, ranges) -> Any:
-        for r in ranges:
-            if r[0] - eps <= t0 and t1 <= r[1] + eps:
-                return r
-        return None
-
-    by_name: dict[str, dict[str, int]] = {}
-    unattributed = []
-    n_api = 0
-    for t0, t1, name in api:
-        if within(t0, t1, steps) is None:
-            continue  # the profiler's own start/stop, or outside the window
+    by_api: dict[str, dict[str, int]] = {}
+    unattributed: dict[str, dict[str, Any]] = {}
+    n_api = n_un = 0
+    for t0, t1, name, thread, e in api:
+        if step_ranges.holding(t0, t1) is None:
+            continue  # the profiler's own start/stop, perfkit's work between steps, or outside the window
         n_api += 1
-        d = by_name.setdefault(name, {"total": 0, "attributed": 0})
+        d = by_api.setdefault(name, {"total": 0, "attributed": 0})
         d["total"] += 1
-        r = within(t0, t1, syncs)
-        if r is not None:
+        owner, i = _hooked_range(by_thread, thread, t0, t1)
+        if i is not None:
             d["attributed"] += 1
-        else:
-            unattributed.append({"api": name, "t_us": round(t0, 1)})
+            made[owner][i] += 1
+            continue
+        n_un += 1
+        stack = _stack_of(e)
+        frame = _program_frame(stack)
+        site = f"{relpath(frame[0])}:{frame[1]}" if frame else "(no Python stack)"
+        u = unattributed.setdefault(site, {"site": site, "function": frame[2] if frame else "", "count": 0, "apis": {},
+                                           "stack": stack[:MAX_STACK]})
+        u["count"] += 1
+        u["apis"][name] = u["apis"].get(name, 0) + 1
+
+    sites: dict[tuple[str, str], dict[str, Any]] = {}
+    n_hooked = n_empty = 0
+    for thread, ranges in by_thread.items():
+        for r, runtime in zip(ranges.ranges, made[thread]):
+            op, site = r[2], r[3]
+            s = sites.setdefault((site, op), {"site": site, "op": op, "hooked": 0, "runtime_syncs": 0,
+                                              "hooked_without_runtime_sync": 0})
+            s["hooked"] += 1
+            s["runtime_syncs"] += runtime
+            n_hooked += 1
+            if not runtime:
+                s["hooked_without_runtime_sync"] += 1
+                n_empty += 1
     n_steps = len(steps)
+
+    def per_step(n: int) -> float | None:
+        return round(n / n_steps, 4) if n_steps else None
+
+    site_rows = sorted(sites.values(), key=lambda s: (-s["runtime_syncs"], -s["hooked"], s["site"], s["op"]))
+    for s in site_rows:
+        s["runtime_per_step"] = per_step(s["runtime_syncs"])
     return {
         "steps": n_steps,
         "runtime_syncs": n_api,
-        "hooked_syncs": len(syncs),
-        "unattributed": len(unattributed),
-        "unattributed_per_step": round(len(unattributed) / n_steps, 4) if n_steps else None,
-        "by_api": by_name,
-        "unattributed_samples": unattributed[:20],
+        "hooked_syncs": n_hooked,
+        "hooked_without_runtime_sync": n_empty,
+        "unattributed": n_un,
+        "runtime_per_step": per_step(n_api),
+        "unattributed_per_step": per_step(n_un),
+        "by_api": by_api,
+        "sites": site_rows[:MAX_SITES],
+        "unattributed_sites": sorted(unattributed.values(), key=lambda u: (-u["count"], u["site"]))[:MAX_SITES],
     }

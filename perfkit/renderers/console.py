@@ -89,16 +89,18 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                           f" {escape('[' + f.segment + ']')}  {rate}{extra}")
                 if f.code:
                     con.print(f"           [dim]{escape(f.code)}[/]")
-                if len(f.chain) > 1:
+                if len(f.chain) > 1 and f.chain[-1] != f.site:
                     con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
+                elif len(f.chain) > 1:  # the runtime made it for this call (torch.distributions' checks)
+                    con.print(f"           [dim]made inside {escape(f.chain[0])} for this call[/]")
+                if f.kind == "sync":
+                    con.print(f"           [dim]{_lint_xref(f)}[/]")
     else:
         con.print("[green]no syncs, allocations, per-env loops or stream hazards found[/]")
     _what_if(con, run)
     ver = run.extra.get(EXTRA_VERIFY)
     if isinstance(ver, dict) and ver.get("steps"):
-        colour = "green" if not ver.get("unattributed") else "red"
-        con.print(f"  verify: {ver['runtime_syncs']} runtime syncs in {ver['steps']} steps, "
-                  f"[{colour}]{ver['unattributed']} unattributed[/]")
+        _verify(con, ver)
     for note in run.extra.get(EXTRA_NOTES, []):
         con.print(f"  [yellow]note:[/] {escape(note)}")
     line = self_line(run)
@@ -117,6 +119,33 @@ def self_line(run: Run) -> str | None:
     more = f" (+{rest:.2f} s at special steps, samples and the record)" if rest >= 0.005 else ""
     return (f"perfkit added ~{own.per_step_ms:.3g} ms/step{pct} and {own.startup_total_s:.2f} s of start-up "
             f"to this run{more}")
+
+
+def _verify(con: Console, ver: dict) -> None:
+    """--verify, both ways: runtime syncs no hook saw (with the line that made them) and hooked calls the
+    runtime made no sync for (false reports)."""
+    from rich.markup import escape
+
+    un, empty = ver.get("unattributed", 0), ver.get("hooked_without_runtime_sync", 0)
+    steps = ver["steps"]
+    con.print(f"  verify: {ver['runtime_syncs']} runtime syncs in {steps} steps ({ver['runtime_syncs'] / steps:.3g}/step), "
+              f"{ver.get('hooked_syncs', 0)} hooked; [{'red' if un else 'green'}]{un} unattributed[/], "
+              f"[{'red' if empty else 'green'}]{empty} hooked without a runtime sync[/]")
+    for u in (ver.get("unattributed_sites") or [])[:5]:
+        apis = ", ".join(f"{n} {a}" for a, n in u.get("apis", {}).items())
+        con.print(f"    [red]unattributed[/] {escape(u['site'])} in {escape(u.get('function') or '?')}(): "
+                  f"{u['count']} ({escape(apis)}) [dim]no hook saw it[/]")
+    for s in (ver.get("sites") or []):
+        if s.get("hooked_without_runtime_sync"):
+            con.print(f"    [red]no runtime sync[/] {escape(s['site'])} {escape(s['op'])}: {s['hooked_without_runtime_sync']} "
+                      f"of {s['hooked']} hooked calls [dim]reported, but the GPU never waited[/]")
+
+
+def _lint_xref(f) -> str:
+    """The static rule that finds the same sync (``perfkit lint``), or that none does: a gap in the linter."""
+    if f.lint_rule:
+        return f"lint: {f.lint_rule} finds this statically (perfkit lint --explain {f.lint_rule})"
+    return "lint: no static rule finds this sync (a gap in the linter)"
 
 
 # ---- pricing: where each price comes from, and the what-if table (perfkit.analysis.cost) -------------

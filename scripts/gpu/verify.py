@@ -54,8 +54,9 @@ def run_one(script: str, n: int, iterations: int, out: Path, backend: str, timeo
     if record.exists():
         rec = json.loads(record.read_text())
         v = (rec.get("extra") or {}).get("verify") or {}
-        row.update({k: v.get(k) for k in ("steps", "runtime_syncs", "hooked_syncs", "unattributed",
-                                          "unattributed_per_step", "by_api", "unattributed_samples")})
+        row.update({k: v.get(k) for k in ("steps", "runtime_syncs", "hooked_syncs", "hooked_without_runtime_sync",
+                                          "unattributed", "runtime_per_step", "unattributed_per_step", "by_api",
+                                          "sites", "unattributed_sites")})
         row["syncs_per_step"] = round(sum(f["per_step"] for f in rec.get("findings", []) if f["kind"] == "sync"), 4)
         row["sps"] = rec.get("sps")
     return row
@@ -65,16 +66,21 @@ def write(out: Path, rows: list[dict], machine: str) -> None:
     (out / "verify.json").write_text(json.dumps({"machine": machine, "runs": rows}, indent=1) + "\n")
     lines = ["# `perfkit profile --verify` on the examples", "", f"Machine: {machine}. Command per row: "
              "`perfkit profile --verify -o R.json SCRIPT --num-envs N --iterations I --backend mjwarp`.", "",
-             "| script | envs | steps verified | runtime syncs | hooked | unattributed | per step | syncs/step (record) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| script | envs | steps verified | runtime syncs | hooked | hooked, no runtime sync | unattributed | "
+             "runtime/step | syncs/step (record) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| `{r['script']}` | {r['num_envs']} | {r.get('steps')} | {r.get('runtime_syncs')} | "
-                     f"{r.get('hooked_syncs')} | **{r.get('unattributed')}** | {r.get('unattributed_per_step')} | "
-                     f"{r.get('syncs_per_step')} |" + ("" if r["exit"] == 0 else f" exit {r['exit']}"))
+                     f"{r.get('hooked_syncs')} | **{r.get('hooked_without_runtime_sync')}** | **{r.get('unattributed')}** | "
+                     f"{r.get('runtime_per_step')} | {r.get('syncs_per_step')} |" + ("" if r["exit"] == 0 else f" exit {r['exit']}"))
     for r in rows:
-        if r.get("unattributed"):
-            lines += ["", f"Unattributed in `{r['script']}` at {r['num_envs']}: by API {r.get('by_api')}; "
-                      f"samples {r.get('unattributed_samples')}"]
+        for u in r.get("unattributed_sites") or []:
+            lines += ["", f"Unattributed in `{r['script']}` at {r['num_envs']}: {u['count']} at `{u['site']}` "
+                      f"({u.get('function')}; {u.get('apis')}); stack {u.get('stack')}"]
+        for s in r.get("sites") or []:
+            if s.get("hooked_without_runtime_sync"):
+                lines += ["", f"No runtime sync in `{r['script']}` at {r['num_envs']}: `{s['site']}` {s['op']} "
+                          f"({s['hooked_without_runtime_sync']} of {s['hooked']} hooked calls)"]
     (out / "verify.md").write_text("\n".join(lines) + "\n")
 
 

@@ -79,15 +79,33 @@ def test_all_syncs_together_never_drain_more_than_a_step_of_gpu_work():
 
 def test_op_specific_extras():
     findings = [
-        sync("print(tensor)", line=1),
-        sync(".cpu().numpy()", line=2, bytes=100 * 40_000_000),  # 40 MB per call
-        sync("torch.tensor(list, device='cuda')", line=3),
+        sync("print(t)", line=1),  # the values copied to the host, then formatted there
+        sync(".cpu()", line=2, bytes=100 * 40_000_000),  # 40 MB per call
+        sync("torch.tensor(list, device=cuda)", line=3),
     ]
     run = price_run(run_of(*findings), GPU_PROFILE)
     est = [f.est_ms_per_step for f in run.findings]
-    assert est[0] == pytest.approx(0.030 + 0.200)
+    assert est[0] == pytest.approx(0.030 + 0.200 + 0.015 + 4 / 10e9 * 1e3)
     assert est[1] == pytest.approx(0.030 + 0.015 + 40e6 / 10e9 * 1e3)  # + 4 ms of copying
     assert est[2] == pytest.approx(0.030 + 0.020 + 4 / 5e9 * 1e3)
+
+
+# the copy ops whose labels no substring list once matched (issue 22): each gets its copy's price
+@pytest.mark.parametrize("op,direction", [
+    ('.to("cpu")', "d2h"), ("cpu_t.copy_(cuda_t)", "d2h"), ("np.asarray(t)", "d2h"), ("wp.array.list()", "d2h"),
+    ('.to("cuda")', "h2d"), ("cuda_t.copy_(cpu_t)", "h2d"), (".cuda()", "h2d"), ("t[idx] = scalar", "h2d"),
+    ("t[i] = scalar", "h2d"),
+])
+def test_every_copy_op_is_priced_as_its_copy(op, direction):
+    run = price_run(run_of(sync(op, bytes=100 * 1_000_000)), GPU_PROFILE)  # 1 MB per call
+    lat, gbps = (0.015, 10.0) if direction == "d2h" else (0.020, 5.0)
+    assert run.findings[0].est_ms_per_step == pytest.approx(0.030 + lat + 1e6 / (gbps * 1e9) * 1e3)
+    assert f"+ {direction.upper()} copy" in run.extra["pricing"]["how"][f"train.py:1 {op}"]
+
+
+def test_a_sync_that_copies_nothing_pays_only_its_round_trip():
+    run = price_run(run_of(sync(".nonzero()"), sync("torch.cuda.synchronize()", line=2)), GPU_PROFILE)
+    assert [f.est_ms_per_step for f in run.findings] == pytest.approx([0.030, 0.030])
 
 
 def test_alloc_loop_and_stream():
@@ -147,7 +165,7 @@ def test_a_sync_in_a_loop_body_holds_the_launch_of_its_op(tmp_path):
     run = price_run(run_of(loop, write, extra={"loop_ops": {f"{path}:2": 3.0}}), GPU_PROFILE)
     per_call = 0.018 / 5  # the probed iteration over the probe body's five calls
     assert loop.est_ms_per_step == pytest.approx(16 * 3 * per_call - 16 * per_call)
-    assert write.est_ms_per_step == pytest.approx(16 * 0.030)
+    assert write.est_ms_per_step == pytest.approx(16 * (0.030 + 0.020 + 4 / 5e9 * 1e3))  # round trip + the H2D copy
     assert "less 1 inner sync site(s)" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
     # a sync that runs once per step, not per iteration, is no part of the loop's body cost
     rare = Finding("sync", "t[i] = scalar", path, 3, per_step=1.0)

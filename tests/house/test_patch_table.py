@@ -4,6 +4,7 @@ the fixes in words are all the same table."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -47,9 +48,69 @@ def test_the_torch_table_covers_the_attributes_that_once_drifted():
         assert k in keys
 
 
-def test_fixes_come_from_the_table_for_every_reported_op():
+def _all_families():
+    """Every family module (importing one does not import its library)."""
+    return [importlib.import_module(module) for _, module in hub.FAMILIES]
+
+
+def _rows():
+    return [(fam.__name__.rsplit(".", 1)[-1], p) for fam in _all_families() for p in fam.PATCHES]
+
+
+# ops no lint rule finds statically: a gap in the linter the report names; a new one must be added here
+LINT_GAPS = {"index(t)", "x in t", "t[ndarray]", "t[cpu_idx]", "t[ndarray] = v", "cpu_t.copy_(cuda_t)", "cuda_t.copy_(cpu_t)"}
+
+
+@pytest.mark.parametrize("family,row", _rows(), ids=lambda x: x if isinstance(x, str) else x.key)
+def test_every_row_says_its_kind_price_fix_lint_rule_and_whether_it_always_syncs(family, row):
+    from perfkit.lint.registry import lookup
+    from perfkit.lint.rules import all_rules
+
+    all_rules()
+    assert isinstance(row.always, bool)
+    for op in row.ops:
+        assert isinstance(op, patches.SyncOp), op
+        assert op.kind in patches.SYNC_KINDS, f"{op.label}: kind {op.kind!r}"
+        assert op.price in ("d2h", "h2d", "round trip"), f"{op.label}: no price kind"
+        assert op.fix.strip(), f"{op.label}: no fix"
+        if op.lint_rule is None:
+            assert op.label in LINT_GAPS, f"{op.label}: no lint rule, and not a known gap of the linter"
+        else:
+            assert lookup(op.lint_rule).category == "sync", f"{op.label}: {op.lint_rule} is not a sync rule"
+
+
+def test_the_known_lint_gaps_are_ops_of_the_table():
+    assert LINT_GAPS <= set(hub.sync_ops())
+    assert all(hub.sync_op(op).lint_rule is None for op in LINT_GAPS)
+
+
+def test_fixes_and_ops_come_from_the_one_registry_of_families():
+    ops = {op.label: op for fam in _all_families() for p in fam.PATCHES for op in p.ops}
+    assert hub.sync_ops() == ops
+    assert hub.fixes() == {label: op.fix for label, op in ops.items()}
+    assert "print(t)" in hub.fixes() and "t[list] = v" in hub.fixes() and "wp.array.list()" in hub.fixes()
+
+
+def test_the_session_reads_the_family_list_from_the_hub():
+    # one list of families: the session takes its fixes from hub, it names no family module itself
+    src = (Path(__file__).resolve().parents[2] / "perfkit" / "session.py").read_text()
+    assert "torch_sync" not in src and "warp_sync" not in src
+
+
+@pytest.mark.parametrize("family", _families(), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_always_only_installs_exactly_the_always_rows(family):
+    always = family.originals(always_only=True)
+    assert set(always) == {p.key for p in family.PATCHES if p.always} & set(family.originals())
+    p = patches.Patcher()
+    try:
+        assert sorted(family.install(p, always_only=True)) == sorted(always)
+    finally:
+        p.undo()
+
+
+def test_the_sometimes_rows_are_the_ones_that_decide_from_the_call():
     from perfkit.collectors import torch_sync
 
-    ops = {p.op for p in torch_sync.PATCHES} | {op for p in torch_sync.PATCHES for op in p.also}
-    assert set(torch_sync.FIXES) == ops and all(torch_sync.FIXES.values())
-    assert "print(t)" in torch_sync.FIXES and 't[list] = v' in torch_sync.FIXES
+    sometimes = {p.key for p in torch_sync.PATCHES if not p.always}
+    assert sometimes == {"Tensor.__getitem__", "Tensor.__setitem__", "Tensor.to", "Tensor.copy_", "Tensor.cuda", "tensor",
+                         "where", "Tensor.repeat_interleave", "repeat_interleave"}

@@ -28,7 +28,7 @@ def cuda_cases():
 SYNC_NAMES = ["item", "cpu", "cpu_numpy", "to_cpu", "to_cpu_numpy", "tolist", "bool_if", "bool_call", "float_call", "int_call", "index_call",
               "fstring", "print_tensor", "mask_read", "list_index", "where_one", "nonzero", "torch_nonzero",
               "masked_select", "unique", "torch_unique", "repeat_interleave", "tensor_list", "contains",
-              "mask_write", "list_write"]
+              "mask_write", "list_write", "ndarray_index", "ndarray_write"]
 
 
 @pytest.mark.parametrize("name", SYNC_NAMES)
@@ -44,7 +44,9 @@ def test_each_sync_kind_is_caught_on_cuda(cuda_cases, name):
 
 @pytest.mark.parametrize("name", ["clean_where3", "clean_index_tensor", "clean_slice", "clean_repeat_sized",
                                   "clean_tensor_no_device", "clean_inplace", "clean_mask_fill_scalar",
-                                  "clean_to_dtype"])
+                                  "clean_to_dtype", "clean_tensor_empty", "clean_tensor_empty_nested",
+                                  "clean_empty_list_index", "clean_empty_ndarray_index", "clean_empty_list_write",
+                                  "clean_to_cpu_non_blocking", "clean_to_cpu_empty"])
 def test_sync_free_calls_on_cuda_count_zero(cuda_cases, name):
     with budget(syncs=0, count_cpu_tensors=False):
         getattr(cuda_cases, name)()
@@ -81,10 +83,15 @@ def test_blocking_copy_to_host_is_a_sync_and_non_blocking_is_not():
         h.cuda()  # <- cuda()
         pinned.to("cuda", non_blocking=True)
         d.to("cuda")
+        d[:0].to("cpu")  # zero bytes: nothing copied
+        torch.tensor([], device="cuda")  # no element: nothing copied
+        h[:0].cuda()
+        d[torch.arange(2)]  # <- host index
     f = __file__
     assert sorted((s.op, s.line) for s in b.sites) == sorted([
         ("cpu_t.copy_(cuda_t)", line_of(f, "# <- copy d2h")), ("cuda_t.copy_(cpu_t)", line_of(f, "# <- copy h2d")),
-        ('.to("cuda")', line_of(f, "# <- to cuda")), (".cuda()", line_of(f, "# <- cuda()"))])
+        ('.to("cuda")', line_of(f, "# <- to cuda")), (".cuda()", line_of(f, "# <- cuda()")),
+        ("t[cpu_idx]", line_of(f, "# <- host index"))])
 
 
 def test_warp_syncs_on_cuda():
@@ -116,6 +123,9 @@ def test_verify_reports_zero_unattributed_syncs_on_a_planted_loop():
     # is not counted as a separate sync call. What matters: every runtime sync has a hooked site.
     assert v["runtime_syncs"] >= 2 * v["steps"], v
     assert v["unattributed"] == 0, v
+    assert v["steps"] == 20, v  # the window's steps, each range counted once (not its GPU-side copies)
+    assert v["hooked_without_runtime_sync"] == 0, v  # every hooked call made the runtime wait
+    assert sum(r["hooked"] for r in v["sites"]) == v["hooked_syncs"], v
     ops = {f.op for f in s.run.findings_of("sync")}
     assert {"bool(t)", "t[bool_mask]", ".nonzero()", ".item()", ".cpu()", "torch.cuda.synchronize()"} <= ops
     for f in s.run.findings_of("sync"):

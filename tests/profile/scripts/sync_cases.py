@@ -3,6 +3,7 @@
 Tensors live on ``PK_CASES_DEVICE`` (default cpu; the GPU tests load this file with cuda)."""
 import os
 
+import numpy as np
 import torch
 
 DEVICE = os.environ.get("PK_CASES_DEVICE", "cpu")
@@ -124,6 +125,15 @@ def contains():
     return 3.0 in x  # <- x in t
 
 
+def ndarray_index():
+    return x[np.array([0, 2])]  # <- t[ndarray]
+
+
+def ndarray_write():
+    y = x.clone()
+    y[np.array([0, 2])] = x[:2]  # <- t[ndarray] = v
+
+
 # --- not syncs: each must count zero -----------------------------------------------------------------
 def clean_where3():
     return torch.where(mask, x, 0.0)
@@ -162,3 +172,33 @@ def clean_to_dtype():
 def clean_inplace():
     x.mul_(1.0)
     return x
+
+
+# nothing to copy, or nowhere to copy it: the runtime does not wait
+def clean_tensor_empty():
+    return torch.tensor([], device=DEVICE)
+
+
+def clean_tensor_empty_nested():
+    return torch.tensor([[], []], device=DEVICE)
+
+
+def clean_empty_list_index():
+    return x[[]]
+
+
+def clean_empty_ndarray_index():
+    return x[np.array([], dtype=np.int64)]
+
+
+def clean_empty_list_write():
+    y = x.clone()
+    y[[]] = 0.0
+
+
+def clean_to_cpu_non_blocking():  # a pinned host copy: the host goes on
+    return x.to("cpu", non_blocking=True)
+
+
+def clean_to_cpu_empty():
+    return x[:0].to("cpu")

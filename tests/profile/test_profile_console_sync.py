@@ -1,0 +1,35 @@
+"""The console's sync lines: the lint rule that finds each sync statically (or the gap), and --verify both ways."""
+from __future__ import annotations
+
+import io
+
+from perfkit.record import EXTRA_VERIFY, Finding, Run
+from perfkit.renderers.console import render
+
+
+def _text(run: Run) -> str:
+    buf = io.StringIO()
+    render(run, file=buf, width=200)
+    return buf.getvalue()
+
+
+def test_a_sync_names_its_lint_rule_or_the_gap_in_the_linter():
+    run = Run(steps=10, findings=[
+        Finding("sync", ".item()", "train.py", 3, count=10, per_step=1.0, lint_rule="PK101"),
+        Finding("sync", "cuda_t.copy_(cpu_t)", "train.py", 4, count=10, per_step=1.0, lint_rule=None),
+    ])
+    out = _text(run)
+    assert "PK101 finds this statically" in out
+    assert "no static rule finds this sync (a gap in the linter)" in out
+
+
+def test_verify_shows_unattributed_syncs_and_false_reports():
+    ver = {"steps": 20, "runtime_syncs": 100, "hooked_syncs": 101, "hooked_without_runtime_sync": 1, "unattributed": 2,
+           "sites": [{"site": "env.py:7", "op": "torch.tensor(list, device=cuda)", "hooked": 20, "runtime_syncs": 19,
+                      "hooked_without_runtime_sync": 1}],
+           "unattributed_sites": [{"site": "ppo.py:88", "function": "get_action", "count": 2,
+                                   "apis": {"cudaStreamSynchronize": 2}}]}
+    out = _text(Run(steps=20, extra={EXTRA_VERIFY: ver}))
+    assert "100 runtime syncs in 20 steps (5/step), 101 hooked; 2 unattributed, 1 hooked without a runtime sync" in out
+    assert "unattributed ppo.py:88 in get_action(): 2 (2 cudaStreamSynchronize)" in out
+    assert "no runtime sync env.py:7 torch.tensor(list, device=cuda): 1 of 20 hooked calls" in out

@@ -1,0 +1,133 @@
+"""``--verify``'s reading of the profiler's events, on synthetic events shaped like torch.profiler's
+``FunctionEvent`` (name, time_range, device_type, thread, stack, cpu_parent): each range once, every
+hooked call with its runtime syncs, every runtime sync outside the hooks with the line that made it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import os
+
+import torch
+from torch.autograd import DeviceType
+
+from perfkit.collectors.verify import SYNC_PREFIX, analyze, range_name
+
+
+TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+@dataclass
+class _Range:
+    start: float
+    end: float
+
+
+@dataclass
+class Ev:
+    name: str
+    start: float
+    end: float
+    device_type: Any = DeviceType.CPU
+    thread: int = 1
+    stack: list = field(default_factory=list)
+    cpu_parent: Any = None
+
+    @property
+    def time_range(self):
+        return _Range(self.start, self.end)
+
+
+def _gpu_copy(e: Ev) -> Ev:
+    """The GPU-side copy of a record_function range the profiler also lists (gpu_user_annotation)."""
+    return Ev(e.name, e.start + 0.5, e.end + 0.5, device_type=DeviceType.CUDA, thread=0)
+
+
+def _window(steps=4, per_step=5, gpu_copies=True):
+    """``steps`` steps of 100 µs, each with ``per_step`` hooked .item() ranges holding one
+    cudaStreamSynchronize each: the train_naive shape the issue measured."""
+    evs = []
+    for k in range(steps):
+        t = 1000.0 + 100.0 * k
+        step = Ev(f"perfkit.step#{k + 10}", t, t + 100.0)
+        evs.append(step)
+        for j in range(per_step):
+            s0 = t + 5.0 + 15.0 * j
+            rng = Ev(range_name(".item()", ("/w/train.py", 40 + j)), s0, s0 + 10.0)
+            evs += [rng, Ev("cudaStreamSynchronize", s0 + 2.0, s0 + 8.0, cpu_parent=rng)]
+            if gpu_copies:
+                evs.append(_gpu_copy(rng))
+        if gpu_copies:
+            evs.append(_gpu_copy(step))
+    return evs
+
+
+def test_each_range_counts_once_and_the_step_count_is_the_windows():
+    v = analyze(_window(steps=4, per_step=5))
+    assert v["steps"] == 4  # not 8: the GPU-side copies of the step ranges are not steps
+    assert v["hooked_syncs"] == 20 and v["runtime_syncs"] == 20
+    assert v["runtime_per_step"] == 5.0
+    assert v["unattributed"] == 0 and v["hooked_without_runtime_sync"] == 0
+
+
+def test_the_same_event_listed_twice_is_one():
+    evs = _window(steps=2, per_step=1, gpu_copies=False)
+    v = analyze(evs + evs)
+    assert (v["steps"], v["hooked_syncs"], v["runtime_syncs"]) == (2, 2, 2)
+
+
+def test_per_site_rows_say_how_many_runtime_syncs_each_hooked_call_made():
+    v = analyze(_window(steps=3, per_step=2))
+    rows = {(s["site"], s["op"]): s for s in v["sites"]}
+    assert set(rows) == {("/w/train.py:40", ".item()"), ("/w/train.py:41", ".item()")}
+    for s in rows.values():
+        assert (s["hooked"], s["runtime_syncs"], s["hooked_without_runtime_sync"], s["runtime_per_step"]) == (3, 3, 0, 1.0)
+
+
+def test_a_hooked_call_without_a_runtime_sync_is_a_false_report():
+    evs = _window(steps=2, per_step=1, gpu_copies=False)
+    evs.append(Ev(range_name("torch.tensor(list, device=cuda)", ("/w/env.py", 7)), 1050.0, 1060.0))  # no runtime call inside
+    v = analyze(evs)
+    assert v["hooked_syncs"] == 3 and v["hooked_without_runtime_sync"] == 1
+    row = next(s for s in v["sites"] if s["site"] == "/w/env.py:7")
+    assert (row["hooked"], row["runtime_syncs"], row["hooked_without_runtime_sync"]) == (1, 0, 1)
+
+
+def test_an_unattributed_sync_names_the_line_that_made_it():
+    evs = _window(steps=2, per_step=1, gpu_copies=False)
+    op = Ev("aten::_local_scalar_dense", 1060.0, 1070.0,
+            stack=[f"{TORCH_DIR}/distributions/distribution.py(76): __init__",
+                   "/w/ppo.py(88): get_action", "/w/ppo.py(120): <module>"])
+    evs += [op, Ev("cudaStreamSynchronize", 1062.0, 1068.0, cpu_parent=op),
+            Ev("cudaStreamSynchronize", 1162.0, 1168.0, stack=["/w/ppo.py(88): get_action"])]
+    v = analyze(evs)
+    assert v["unattributed"] == 2 and v["runtime_syncs"] == 4
+    (u,) = v["unattributed_sites"]
+    assert (u["site"], u["function"], u["count"], u["apis"]) == ("/w/ppo.py:88", "get_action", 2, {"cudaStreamSynchronize": 2})
+    assert v["by_api"]["cudaStreamSynchronize"] == {"total": 4, "attributed": 2}
+
+
+def test_a_sync_without_any_stack_is_still_counted():
+    evs = _window(steps=1, per_step=0, gpu_copies=False) + [Ev("cudaDeviceSynchronize", 1010.0, 1011.0)]
+    v = analyze(evs)
+    assert v["unattributed"] == 1 and v["unattributed_sites"][0]["site"] == "(no Python stack)"
+
+
+def test_syncs_outside_the_steps_are_not_in_the_window():
+    evs = _window(steps=2, per_step=1, gpu_copies=False)
+    evs += [Ev("cudaDeviceSynchronize", 10.0, 11.0), Ev("cudaStreamSynchronize", 5000.0, 5001.0)]
+    v = analyze(evs)
+    assert v["runtime_syncs"] == 2 and v["unattributed"] == 0
+
+
+def test_a_runtime_sync_on_another_thread_is_matched_to_that_threads_hook():
+    evs = _window(steps=1, per_step=0, gpu_copies=False)
+    evs += [Ev(range_name(".cpu()", ("/w/log.py", 3)), 1010.0, 1030.0, thread=2),
+            Ev("cudaStreamSynchronize", 1012.0, 1014.0, thread=2)]
+    v = analyze(evs)
+    assert v["unattributed"] == 0 and v["sites"][0]["site"] == "/w/log.py:3" and v["sites"][0]["runtime_syncs"] == 1
+
+
+def test_range_names_carry_op_and_site():
+    assert range_name(".item()", None) == SYNC_PREFIX + ".item()"
+    assert range_name("t[i] = scalar", ("/w/x.py", 9)).endswith("t[i] = scalar@/w/x.py:9")
