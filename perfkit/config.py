@@ -15,6 +15,8 @@ its parents). Command-line options override them; they override the defaults bel
     step_methods = ["step"]              # method names that are an env step (on an object with `num_envs`)
     user_code_only = false               # true: report findings at your own lines only, not inside libraries
     runtime = ["my_tensor_lib"]          # more packages treated like torch (findings never sit inside them)
+    sync_source = "auto"                 # "auto": on CUDA the runtime reports each sync (torch's sync-debug
+                                         # mode); "hooks": Python hooks decide from each call, as on a CPU
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Config:
     step_methods: tuple[str, ...] = ("step",)
     user_code_only: bool = False
     runtime: tuple[str, ...] = ()
+    sync_source: str = "auto"  # "auto" | "hooks" (perfkit.collectors.hub.sync_source)
     timeline_steps: int = 8
     verify_steps: int = 20
     source: str | None = None  # the pyproject.toml it came from
@@ -124,6 +127,10 @@ def from_dict(d: dict[str, Any], source: str = "<config>") -> Config:
         if not isinstance(d["user_code_only"], bool):
             raise ConfigError(f"{source}: [tool.perfkit] user_code_only must be true or false, got {d['user_code_only']!r}")
         cfg.user_code_only = d["user_code_only"]
+    if "sync_source" in d:
+        if d["sync_source"] not in ("auto", "hooks"):
+            raise ConfigError(f"{source}: [tool.perfkit] sync_source must be 'auto' or 'hooks', got {d['sync_source']!r}")
+        cfg.sync_source = d["sync_source"]
     if "nvtx" in d:
         if d["nvtx"] not in ("auto", "always", "off"):
             raise ConfigError(f"{source}: [tool.perfkit] nvtx must be 'auto', 'always' or 'off', got {d['nvtx']!r}")

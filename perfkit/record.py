@@ -56,6 +56,7 @@ EXTRA_STEP_STARTS = "step_starts_ms"  # start of every step of the run (step k a
 EXTRA_LAST_STEP_END = "last_step_end_ms"  # when the last step's call returned, same clock
 EXTRA_OTHER_ENV_STEPS = "other_env_steps"  # steps of envs that do not mark the steps: [{thread, env, steps}]
 EXTRA_COUNT_CPU_TENSORS = "count_cpu_tensors"
+EXTRA_SYNC_SOURCE = "sync_source"  # "runtime" (CUDA's own sync reports) | "hooks" (each hook decides) -> console
 EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"
 EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"
 EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"

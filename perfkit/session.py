@@ -159,6 +159,8 @@ class Session:
         _active = self
         _steps.current = self.clock
         self._entered = True
+        if not hub.sinks:  # the first sink decides how syncs are counted (hub.sync_source)
+            hub.sync_source = self.config.sync_source
         hub.acquire(self.sink, self._count_cpu)
         hub.wait_listeners.append(self.sync_waits.on_wait)
         try:
@@ -505,6 +507,7 @@ class Session:
             step_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.discovery.step_classes],
             policy_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.rules.policy_classes],
             count_cpu_tensors=hub.count_cpu if self._count_cpu is None else bool(self._count_cpu),
+            sync_source=hub.installed_sync_source,
             verify=self._verify.result() if self._verify is not None else None,
             interop_sites=dict(self.streams.interop_sites), machine=describe(), memory=process_memory(self._torch),
             fixes=hub.fixes(), alloc_fix=alloc.FIX, stream_fix=streams.FIX, loop_fix=loops.FIX,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfkit.record import (
-    EXTRA_COUNT_CPU_TENSORS, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
+    EXTRA_COUNT_CPU_TENSORS, EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
     EXTRA_LAST_STEP_END, EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_OTHER_ENV_STEPS, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
     EXTRA_SAMPLED_STEPS, EXTRA_SETUP_SYNCS, EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_STEP_STARTS,
     EXTRA_SYNC_WAIT, EXTRA_TEARDOWN_SYNCS, EXTRA_TIMELINE, EXTRA_TOTAL_STEPS, EXTRA_VERIFY,
@@ -80,6 +80,7 @@ class Snapshot:
     step_classes: list[str] = field(default_factory=list)
     policy_classes: list[str] = field(default_factory=list)
     count_cpu_tensors: bool = False
+    sync_source: str = ""  # "runtime" | "hooks" | "" (torch never hooked): perfkit.collectors.hub
     verify: dict[str, Any] | None = None
     interop_sites: dict[tuple, int] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=dict)
@@ -163,6 +164,8 @@ def build_run(snap: Snapshot) -> Run:
     if snap.last_step_end is not None:
         run.extra[EXTRA_LAST_STEP_END] = snap.last_step_end
     run.extra[EXTRA_COUNT_CPU_TENSORS] = snap.count_cpu_tensors
+    if snap.sync_source:
+        run.extra[EXTRA_SYNC_SOURCE] = snap.sync_source
     if snap.gpu_totals is not None:
         run.extra[EXTRA_GPU_TIMED_STEPS] = snap.gpu_steps
         if snap.gpu_step_ms:
@@ -248,9 +251,10 @@ def rate_window(snap: Snapshot, steady: int) -> tuple[int, int] | None:
     return cut, period
 
 
-def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple, tuple[float, dict]], list[dict], list[dict]]:
-    """``{site key: (events per step, {segment: events})}`` of the syncs by the module doc's
-    definition, and the setup and teardown lists."""
+def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple, tuple[float, dict, int]], list[dict], list[dict]]:
+    """``{site key: (events per step, {segment: events}, events)}`` of the syncs by the module doc's
+    definition (with no step at all, the rate is 0 and the events are the run's), and the setup and
+    teardown lists."""
     per: dict[tuple, list] = {}  # site -> [steady events, {segment: events}, of them after the last boundary, warm-up events]
     setup: list[dict] = []
     teardown: list[dict] = []
@@ -280,7 +284,7 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
                 peak[k7] = m
             if cut and snap.warmup_steps < idx <= snap.warmup_steps + cut and key[7] == "steady":
                 early[k7] = early.get(k7, 0) + m
-    out: dict[tuple, tuple[float, dict]] = {}
+    out: dict[tuple, tuple[float, dict, int]] = {}
     warm_steps = min(snap.warmup_steps, n_steps)
     steps = steady or n_steps
     for k7, (cnt, segs, tail, warm) in per.items():
@@ -299,9 +303,10 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
                 continue
             cnt = closed + min(tail, typical)
         if window:
-            out[k7] = ((cnt - early.get(k7, 0)) / (steady - cut), segs)
+            rate = (cnt - early.get(k7, 0)) / (steady - cut)
         else:
-            out[k7] = (cnt / steps if steps else 0.0, segs)
+            rate = cnt / steps if steps else 0.0
+        out[k7] = (rate, segs, int(round(rate * steps)) if steps else cnt)
     setup.sort(key=lambda d: -d["count"])
     teardown.sort(key=lambda d: -d["count"])
     return out, setup, teardown
@@ -331,7 +336,7 @@ def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, Segmen
         for seg, ms in snap.gpu_totals.items():
             get(seg).gpu_ms_per_step = round(ms / snap.gpu_steps, 6)
     syncs, _, _ = _sync_counts(snap, steady, n_steps)
-    for rate, segs in syncs.values():
+    for rate, segs, _ in syncs.values():
         total = sum(segs.values())
         for seg, k in segs.items():
             if total:
@@ -392,10 +397,10 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
         return {"chain": [f"{relpath(f)}:{ln}" for f, ln in chain], "library": library_of(fn)}
 
     syncs, setup, teardown = _sync_counts(snap, steady, n_steps)
-    for (kind, op, fn, line, func, thread, would), (rate, segs) in syncs.items():
+    for (kind, op, fn, line, func, thread, would), (rate, segs, count) in syncs.items():
         out.append(Finding(kind=kind, op=op, path=relpath(fn), line=line, function=func, segment=_top_segment(segs),
                            thread=thread, would_sync_on_gpu=bool(would), code=source_line(fn, line),
-                           count=int(round(rate * steps)), per_step=round(rate, 6), message=snap.fixes.get(op, ""),
+                           count=count, per_step=round(rate, 6), message=snap.fixes.get(op, ""),
                            lint_rule=_lint_rule(op), **where(kind, op, fn, line)))
     rates = _sampled_rates(snap)
     sampled_kinds: dict[tuple, list] = {}

@@ -34,15 +34,46 @@ import warnings
 from types import CodeType, FrameType
 from typing import Any, Callable
 
+from perfkit.collectors.patches import SyncOp
+
 MESSAGE = "called a synchronizing CUDA operation"
+
+# The ops a runtime-reported sync can be named as, beyond the hook tables' own labels: with no hook on the
+# call, its expression says what it was, not always which variant (a list, numpy or mask index read).
+RUNTIME_OPS: dict[str, SyncOp] = {op.label: op for op in (
+    SyncOp("t[...]", "data-dependent shape",
+           "an index read the runtime waited for (a boolean mask, or a list / numpy array / host tensor of indices "
+           "copied to the device): keep shapes fixed with torch.where / masked ops, keep index tensors on the "
+           "device", "PK107"),
+    SyncOp("t[...] = v", "h2d copy",
+           "an index write the runtime waited for (a Python scalar through an index tensor or an int, or host "
+           "indices): write a device tensor, or use masked_fill_ / index_fill_ / torch.where", "PK113"),
+    SyncOp(".to(...)", "d2h copy",
+           "a blocking copy between host and device: keep the data on the device, or copy non_blocking into "
+           "pinned memory and read it a step later", "PK102"),
+    SyncOp(".copy_(...)", "d2h copy",
+           "a blocking copy between host and device: copy non_blocking into pinned memory and read it a step "
+           "later", None),
+    SyncOp("sync (runtime)", "scalar read",
+           "a call the CUDA runtime waited for (its line shows which): keep the value on the device", None),
+)}
+# an expression's label -> the hook tables' label of the same op
+_TABLE_LABELS = {
+    "torch.tensor()": "torch.tensor(list, device=cuda)", "torch.as_tensor()": "torch.tensor(list, device=cuda)",
+    "torch.where()": "torch.where(cond)", "bool()": "bool(t)", "float()": "float(t)", "int()": "int(t)",
+    "print()": "print(t)", "format()": "format(t)", "repr()": "repr(t)", "str()": "format(t)",
+    "np.asarray()": "np.asarray(t)", "np.array()": "np.asarray(t)", "numpy.asarray()": "np.asarray(t)",
+    "torch.equal()": "torch.equal", "torch.allclose()": "torch.allclose", ".to()": ".to(...)",
+    ".copy_()": ".copy_(...)", "f-string of t": "format(t)",
+}
 
 
 class RuntimeSyncs:
-    """Installs the sync-debug mode and the warning catcher; ``report(frame, label)`` gets each sync
-    made outside any hook, ``inside_hook()`` says whether one is running on this thread and
+    """Installs the sync-debug mode and the warning catcher; ``report(frame)`` gets each sync made
+    outside any hook (``frame``: the one that made the call; :func:`sync_label` names it), ``inside_hook()`` says whether one is running on this thread and
     ``count_in_hook()`` adds a runtime sync to it."""
 
-    def __init__(self, report: Callable[[FrameType, str], None], inside_hook: Callable[[], bool],
+    def __init__(self, report: Callable[[FrameType], None], inside_hook: Callable[[], bool],
                  count_in_hook: Callable[[], None]) -> None:
         self._report = report
         self._inside = inside_hook
@@ -90,8 +121,7 @@ class RuntimeSyncs:
                     if inside():
                         count_in_hook()
                     else:
-                        frame = sys._getframe(1)
-                        report(frame, op_label(frame))
+                        report(sys._getframe(1))
                 except Exception:  # pragma: no cover - instrumentation must never break the program
                     pass
                 return
@@ -113,6 +143,20 @@ def op_label(frame: FrameType) -> str:
     if label is None:
         label = _labels[key] = _label_of(frame.f_code, frame.f_lasti)
     return label
+
+
+def sync_label(frame: FrameType, known: Callable[[str], bool]) -> str:
+    """:func:`op_label` in the vocabulary of sync ops: the hook tables' label where the expression names
+    one of their ops (``torch.nonzero()`` is ``.nonzero()``), else one of :data:`RUNTIME_OPS`."""
+    label = op_label(frame)
+    label = _TABLE_LABELS.get(label, label)
+    if known(label) or label in RUNTIME_OPS:
+        return label
+    if label.startswith("torch.") and label.endswith("()"):
+        method = "." + label[len("torch."):]
+        if known(method):
+            return method
+    return "sync (runtime)"
 
 
 def _label_of(code: CodeType, lasti: int) -> str:

@@ -8,7 +8,16 @@ every original restored, when the last sink leaves.
 
 Per-thread state (:data:`tls`): ``depth`` > 0 while a hook runs, so a sync hook that calls into torch
 code which hits another hook is one event, not two (``print(t)`` → ``__repr__`` → ``.item()`` is one
-``print(t)``); ``stack`` is the segment stack (innermost last).
+``print(t)``); ``stack`` is the segment stack (innermost last); ``runtime_syncs`` counts the syncs the
+CUDA runtime reported on this thread (:mod:`.cuda_syncs`).
+
+Where the syncs come from on a CUDA run (:data:`sync_source` ``"auto"``, the default): torch's own sync
+detection reports every sync the runtime makes (:class:`.cuda_syncs.RuntimeSyncs`), so only the rows of
+the hook tables that always sync are installed — to label their op and time their wait — and one of
+them counts only when the runtime reported a sync inside it; a sync made outside every hook (an index, a
+copy, torch's own Python code) is reported at its line. No Python runs for a call that does not sync.
+With ``"hooks"``, or where the program set its own sync-debug mode, or on a CPU-only machine, every row
+is installed and decides from the call.
 """
 
 from __future__ import annotations
@@ -21,8 +30,9 @@ from time import perf_counter
 from types import FrameType
 from typing import Any, Callable
 
+from perfkit.collectors.cuda_syncs import RUNTIME_OPS, RuntimeSyncs, sync_label
 from perfkit.collectors.patches import Patcher, SyncOp, wraps
-from perfkit.collectors.sites import counts_on_cpu, site_of
+from perfkit.collectors.sites import counts_on_cpu, made_by_perfkit, site_of
 
 
 MAIN_IDENT = threading.main_thread().ident
@@ -36,6 +46,7 @@ class _ThreadState(threading.local):
         self.stack: list[str] = MAIN_STACK if self.main else []  # segment stack, innermost last
         self.last_cpu: tuple | None = None  # (frame id, line, tensor id) of the last .cpu() on a CPU tensor
         self.sync_site: tuple | None = None  # site of the real sync just emitted (its call gets timed)
+        self.runtime_syncs = 0  # syncs the CUDA runtime reported on this thread (cuda_syncs), ever
 
 
 tls = _ThreadState()
@@ -52,6 +63,14 @@ def _never() -> bool:
 # aside (calls the original at once), so Dynamo sees the program's code, not perfkit's.
 is_compiling = _never
 verify_range = None  # while --verify records: (op, site) -> context manager around each hooked sync
+verify_note = None  # while --verify records: site -> None, told each sync the runtime reported outside a hook
+# "auto": on CUDA the runtime reports syncs (cuda_syncs) and only always-sync rows are hooked; "hooks":
+# every row of every table decides from the call (set before the first acquire)
+sync_source = "auto"
+runtime: RuntimeSyncs | None = None  # installed while a CUDA run counts the runtime's own sync reports
+# how the last installation of the torch family counts syncs: "runtime" (the CUDA runtime's own reports
+# and the always-sync hooks), "hooks" (every hook decides from the call), "" (torch not hooked yet)
+installed_sync_source = ""
 count_cpu = False  # count sync calls on CPU tensors as would-sync-on-GPU (default: no CUDA on this machine)
 _lock = threading.RLock()
 
@@ -131,15 +150,84 @@ def current_segment() -> str:
     return st[-1] if st else "other"
 
 
-def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, would: bool = False) -> Any:
+def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, would: bool = False,
+              confirm: bool = True) -> Any:
     """Report one sync ``op`` at ``caller`` and run the original, the hooks quiet inside it (one call
-    is one count, whatever the original calls in turn)."""
+    is one count, whatever the original calls in turn). Where the runtime reports syncs
+    (:data:`runtime`) a call on a device tensor counts only the syncs the runtime reported inside it
+    (``confirm``; False for explicit waits, which it does not report)."""
+    if confirm and not would and runtime is not None:
+        return _confirmed_sync_call(orig, op, caller, args, kwargs)
     tls.depth += 1
     try:
         site = emit("sync", op, caller, would=would)
         return call_original(orig, op, args, kwargs, site)
     finally:
         tls.depth -= 1
+
+
+def _confirmed_sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict) -> Any:
+    """:func:`sync_call` where the runtime says whether the call synced: run it, then report the syncs
+    the runtime reported during it (none: the call made the GPU wait for nothing, no event)."""
+    st = tls
+    st.depth += 1
+    before = st.runtime_syncs
+    vr = verify_range
+    t0 = perf_counter()
+    try:
+        if vr is None:
+            return orig(*args, **kwargs)
+        with vr(op, site_of(caller)):
+            return orig(*args, **kwargs)
+    finally:
+        t1 = perf_counter()
+        st.depth -= 1
+        n = st.runtime_syncs - before
+        if n > 0:
+            site = emit("sync", op, caller, n=n)
+            st.sync_site = None
+            if st.main and site is not None:
+                for w in list(wait_listeners):
+                    try:
+                        w(site, t0, t1)
+                    except Exception:  # pragma: no cover - instrumentation must never break the program
+                        pass
+
+
+def _runtime_sync(frame: FrameType) -> None:
+    """A sync the runtime reported outside every hook: one event at its line (not one perfkit made)."""
+    if not sinks or is_compiling() or made_by_perfkit(frame):
+        return
+    site = emit("sync", sync_label(frame, _known_label), frame)
+    tls.sync_site = None
+    note = verify_note
+    if note is not None and site is not None:
+        note(site)
+
+
+def _known_label(label: str) -> bool:
+    return label in sync_ops()
+
+
+def _inside_hook() -> bool:
+    return tls.depth > 0
+
+
+def _count_in_hook() -> None:
+    tls.runtime_syncs += 1
+
+
+def _install_runtime_syncs(patcher: Patcher) -> bool:
+    """Turn the runtime's own sync reports on for a CUDA run (False where they cannot be had)."""
+    global runtime
+    torch = sys.modules.get("torch")
+    if torch is None or sync_source != "auto" or count_cpu or not torch.cuda.is_available():
+        return False
+    rs = RuntimeSyncs(_runtime_sync, _inside_hook, _count_in_hook)
+    if not rs.install(patcher, torch):
+        return False
+    runtime = rs
+    return True
 
 
 def api_sync_hook(orig: Callable, op: str) -> Callable:
@@ -152,7 +240,7 @@ def api_sync_hook(orig: Callable, op: str) -> Callable:
         if not sinks or state.depth or is_compiling():
             return orig(*args, **kwargs)
         caller = direct_caller(sys._getframe(1))
-        return sync_call(orig, op, caller, args, kwargs, would=count_cpu)
+        return sync_call(orig, op, caller, args, kwargs, would=count_cpu, confirm=False)
 
     return hook
 
@@ -198,6 +286,8 @@ def sync_ops() -> dict[str, SyncOp]:
     out: dict[str, SyncOp] = {}
     for _, module in FAMILIES:
         out.update(importlib.import_module(module).SYNC_OPS)
+    for label, op in RUNTIME_OPS.items():  # what a runtime-reported sync outside the tables' hooks is called
+        out.setdefault(label, op)
     return out
 
 
@@ -242,7 +332,12 @@ def install_available() -> None:
     with _lock:
         for library, module in FAMILIES:
             if library not in _installed_families and library in sys.modules:
-                importlib.import_module(module).install(_patcher, only_always_rows)
+                always_only = only_always_rows
+                if library == "torch":
+                    global installed_sync_source
+                    installed_sync_source = "runtime" if _install_runtime_syncs(_patcher) else "hooks"
+                    always_only = always_only or installed_sync_source == "runtime"  # the runtime reports the rest
+                importlib.import_module(module).install(_patcher, always_only)
                 _installed_families.add(library)
 
 
@@ -264,7 +359,7 @@ def _cuda_available() -> bool:
 
 
 def release(sink: Any) -> None:
-    global _installed, _patcher
+    global _installed, _patcher, runtime
     with _lock:
         try:
             sinks.remove(sink)
@@ -277,3 +372,4 @@ def release(sink: Any) -> None:
                 _patcher.undo()
             _patcher = None
             _installed_families.clear()
+            runtime = None

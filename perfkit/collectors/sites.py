@@ -164,6 +164,27 @@ def counts_on_cpu(filename: str) -> bool:
     return reportable(filename) or on_behalf(filename)
 
 
+_perfkit_code: dict[str, bool] = {}
+
+
+def made_by_perfkit(frame: FrameType | None) -> bool:
+    """Whether perfkit's own instrumentation made the call running in ``frame``: walking outwards, a
+    frame of perfkit (not its ``envs/``/``rl/`` programs) comes before any frame of the program."""
+    while frame is not None:
+        fn = frame.f_code.co_filename
+        mine = _perfkit_code.get(fn)
+        if mine is None:
+            real = os.path.realpath(fn) if fn and not fn.startswith("<") else ""
+            mine = _perfkit_code[fn] = real.startswith(_PERFKIT_DIR + os.sep) and not real.startswith(
+                _PERFKIT_PROGRAM_DIRS)
+        if mine:
+            return True
+        if kind_of(fn) != "runtime":
+            return False
+        frame = frame.f_back
+    return False
+
+
 def user_frame(frame: FrameType | None) -> FrameType | None:
     """The first frame, walking outwards from ``frame``, that findings are reported at (outside the
     runtime; the user's own code with ``user_code_only``); None when there is none."""

@@ -53,6 +53,7 @@ class Verifier:
         self._step_rf: Any = None
         self._result: dict[str, Any] | None = None
         self.hooked = 0
+        self.reported: dict[str, int] = {}  # "file:line" -> syncs the runtime reported there outside the hooks
 
     def start(self, idx: int) -> None:
         P = self.torch.profiler
@@ -60,9 +61,16 @@ class Verifier:
         self.prof.__enter__()
         self.start_idx = idx
         hub.verify_range = self._sync_range
+        hub.verify_note = self._note_reported
 
     def _sync_range(self, op: str, site: tuple | None = None) -> Any:
         return self.torch.profiler.record_function(range_name(op, site))
+
+    def _note_reported(self, site: tuple) -> None:
+        """A sync the runtime reported outside every hook (perfkit counted it at ``site``)."""
+        if self._step_rf is not None:  # inside the window's steps, where analyze() looks
+            key = f"{relpath(site[0])}:{site[1]}"
+            self.reported[key] = self.reported.get(key, 0) + 1
 
     def note_sync(self) -> None:
         if self.prof is not None:
@@ -85,12 +93,13 @@ class Verifier:
         if self.prof is None:
             return
         hub.verify_range = None
+        hub.verify_note = None
         if self._step_rf is not None:
             self._step_rf.__exit__(None, None, None)
             self._step_rf = None
         prof, self.prof = self.prof, None
         prof.__exit__(None, None, None)
-        self._result = analyze(prof.events())
+        self._result = analyze(prof.events(), self.reported)
 
     def result(self) -> dict[str, Any]:
         return self._result or {"steps": 0, "note": "the run ended before the verify window"}
@@ -171,10 +180,15 @@ def _hooked_range(by_thread: dict[Any, _Ranges], thread: Any, t0: float, t1: flo
     return None, None
 
 
-def analyze(events: Iterable[Any]) -> dict[str, Any]:
+def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> dict[str, Any]:
     """The verify block from the profiler's events (see module doc). Each event needs ``name``,
     ``time_range`` (``.start``/``.end`` in µs), ``device_type``, and where it has them ``thread``,
-    ``stack`` and ``cpu_parent`` (``torch.autograd.profiler_util.FunctionEvent``)."""
+    ``stack`` and ``cpu_parent`` (``torch.autograd.profiler_util.FunctionEvent``).
+
+    ``reported``: ``{"file:line": n}`` of the syncs perfkit counted from the runtime's own reports
+    outside every hook (:mod:`.cuda_syncs`); a runtime sync outside the hooks whose program frame is such
+    a site is attributed to it (up to the count perfkit reported there), the rest stay unattributed, and
+    reports with no runtime sync to match are false reports like a hooked call's."""
     seen: set[tuple] = set()
     steps: list[tuple] = []
     hooked: dict[Any, list[tuple]] = {}
@@ -223,6 +237,19 @@ def analyze(events: Iterable[Any]) -> dict[str, Any]:
         u["count"] += 1
         u["apis"][name] = u["apis"].get(name, 0) + 1
 
+    n_reported = n_report_empty = 0
+    report_rows = []
+    for site, n in sorted((reported or {}).items()):
+        u = unattributed.get(site)
+        m = min(n, u["count"]) if u else 0
+        if u is not None:
+            u["count"] -= m
+            if not u["count"]:
+                del unattributed[site]
+        n_un -= m
+        n_reported += m
+        n_report_empty += n - m
+        report_rows.append({"site": site, "reported": n, "runtime_syncs": m, "reported_without_runtime_sync": n - m})
     sites: dict[tuple[str, str], dict[str, Any]] = {}
     n_hooked = n_empty = 0
     for thread, ranges in by_thread.items():
@@ -253,6 +280,9 @@ def analyze(events: Iterable[Any]) -> dict[str, Any]:
         "runtime_per_step": per_step(n_api),
         "unattributed_per_step": per_step(n_un),
         "by_api": by_api,
+        "runtime_reported": n_reported,
+        "reported_without_runtime_sync": n_report_empty,
+        "reported_sites": sorted(report_rows, key=lambda r: (-r["runtime_syncs"], r["site"]))[:MAX_SITES],
         "sites": site_rows[:MAX_SITES],
         "unattributed_sites": sorted(unattributed.values(), key=lambda u: (-u["count"], u["site"]))[:MAX_SITES],
     }

@@ -10,6 +10,7 @@ from perfkit.record import (
     EXTRA_NOTES,
     EXTRA_PRICING,
     EXTRA_TOTAL_STEPS,
+    EXTRA_SYNC_SOURCE,
     EXTRA_VERIFY,
     EXTRA_WARMUP_STEPS,
     EXTRA_WHAT_IF,
@@ -66,7 +67,9 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                   "--num-envs N or perfkit.step(num_envs=N) for env-steps/s and per-env loop detection[/]")
     findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or 0.0), -f.per_step))
     if findings:
-        con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))}, by where they live)")
+        source = {"runtime": "; syncs as the CUDA runtime reported them",
+                  "hooks": ""}.get(run.extra.get(EXTRA_SYNC_SOURCE, ""), "")
+        con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))}, by where they live{source})")
         shown = findings[:top]
         groups = [None] + sorted({f.library for f in shown if f.library})
         for lib in groups:
@@ -117,6 +120,8 @@ def self_line(run: Run) -> str | None:
     pct = f" ({own.per_step_ms / (mean - own.per_step_ms) * 100:.1f} %)" if mean and mean > own.per_step_ms else ""
     rest = own.one_off_s - own.startup_total_s
     more = f" (+{rest:.2f} s at special steps, samples and the record)" if rest >= 0.005 else ""
+    if not run.steps:  # no step: no per-step cost to state
+        return f"perfkit added {own.startup_total_s:.2f} s of start-up to this run{more}"
     return (f"perfkit added ~{own.per_step_ms:.3g} ms/step{pct} and {own.startup_total_s:.2f} s of start-up "
             f"to this run{more}")
 
@@ -126,15 +131,23 @@ def _verify(con: Console, ver: dict) -> None:
     runtime made no sync for (false reports)."""
     from rich.markup import escape
 
-    un, empty = ver.get("unattributed", 0), ver.get("hooked_without_runtime_sync", 0)
+    un = ver.get("unattributed", 0)
+    empty, false_reports = ver.get("hooked_without_runtime_sync", 0), ver.get("reported_without_runtime_sync", 0)
     steps = ver["steps"]
+    reported = ver.get("runtime_reported", 0)
     con.print(f"  verify: {ver['runtime_syncs']} runtime syncs in {steps} steps ({ver['runtime_syncs'] / steps:.3g}/step), "
-              f"{ver.get('hooked_syncs', 0)} hooked; [{'red' if un else 'green'}]{un} unattributed[/], "
-              f"[{'red' if empty else 'green'}]{empty} hooked without a runtime sync[/]")
+              f"{ver.get('hooked_syncs', 0)} hooked" + (f", {reported} reported by the runtime" if reported else "") +
+              f"; [{'red' if un else 'green'}]{un} unattributed[/], "
+              f"[{'red' if empty else 'green'}]{empty} hooked without a runtime sync[/]" +
+              (f", [red]{false_reports} reported without one[/]" if false_reports else ""))
     for u in (ver.get("unattributed_sites") or [])[:5]:
         apis = ", ".join(f"{n} {a}" for a, n in u.get("apis", {}).items())
         con.print(f"    [red]unattributed[/] {escape(u['site'])} in {escape(u.get('function') or '?')}(): "
                   f"{u['count']} ({escape(apis)}) [dim]no hook saw it[/]")
+    for r in (ver.get("reported_sites") or []):
+        if r.get("reported_without_runtime_sync"):
+            con.print(f"    [red]no runtime sync[/] {escape(r['site'])}: {r['reported_without_runtime_sync']} of "
+                      f"{r['reported']} reported [dim]counted, but the profiler saw no sync there[/]")
     for s in (ver.get("sites") or []):
         if s.get("hooked_without_runtime_sync"):
             con.print(f"    [red]no runtime sync[/] {escape(s['site'])} {escape(s['op'])}: {s['hooked_without_runtime_sync']} "

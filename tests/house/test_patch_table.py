@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from perfkit.collectors.cuda_syncs import RUNTIME_OPS
+
 from perfkit.collectors import hub, patches
 
 
@@ -58,25 +60,35 @@ def _rows():
 
 
 # ops no lint rule finds statically: a gap in the linter the report names; a new one must be added here
-LINT_GAPS = {"index(t)", "x in t", "t[ndarray]", "t[cpu_idx]", "t[ndarray] = v", "cpu_t.copy_(cuda_t)", "cuda_t.copy_(cpu_t)"}
+LINT_GAPS = {"index(t)", "x in t", "t[ndarray]", "t[cpu_idx]", "t[ndarray] = v", "cpu_t.copy_(cuda_t)", "cuda_t.copy_(cpu_t)",
+             ".copy_(...)", "sync (runtime)"}
 
 
-@pytest.mark.parametrize("family,row", _rows(), ids=lambda x: x if isinstance(x, str) else x.key)
-def test_every_row_says_its_kind_price_fix_lint_rule_and_whether_it_always_syncs(family, row):
+def _check_op(op):
     from perfkit.lint.registry import lookup
     from perfkit.lint.rules import all_rules
 
     all_rules()
+    assert isinstance(op, patches.SyncOp), op
+    assert op.kind in patches.SYNC_KINDS, f"{op.label}: kind {op.kind!r}"
+    assert op.price in ("d2h", "h2d", "round trip"), f"{op.label}: no price kind"
+    assert op.fix.strip(), f"{op.label}: no fix"
+    if op.lint_rule is None:
+        assert op.label in LINT_GAPS, f"{op.label}: no lint rule, and not a known gap of the linter"
+    else:
+        assert lookup(op.lint_rule).category == "sync", f"{op.label}: {op.lint_rule} is not a sync rule"
+
+
+@pytest.mark.parametrize("family,row", _rows(), ids=lambda x: x if isinstance(x, str) else x.key)
+def test_every_row_says_its_kind_price_fix_lint_rule_and_whether_it_always_syncs(family, row):
     assert isinstance(row.always, bool)
     for op in row.ops:
-        assert isinstance(op, patches.SyncOp), op
-        assert op.kind in patches.SYNC_KINDS, f"{op.label}: kind {op.kind!r}"
-        assert op.price in ("d2h", "h2d", "round trip"), f"{op.label}: no price kind"
-        assert op.fix.strip(), f"{op.label}: no fix"
-        if op.lint_rule is None:
-            assert op.label in LINT_GAPS, f"{op.label}: no lint rule, and not a known gap of the linter"
-        else:
-            assert lookup(op.lint_rule).category == "sync", f"{op.label}: {op.lint_rule} is not a sync rule"
+        _check_op(op)
+
+
+@pytest.mark.parametrize("label", sorted(RUNTIME_OPS))
+def test_every_name_of_a_runtime_reported_sync_says_its_kind_price_fix_and_lint_rule(label):
+    _check_op(RUNTIME_OPS[label])
 
 
 def test_the_known_lint_gaps_are_ops_of_the_table():
@@ -85,7 +97,8 @@ def test_the_known_lint_gaps_are_ops_of_the_table():
 
 
 def test_fixes_and_ops_come_from_the_one_registry_of_families():
-    ops = {op.label: op for fam in _all_families() for p in fam.PATCHES for op in p.ops}
+    # the tables' rows, and the names of syncs the CUDA runtime reports where no row's hook ran
+    ops = {**RUNTIME_OPS, **{op.label: op for fam in _all_families() for p in fam.PATCHES for op in p.ops}}
     assert hub.sync_ops() == ops
     assert hub.fixes() == {label: op.fix for label, op in ops.items()}
     assert "print(t)" in hub.fixes() and "t[list] = v" in hub.fixes() and "wp.array.list()" in hub.fixes()

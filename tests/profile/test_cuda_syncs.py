@@ -9,6 +9,7 @@ the gpu-marked test below."""
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
 
@@ -47,7 +48,8 @@ class Tensorish:
 
 def _session(inside=lambda: False):
     events, in_hook = [], []
-    rs = cuda_syncs.RuntimeSyncs(lambda frame, label: events.append((frame.f_code.co_name, frame.f_lineno, label)),
+    rs = cuda_syncs.RuntimeSyncs(lambda frame: events.append((frame.f_code.co_name, frame.f_lineno,
+                                                               cuda_syncs.op_label(frame))),
                                  inside, lambda: in_hook.append(1))
     return rs, events, in_hook
 
@@ -175,3 +177,66 @@ def test_on_cuda_runtime_syncs_are_counted_once_and_non_syncing_calls_not_at_all
         p.undo()
     assert len(events) == 15
     assert sorted({e[2] for e in events}) == [".item()", "t[...]"]
+
+
+# ---- the hub's use of it: a CUDA run where the runtime reports syncs (driven here by a fake torch) ------
+
+
+@pytest.fixture
+def runtime_hub(monkeypatch):
+    from perfkit.collectors import hub
+
+    sink = hub.Sink()
+    p = Patcher()
+    rs = cuda_syncs.RuntimeSyncs(hub._runtime_sync, hub._inside_hook, hub._count_in_hook)
+    assert rs.install(p, FakeTorch())
+    monkeypatch.setattr(hub, "runtime", rs)
+    monkeypatch.setattr(hub, "count_cpu", False)
+    monkeypatch.setattr(hub, "sinks", [sink])
+    try:
+        yield hub, sink
+    finally:
+        p.undo()
+
+
+def _events(sink):
+    return {(op, line): c[0] for (kind, op, fn, line, func, thread, would), c in sink.counts.items()}
+
+
+def test_a_hooked_call_counts_only_the_syncs_the_runtime_reported_inside_it(runtime_hub):
+    hub, sink = runtime_hub
+    here = sys._getframe()
+    hub.sync_call(synchronizing, ".item()", here, (), {})            # the runtime waited: one sync
+    hub.sync_call(lambda: None, ".item()", here, (), {})              # it did not: nothing
+    hub.sync_call(lambda: (synchronizing(), synchronizing()), ".cpu()", here, (), {})  # two waits in one call
+    hub.sync_call(lambda: None, "torch.cuda.synchronize()", here, (), {}, confirm=False)  # not reported: counted
+    counted = {op: n for (op, line), n in _events(sink).items()}
+    assert counted == {".item()": 1, ".cpu()": 2, "torch.cuda.synchronize()": 1}
+
+
+def test_a_sync_outside_every_hook_is_one_finding_at_its_line_named_in_the_vocabulary(runtime_hub, tmp_path):
+    hub, sink = runtime_hub
+    path = tmp_path / "user_env.py"
+    path.write_text("def step(x, m):\n    a = x[m]\n    x[m] = 0.0\n    return a\n")
+    ns = {}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+
+    class T:  # C-level item access that warns from the caller's frame, as torch's own does (m: stacklevel 1)
+        __getitem__ = synchronizing
+        __setitem__ = synchronizing
+
+    for _ in range(3):
+        ns["step"](T(), 1)
+    got = {op: n for (op, line), n in _events(sink).items() if line in (2, 3)}
+    assert got == {"t[...]": 3, "t[...] = v": 3}
+    assert hub.sync_op("t[...]").lint_rule == "PK107" and hub.sync_op("t[...] = v").kind == "h2d copy"
+
+
+def test_a_sync_perfkit_itself_makes_is_not_the_programs(runtime_hub):
+    hub, sink = runtime_hub
+    from perfkit.collectors import sites
+
+    ns = {"synchronizing": synchronizing}
+    exec(compile("def own():\n    synchronizing()\n", os.path.join(os.path.dirname(sites.__file__), "x.py"), "exec"), ns)
+    ns["own"]()
+    assert sink.counts == {}

@@ -131,3 +131,19 @@ def test_a_runtime_sync_on_another_thread_is_matched_to_that_threads_hook():
 def test_range_names_carry_op_and_site():
     assert range_name(".item()", None) == SYNC_PREFIX + ".item()"
     assert range_name("t[i] = scalar", ("/w/x.py", 9)).endswith("t[i] = scalar@/w/x.py:9")
+
+
+def test_syncs_the_runtime_reported_outside_the_hooks_are_attributed_to_their_line():
+    """On CUDA an index or a copy has no hook: perfkit counts the runtime's own report of the sync at
+    its line (collectors/cuda_syncs.py); verify matches those to the runtime syncs at the same line, and
+    counts a report with no runtime sync there as a false report."""
+    evs = _window(steps=2, per_step=1, gpu_copies=False)
+    for t in (1060.0, 1160.0):
+        evs.append(Ev("cudaStreamSynchronize", t, t + 4.0, stack=["/w/ppo.py(88): get_action"]))
+    evs.append(Ev("cudaStreamSynchronize", 1170.0, 1174.0, stack=["/w/ppo.py(91): get_action"]))
+    v = analyze(evs, reported={"/w/ppo.py:88": 2, "/w/env.py:7": 1})
+    assert (v["runtime_syncs"], v["hooked_syncs"], v["runtime_reported"], v["unattributed"]) == (5, 2, 2, 1)
+    assert v["reported_without_runtime_sync"] == 1
+    assert [u["site"] for u in v["unattributed_sites"]] == ["/w/ppo.py:91"]
+    rows = {r["site"]: r for r in v["reported_sites"]}
+    assert rows["/w/ppo.py:88"]["runtime_syncs"] == 2 and rows["/w/env.py:7"]["reported_without_runtime_sync"] == 1
