@@ -64,7 +64,7 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
     if run.steps and run.num_envs is None:
         con.print("  [dim]steps/s counts loop steps: the stepped object has no num_envs; give it with "
                   "--num-envs N or perfkit.step(num_envs=N) for env-steps/s and per-env loop detection[/]")
-    findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or 0.0), -f.per_step))
+    findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or _on_device(run, f)[1] or 0.0), -f.per_step))
     if findings:
         con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))}, by where they live)")
         shown = findings[:top]
@@ -81,12 +81,17 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
             for f in group:
                 extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
                 cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
+                device, on_device = _on_device(run, f)
+                if on_device is not None:
+                    cost = f"  [dim]on an {escape(device)} this costs ~{_fmt(on_device)} ms/step[/]"
                 con.print(f"    [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
                           f" {escape('[' + f.segment + ']')}  {_fmt(f.per_step)}/step{cost}{extra}")
                 if f.code:
                     con.print(f"           [dim]{escape(f.code)}[/]")
                 if len(f.chain) > 1:
                     con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
+                if f.message:
+                    con.print(f"           [green]fix:[/] {escape(f.message)}")
     else:
         con.print("[green]no syncs, allocations, per-env loops or stream hazards found[/]")
     _what_if(con, run)
@@ -101,6 +106,14 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
 
 # ---- pricing: where each price comes from, and the what-if table (perfkit.analysis.cost) -------------
 _TAGS = {"measured": "measured here", "probe": "this machine's probe", "other": "another machine's profile"}
+
+
+def _on_device(run: Run, f) -> tuple[str | None, float | None]:
+    """A CPU run's GPU-only price of ``f``: (``"H200"``, ms/step), or (None, None)."""
+    src = ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
+    if not isinstance(src, dict) or src.get("on_device_ms") is None:
+        return None, None
+    return str(src.get("on_device") or "GPU"), float(src["on_device_ms"])
 
 
 def _source_tag(run: Run, f) -> str:
@@ -126,7 +139,10 @@ def _what_if(con, run: Run) -> None:
     rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
     wi = run.extra.get(EXTRA_WHAT_IF) or {}
     summary = wi.get("summary")
+    note = wi.get("note") or next(iter(wi.get("notes") or []), None)  # records priced before the one-line note
     if not isinstance(rows, list) or not rows or not summary:
+        if note:
+            con.print(f"[bold]what if[/]: nothing priced for this machine  [dim]{escape(note)}[/]")
         return
     unit = run.throughput_unit
     con.print(f"[bold]what if[/] (the top {len(rows)} fixed in order, cumulative; mean step {_fmt(wi.get('step_ms'))} "
@@ -154,5 +170,5 @@ def _what_if(con, run: Run) -> None:
         con.print("  [dim]ms/step: the price of fixing it, bounded by the measured time of the segment it sits in "
                   "(in brackets: the price before the bound)[/]")
     con.print(f"  {escape(summary)}")
-    for line in wi.get("notes") or []:
-        con.print(f"  [dim]{escape(line)}[/]")
+    if note:
+        con.print(f"  [dim]{escape(note)}[/]")
