@@ -152,7 +152,7 @@ def _spread(m) -> str:
         return f"x{e.ratio:.3f} [{e.lo:.3f}, {e.hi:.3f}]"
     if m.untestable:
         return "untested (< 3 runs)"
-    if not m.timed and m.base is not None:
+    if m.metric.endswith("_per_step") and m.base is not None:
         return "count"
     return ""
 
