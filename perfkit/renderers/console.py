@@ -139,7 +139,8 @@ def _what_if(con, run: Run) -> None:
     rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
     wi = run.extra.get(EXTRA_WHAT_IF) or {}
     summary = wi.get("summary")
-    note = wi.get("note") or next(iter(wi.get("notes") or []), None)  # records priced before the one-line note
+    # the notes in one line (records priced before it existed: their "prices:" note)
+    note = wi.get("note") or next((n for n in wi.get("notes") or [] if str(n).startswith("prices:")), None)
     if not isinstance(rows, list) or not rows or not summary:
         if note:
             con.print(f"[bold]what if[/]: nothing priced for this machine  [dim]{escape(note)}[/]")
