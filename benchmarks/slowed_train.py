@@ -1,8 +1,8 @@
 """examples/train.py with a planted, known slowdown, for measuring the compare gate
 (``benchmarks/compare_gate.py``): every env step period is stretched by ``--slowdown`` (0.10 = +10 %)
-by that share of the time since the previous step began in extra CPU work (a calibrated
-``sum(range(n))``; a sleep would overshoot by the scheduler's wake-up latency on a loaded machine,
-planting more than asked). examples/train.py itself is
+by burning CPU for that share of the wall time since the previous step began (a sleep would overshoot
+by the scheduler's wake-up latency on a loaded machine, planting more than asked; a fixed amount of
+work would take longer under load, planting more too). examples/train.py itself is
 unchanged; its own arguments follow.
 
     perfkit profile -o slow.json benchmarks/slowed_train.py --slowdown 0.10 --iterations 8
@@ -20,9 +20,8 @@ TRAIN = pathlib.Path(__file__).resolve().parent.parent / "examples" / "train.py"
 
 
 def _spin_rate() -> float:
-    """Iterations per second of ``sum(range(n))``: a busy wait that runs in C, out of sight of
-    perfkit's per-env loop tracer (a Python ``while`` spin would be reported as a loop, and traced)."""
-    n, best = 2_000_000, float("inf")
+    """Iterations per second of ``sum(range(n))``, a busy wait that runs in C."""
+    n, best = 200_000, float("inf")
     for _ in range(3):
         t = time.perf_counter()
         sum(range(n))
@@ -31,8 +30,10 @@ def _spin_rate() -> float:
 
 
 def slowed(env, share: float):
-    """``env`` whose class's ``step`` first does ``share`` of the time since the last step began in
-    extra CPU work."""
+    """``env`` whose class's ``step`` first burns CPU for ``share`` of the wall time since the last
+    step began: a slowdown of ``share`` whatever the machine's load. The wait runs in at most ~8 chunks
+    of ``sum(range(n))``, too few iterations for perfkit to report the wait as a per-env loop (a plain
+    Python spin would be one, and traced)."""
     cls = type(env)
     last = [None]
     rate = _spin_rate() if share > 0 else 0.0
@@ -40,7 +41,10 @@ def slowed(env, share: float):
     def step(self, actions):
         now = time.perf_counter()
         if last[0] is not None and share > 0:
-            sum(range(int(share * (now - last[0]) * rate)))
+            wait = share * (now - last[0])
+            until, chunk = now + wait, max(1000, int(rate * wait / 8))
+            while time.perf_counter() < until:
+                sum(range(chunk))
         last[0] = time.perf_counter()
         return cls.step(self, actions)
 

@@ -10,7 +10,6 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from perfkit.analysis.diff import diff_runs
 from perfkit.cli import main
 from perfkit.record import Run
 
@@ -69,7 +68,7 @@ def test_missing_metrics_fail_the_gate(runs, tmp_path, damage, says):
     assert says in " ".join(res.output.split()) and "MISSING" in res.output
 
 
-def test_a_worse_segment_one_run_a_side_is_shown_not_gated(runs, tmp_path):
+def test_a_worse_segment_is_shown_not_gated(runs, tmp_path):
     base = Run.load(runs["train-a"])
     new = Run.load(runs["train-b"])
     seg = new.segments["reward"]
@@ -77,11 +76,4 @@ def test_a_worse_segment_one_run_a_side_is_shown_not_gated(runs, tmp_path):
     path = new.save(tmp_path / "new.json")
     d = json.loads(compare(runs["train-a"], path, "--fail-on-regression", "5%", "--format", "json").output)
     m = next(m for m in d["metrics"] if m["metric"] == "segment.reward.cpu_ms")
-    assert m["verdict"] == "worse (cannot tell from noise)" and not d["regressed"]
-
-
-def test_the_threshold_alone_fails_these_unchanged_runs_on_noise(runs):
-    """--strict (the threshold alone, one run a side) calls noise a regression: why it is not the default."""
-    a, b = Run.load(runs["train-a"]), Run.load(runs["train-b"])
-    assert diff_runs(a, b, strict=True).regressed
-    assert not diff_runs(a, b).regressed
+    assert m["verdict"] == "worse (not gated)" and m["runs"] is None and not d["regressed"]
