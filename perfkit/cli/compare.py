@@ -37,13 +37,13 @@ def _records(arg: str) -> list[str]:
 @click.argument("paths", nargs=-1, required=True, metavar="BASE NEW")
 @click.option("--fail-on-regression", "fail_threshold", default=None, callback=_threshold, metavar="PCT",
               help="Exit 1 on a regression past PCT (e.g. 5%): a count per step or per site that grew, a new "
-                   "finding, a crashed NEW run, or (3+ runs a side) a time change beyond the runs' spread.")
+                   "finding, a crashed NEW run, or (3+ runs a side) SPS or step p25/p50 worse beyond the runs' spread.")
 @click.option("--threshold", "show_threshold", default="5%", show_default=True, callback=_threshold, metavar="PCT",
               help="Threshold for the verdict column when --fail-on-regression is not given.")
 @click.option("--min-abs-ms", default=0.01, show_default=True, type=click.FloatRange(min=0),
               help="Time deltas smaller than this never count as regressions (noise floor).")
 @click.option("--strict", is_flag=True,
-              help="With fewer than 3 runs a side, gate time metrics on the threshold alone (noise can fail it).")
+              help="With fewer than 3 runs a side, gate SPS and step p25/p50 on the threshold alone (noise can fail it).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def compare(paths, fail_threshold, show_threshold, min_abs_ms, strict, fmt):
     """Compare run records, BASE then NEW: SPS, step times, per-segment time, syncs, allocations and
@@ -51,9 +51,10 @@ def compare(paths, fail_threshold, show_threshold, min_abs_ms, strict, fmt):
 
     BASE and NEW are each a record or a quoted glob of repeated runs of one version
     ('runs/base-*.json' 'runs/new-*.json'). Counts are deterministic and gated on any run; time
-    metrics are tested between runs (each run's value one observation; 3+ runs a side) and with
-    fewer are shown, not gated (--strict gates them on the threshold). A NEW run that crashed fails
-    the gate. Two sweeps (directories or sweep.json) are compared point by point.
+    metrics are tested between runs (each run's value one observation; 3+ runs a side): SPS and the
+    step time's p25/p50 gate, p99 and segments are shown; with fewer runs nothing timed gates
+    (--strict: the threshold alone). A NEW run that crashed fails the gate. Two sweeps (directories
+    or sweep.json) are compared point by point.
 
     Exit status: 0 no regression (or no --fail-on-regression), 1 regression, 2 bad input.
     """
@@ -159,8 +160,9 @@ def _spread(m) -> str:
 
 SPREAD_HEADER = "delta % [95% CI]"
 SPREAD_NOTE = (f"{SPREAD_HEADER}: the interval of the delta % column, between runs (each run's value one "
-               "observation, Welch); a time metric regresses only when the whole interval is on the worse side. "
-               "Counts (syncs, allocs, loop iterations per step) are deterministic and gated on the threshold.")
+               "observation, Welch); SPS and step p25/p50 regress only when the whole interval is on the worse side "
+               "(p99 and segments are shown, not gated). Counts (syncs, allocs, loop iterations per step) are "
+               "deterministic and gated on the threshold.")
 
 
 def _cells(m):
