@@ -247,7 +247,6 @@ def diff_groups(
     d = RunDiff(base_label=base_label, new_label=new_label, threshold=threshold, n_base=len(bases), n_new=len(news))
     blabels, nlabels = run_labels or ([f"{base_label}[{i}]" for i in range(len(bases))],
                                       [f"{new_label}[{i}]" for i in range(len(news))])
-    base, new = bases[0], news[0]
     envs = {r.num_envs for r in bases + news}
     if len(envs) > 1:
         d.notes.append(f"num_envs differs ({', '.join(map(str, sorted(envs, key=str)))}): SPS and per-step times "
