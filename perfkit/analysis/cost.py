@@ -27,12 +27,14 @@ its GPU time ``g_s`` its ``gpu_ms_per_step``. SPS is a mean rate, ``N * 1000 / T
   - ``backlog_split`` (GPU timing, no measured wait): the syncs of a step share the backlog evenly,
     ``drain = B / k`` (``k`` syncs per step), so all of them together never drain more than ``B``.
   - ``round_trip`` (no GPU timing: a CPU-only run's would-sync-on-GPU findings): the round trip alone,
-    a GPU's price (from the reference profile on a CPU-only machine) that is no cost on this machine.
+    a GPU's price (from the reference profile on a CPU-only machine) that is no cost on this machine:
+    on a CPU run it is shown as what the finding costs on that GPU, never predicted (**CPU runs** below).
   ``extra``: ``print`` formats the tensor (``tensor_repr_ms``); ``.cpu()``/``.numpy()``/``.tolist()``
   copy device->host (``d2h_latency_ms`` + bytes / ``d2h_gbps``); a blocking host->device copy
   (``torch.tensor(list, device=...)``, indexing with a Python list) copies the other way.
-* **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``, or
-  ``alloc_cpu_ms`` on a CPU-only profile).
+* **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``; on a CPU run the
+  CPU allocator's ``alloc_cpu_ms``: a CUDA allocation's price on a CPU run once ranked perfkit's own
+  MLP, 10 activations a step, above the script's syncs).
 * **loop** — ``per_step`` counts loop-body iterations per step; each iteration issues ``ops`` small
   torch ops at the probed per-env-loop price of one. ``ops`` is what the session counted
   (``run.extra["loop_ops"][site]``: every torch call, index views included), priced at the probed
@@ -44,7 +46,17 @@ its GPU time ``g_s`` its ``gpu_ms_per_step``. SPS is a mean rate, ``N * 1000 / T
   so a loop and its body are not counted twice; so do the syncs in its body (about one per
   iteration), whose round trip holds the launch of their op: the loop's price is reduced by one op
   per inner sync call.
+  On a CPU run with this machine's own probe profile, one loop iteration costs one probed iteration
+  (``pyloop_iteration_ms``) whatever its body: on a CPU an iteration's Python and dispatch overhead
+  sets its cost (the probe's 8.3 us matched the 8 us observed for a 2-call body, where the calls-based
+  price predicted x2.17 for a measured x84).
 * **stream** — a race, not a cost: left unpriced.
+
+**CPU runs** (the record's device is ``cpu``). A price that used a GPU cost from another machine's
+profile (a sync round trip, a copy, a kernel launch: anything but the CPU allocator's price) is no cost
+on this machine and would promise a speed-up that cannot happen here: the finding gets no
+``est_ms_per_step`` and enters no prediction; ``pricing["source_of"][key]`` keeps it as
+``on_device_ms`` (``"on an H200 this costs ~X ms/step"``) and ``what_if["on_device"]`` sums them.
 
 **Bound.** The step is cut into *buckets*: each recorded segment ``s`` (time ``h_s``) and the
 unsegmented rest ``R = max(0, T - sum h_s)``. A finding sits in its segment's bucket (the rest when
@@ -73,10 +85,11 @@ and ``SPS_after = N * 1000 / T_after``; ``bound`` names the term that set it (``
 where the untouched time and the GPU floor are smaller still, as in a run without segment times).
 A prediction is made on this run's own measured times: a price from another machine enters it
 bounded, never scaled.
-``run.extra["what_if_table"]`` lists the top ``TOP_N`` findings by ``est`` with the cumulative
+``run.extra["what_if_table"]`` lists the top ``TOP_N`` findings, the script's own first (a library's is
+fixed by configuring, subclassing or reporting it upstream), each group by ``est``, with the cumulative
 ``T_after`` and SPS of fixing the first 1..k of them; ``run.extra["what_if"]`` is the top-N summary,
-with the words every output shows (``summary``, ``notes``: :func:`what_if_summary`,
-:func:`pricing_notes`).
+with the words every output shows (``summary``, ``notes``, and ``note``, the notes in one line for
+the console: :func:`what_if_summary`, :func:`pricing_notes`, :func:`pricing_note_line`).
 
 **Where each price comes from** (``pricing["source_of"][key]["label"]``): ``measured here (sync
 wait)``; ``this machine's probe profile`` (the profile's key is the run's machine); ``reference H200
@@ -127,6 +140,9 @@ PYLOOP_OPS = 3
 PYLOOP_CALLS = 5
 
 
+# costs that mean the same on a CPU run wherever they were measured (host-side work)
+_HOST_COSTS = frozenset({"alloc_cpu_ms"})
+
 # where a price comes from, most trusted first (a finding priced from several takes the least trusted)
 SOURCES = ("measured", "probe", "reference_same_gpu", "reference", "other")
 
@@ -147,6 +163,8 @@ class _Prices:
         self.reference = reference
         self.used: dict[str, dict[str, Any]] = {}
         self.touched: dict[str, str] = {}  # cost name -> "profile" | "reference"
+        self.cpu_run = False  # the run is on a CPU: an allocation costs the CPU allocator's price
+        self.per_iteration = False  # a CPU run with this machine's probe: loops at one probed iteration each
 
     def start(self) -> None:
         self.touched = {}
@@ -385,16 +403,26 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
                 how += f" + {direction.upper()} copy"
         return f.per_step * (per_call + extra), how
     if f.kind == "alloc":
-        cost = prices.first("alloc_cached_ms", "alloc_cpu_ms")
+        cost = _alloc_ms(prices)
         if cost is None:
             return None, "no allocation cost in the profile"
         return f.per_step * cost, "caching-allocator round trip per new tensor"
     if f.kind == "loop":
+        inner = _inner_allocs(f, run)
+        syncs = _inner_syncs(f, run)
+        less = [f"{len(inner)} inner allocation site(s)"] * bool(inner) + [f"{len(syncs)} inner sync site(s)"] * bool(syncs)
+        iteration_ms = prices.first("pyloop_iteration_ms") if prices.per_iteration else None
+        if iteration_ms is not None:
+            # on a CPU an iteration's cost is its Python and dispatch overhead, which the probe's loop
+            # measures as a whole (issue 18: its 8.3 us matched the 8 us observed for a 2-call body)
+            inner_ms = (sum(a.per_step for a in inner) * (_alloc_ms(prices) or 0.0)
+                        + sum(a.per_step for a in syncs) * iteration_ms / PYLOOP_CALLS)
+            est = max(0.0, f.per_step * iteration_ms - inner_ms)
+            return est, (f"one probed per-env iteration ({iteration_ms * 1e3:.3g} us) per iteration"
+                         + (", less " + " and ".join(less) if less else ""))
         op_ms = prices.first("pyloop_op_ms", "launch_torch_ms")
         if op_ms is None:
             return None, "no per-env loop cost in the profile"
-        inner = _inner_allocs(f, run)
-        syncs = _inner_syncs(f, run)
         inner_rate = sum(a.per_step for a in inner + syncs) / f.per_step if f.per_step else 0.0
         counted = (run.extra.get(EXTRA_LOOP_OPS) or {}).get(f.site)
         span = _loop_span(f.path, f.line)
@@ -409,13 +437,19 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
         else:
             ops = max(float(PYLOOP_OPS), inner_rate)
             how = f"{ops:.3g} torch ops per iteration (assumed: the probe's loop body)"
-        alloc_ms = (prices.first("alloc_cached_ms", "alloc_cpu_ms") or 0.0) if inner else 0.0
+        alloc_ms = (_alloc_ms(prices) or 0.0) if inner else 0.0
         # an inner sync's round trip already holds the launch of its op (the copy it waits for)
         inner_ms = sum(a.per_step for a in inner) * alloc_ms + sum(a.per_step for a in syncs) * op_ms
         est = max(0.0, f.per_step * ops * op_ms - inner_ms)
-        less = [f"{len(inner)} inner allocation site(s)"] * bool(inner) + [f"{len(syncs)} inner sync site(s)"] * bool(syncs)
         return est, how + " x per-env loop op cost" + (", less " + " and ".join(less) if less else "")
     return None, f"unknown finding kind {f.kind!r}"
+
+
+def _alloc_ms(prices: _Prices) -> float | None:
+    """One new tensor: the CUDA caching allocator's round trip, or on a CPU run the CPU allocator's."""
+    if prices.cpu_run:
+        return prices.first("alloc_cpu_ms", "alloc_cached_ms")
+    return prices.first("alloc_cached_ms", "alloc_cpu_ms")
 
 
 def _profile_for(profile: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -463,6 +497,22 @@ class _SourceNamer:
             return "probe", "this machine's probe profile"
         return "other", f"probe profile of another machine ({key}), not measured here"
 
+    @property
+    def own_probe(self) -> bool:
+        """Whether the machine profile is this machine's own probe (its key is the run's machine)."""
+        return not self.profile_is_reference and self.run_key is not None and self.profile.get("key") == self.run_key
+
+    def gpu_only(self, touched: dict[str, str]) -> str | None:
+        """On a CPU run: the GPU (``"H200"``) whose costs a price took from another machine's profile
+        (a sync round trip, a kernel launch, a CUDA allocation), or None when every cost it used means
+        the same on this CPU (this machine's probe, a CPU allocation)."""
+        for name, role in touched.items():
+            if name in _HOST_COSTS or self.role(role)[0] == "probe":
+                continue
+            doc = self.reference if role == "reference" or self.profile_is_reference else self.profile
+            return str(((doc or {}).get("machine") or {}).get("device") or "GPU").replace("NVIDIA ", "")
+        return None
+
     def of(self, touched: dict[str, str], model: str) -> tuple[str, str]:
         named = [self.role(r) for r in dict.fromkeys(touched.values())] or [("other", "no cost used")]
         worst = max(named, key=lambda sl: SOURCES.index(sl[0]))
@@ -490,6 +540,9 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
     prices = _Prices(profile, reference)
     ctx = _RunContext.of(run)
     namer = _SourceNamer(run, profile, reference)
+    cpu = is_cpu_run(run)
+    prices.cpu_run = cpu
+    prices.per_iteration = cpu and namer.own_probe
     unpriced, hows, model_of, source_of = {}, {}, {}, {}
     for f in run.findings:
         key = f"{f.site} {f.op}"
@@ -499,6 +552,15 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
         if raw is None:
             f.est_ms_per_step = None
             unpriced[key] = how
+            continue
+        gpu = namer.gpu_only(prices.touched) if cpu else None
+        if gpu is not None:
+            # a GPU's price is no cost on this CPU: it never enters this run's prediction (issue 18)
+            f.est_ms_per_step = None
+            unpriced[key] = f"on an {gpu} this costs ~{raw:.3g} ms/step ({how}); no cost on this CPU"
+            source_of[key] = {"source": namer.of(prices.touched, model)[0], "label": f"{gpu} price, not this CPU's",
+                              "model": model, "validation": validation_label(model, validation), "bucket": None,
+                              "bound_ms": None, "unbounded_ms": None, "on_device": gpu, "on_device_ms": raw}
             continue
         bucket = ctx.bucket_of(f)
         room = min(ctx.buckets[bucket], ctx.step_ms) if ctx.step_ms else None
@@ -518,6 +580,8 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
         "statistic": STATISTIC,
         "profile": profile.get("source"),
         "profile_key": profile.get("key"),
+        "own_probe": namer.own_probe,  # the profile is this machine's own `perfkit probe`
+        "cpu_run": cpu,
         "profile_created": profile.get("created"),
         "reference": reference.get("source") if reference else None,
         "costs": prices.used,
@@ -539,7 +603,22 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
     # the words every output shows, kept with the numbers (renderers format the record, nothing else)
     run.extra[EXTRA_WHAT_IF]["summary"] = what_if_summary(run)
     run.extra[EXTRA_WHAT_IF]["notes"] = pricing_notes(run)
+    run.extra[EXTRA_WHAT_IF]["note"] = pricing_note_line(run)
     return run
+
+
+def is_cpu_run(run: Run) -> bool:
+    """Whether the run was measured on a CPU (its device is ``cpu``: no GPU time, no real syncs)."""
+    return str((run.machine or {}).get("device") or "").lower() == "cpu"
+
+
+def on_device_prices(run: Run) -> dict[str, Any] | None:
+    """A CPU run's findings priced only for a GPU: ``{"device", "findings", "ms_per_step"}``, or None."""
+    src = [s for s in ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).values()
+           if isinstance(s, dict) and s.get("on_device_ms") is not None]
+    if not src:
+        return None
+    return {"device": src[0]["on_device"], "findings": len(src), "ms_per_step": float(sum(s["on_device_ms"] for s in src))}
 
 
 def _validation_summary(doc: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -615,8 +694,10 @@ def predict(run: Run, fixed: Iterable[Finding] | None = None, saved_ms: float | 
 
 
 def _ranked(run: Run) -> list[Finding]:
-    return sorted((f for f in run.findings if f.est_ms_per_step is not None), key=lambda f: f.est_ms_per_step,
-                  reverse=True)
+    """Priced findings, the script's own first (a fix it can make), then the libraries' (fixed by
+    configuring, subclassing or reporting upstream), each costliest first."""
+    return sorted((f for f in run.findings if f.est_ms_per_step is not None),
+                  key=lambda f: (f.library is not None, -f.est_ms_per_step))
 
 
 def what_if(run: Run, top_n: int = TOP_N, ctx: _RunContext | None = None) -> dict[str, Any]:
@@ -645,7 +726,7 @@ def what_if(run: Run, top_n: int = TOP_N, ctx: _RunContext | None = None) -> dic
         e["findings"] += 1
         e["bounded"] += src.get("unbounded_ms") is not None
     return {"top_n": top_n, "fixed": [f"{f.site} {f.op}" for f in top], **overall, "per_finding": per_finding,
-            "all_syncs": all_syncs, "sources": sources}
+            "all_syncs": all_syncs, "sources": sources, "on_device": on_device_prices(run)}
 
 
 def what_if_table(run: Run, top_n: int = TOP_N, ctx: _RunContext | None = None) -> list[dict[str, Any]]:
@@ -685,29 +766,68 @@ def pricing_notes(run: Run) -> list[str]:
     validated. Read from the record alone (also for a record loaded later)."""
     pr = run.extra.get(EXTRA_PRICING) or {}
     wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    gpu = on_device_prices(run)
+    if pr and gpu and not wi.get("sources"):
+        return [_on_device_words(gpu, pr)]
     if not pr or not wi.get("sources"):
         return []
     unit = "env-steps/s" if run.num_envs else "steps/s"
     lines = [f"times are means over the steady steps (SPS = {'num_envs' if run.num_envs else '1'} x 1000 / mean "
              f"step ms, {unit}); a prediction never goes below the measured time the fixes do not touch"]
-    parts = []
-    for label, e in wi["sources"].items():
-        part = f"{e['findings']} from the {label}" if not label.startswith("measured") else f"{e['findings']} {label}"
-        if e.get("bounded"):
-            part += f" ({e['bounded']} bounded by their segment's measured time)"
-        parts.append(part)
+    parts = _source_parts(wi)
     lines.append("prices: " + "; ".join(parts))
     if pr.get("segments_consistent") is False:
         lines.append("this record's segment times are inconsistent (a negative one): prices and predictions are "
                      "bounded by the whole step only")
     if any(e["source"] in ("reference", "reference_same_gpu", "other") for e in wi["sources"].values()):
         lines.append("a price from another machine is not scaled to this one, only bounded by this run's "
-                     "measured segment times: measure this machine's with `perfkit probe`")
+                     "measured segment times" + ("" if pr.get("own_probe") else
+                                                 ": measure this machine's with `perfkit probe`"))
+    if gpu:
+        lines.append(_on_device_words(gpu, pr))
     models = sorted({s["model"] for s in (pr.get("source_of") or {}).values()})
     if models:
         labels = [f"{m}: {validation_label_of(pr, m)}" for m in models]
         lines.append("validation of the pricing models: " + "; ".join(labels))
     return lines
+
+
+def _on_device_words(gpu: dict[str, Any], pr: dict[str, Any]) -> str:
+    line = (f"on this CPU, {gpu['findings']} finding(s) priced only with GPU costs are left out of the prediction "
+            f"(a GPU's price is no cost here): on an {gpu['device']} they cost ~{_num(gpu['ms_per_step'])} ms/step")
+    return line if pr.get("own_probe") else line + "; `perfkit probe` prices this machine's loops"
+
+
+def pricing_note_line(run: Run) -> str | None:
+    """The pricing notes in one line (the console's): where the prices come from and what is left out."""
+    pr = run.extra.get(EXTRA_PRICING) or {}
+    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    parts = _source_parts(wi)
+    gpu = on_device_prices(run)
+    if gpu:
+        parts.append(f"{gpu['findings']} GPU-only, left out (on an {gpu['device']} ~{_num(gpu['ms_per_step'])} ms/step)")
+    if not parts:
+        return None
+    line = "prices: " + "; ".join(parts)
+    foreign = any(e["source"] in ("reference", "reference_same_gpu", "other") for e in (wi.get("sources") or {}).values())
+    if foreign:
+        line += "; another machine's prices are bounded, never scaled"
+    if (foreign or gpu) and not pr.get("own_probe"):
+        line += "; `perfkit probe` measures this machine's"
+    return line
+
+
+def _source_parts(wi: dict[str, Any]) -> list[str]:
+    """``3 from this machine's probe profile``, ``2 from the reference H200 profile, not measured here
+    (1 bounded by their segment's measured time)``: how many priced findings each source priced."""
+    parts = []
+    for label, e in (wi.get("sources") or {}).items():
+        part = (f"{e['findings']} {label}" if label.startswith("measured")
+                else f"{e['findings']} from {'' if label.startswith('this ') else 'the '}{label}")
+        if e.get("bounded"):
+            part += f" ({e['bounded']} bounded by their segment's measured time)"
+        parts.append(part)
+    return parts
 
 
 def _num(v: float | None, digits: int = 3) -> str:

@@ -1,18 +1,23 @@
-"""Compare two runs: per-metric deltas and regression verdicts (the CI gate behind ``perfkit compare``).
+"""Compare runs: per-metric deltas and regression verdicts (the CI gate behind ``perfkit compare``).
 
-Each metric knows which direction is better. A metric is *worse* when it moves the wrong way by more
-than ``threshold`` (relative, 0.05 = 5 %) — and, for times, by more than ``min_abs_ms`` as well, so
-a 0.002 ms segment doubling is not a failed build. A worse time metric is a *regression* only when
-the change is beyond both runs' own spread (:mod:`perfkit.analysis.stats`, on the per-step samples
-the records hold): SPS and the mean step time, p50 and p99 each by the bootstrap interval of their
-step-time ratio, which must lie wholly on the slower side of 1; a segment by its own per-step times
-where the record's timeline covers enough steps, else by the spread of the mean step time it is part
-of (a segment varies no more than its step). Records without per-step samples are judged on the
-threshold alone, and the diff says so. Counts of syncs and allocations per step are counted, not
-timed: they regress on any relative increase past the threshold, including 0 -> anything (a
-sync-free step that starts syncing is exactly what the gate is for). A finding site present in NEW
-but not in BASE is a new finding and a regression on its own. A metric the gate needs (SPS, step
-times, segment times) that one record lacks is a regression too: missing data never passes.
+**What is gated by default is what is deterministic**: syncs, allocations and per-env loop iterations
+per step, in total and per finding site (a site whose count per step grows past the threshold, or a
+site present in NEW and in no BASE run). Counts regress on any relative increase past the threshold,
+including 0 -> anything (a sync-free step that starts syncing is exactly what the gate is for).
+
+**Times are gated only between runs.** Load on a shared machine drifts between runs far more than
+within one, so a time metric (SPS, step p25/p50/p99, a segment's ms/step) is tested on each run's own
+value, one observation per run (:func:`perfkit.analysis.stats.between_runs`, Welch's t): it is worse
+beyond the runs' spread when its mean over NEW's runs is worse than over BASE's by more than
+``threshold`` (relative, 0.05 = 5 %) and ``min_abs_ms`` (for times), and the 95 % interval of that
+same change lies wholly on the worse side. The gate judges the step's own times — SPS and the step
+time's p25 and p50; p99 and the segments (where the time went) are tested and shown but not gated:
+every gated metric is one more chance of a false alarm (benchmarks/compare_gate.py: gating the six
+segments too failed 3 of 10 comparisons of unchanged runs on this project's loaded 2-core machine). With fewer than ``MIN_RUNS`` runs on a side the change is shown with "cannot tell it from
+noise" and gates nothing, unless ``strict`` (then the threshold alone decides).
+
+A NEW run that is not ``complete`` (crashed: ``partial``) fails the gate; so does a metric the gate
+needs (SPS, step times, segment times) that a record lacks: missing data never passes.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perfkit.analysis.stats import MIN_SAMPLES, Evidence, mean_difference_halfwidth, ratio_evidence
-from perfkit.record import EXTRA_PHYSICS_SPS, EXTRA_TIMELINE, SEGMENTS, Finding, Run
+from perfkit.analysis.stats import MIN_RUNS, Evidence, RunsEvidence, between_runs, ratio_evidence
+from perfkit.record import EXTRA_PHYSICS_SPS, SEGMENTS, Finding, Run
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_MIN_ABS_MS = 0.01
+# the step-time quantiles the gate judges (with SPS); p99 and the segments are tested and shown, not gated
+GATED_QUANTILES = ("p25", "p50")
 
 HIGHER = "higher"
 LOWER = "lower"
@@ -42,8 +49,10 @@ class MetricDelta:
     regression: bool = False
     improvement: bool = False
     worse: bool = False  # moved the wrong way past the threshold (a regression when gated and beyond the spread)
-    evidence: Evidence | None = None  # the per-step samples' verdict on the change, where there are samples
-    noise_ms: float | None = None  # else, for a segment: the spread of the mean step time it is part of
+    evidence: Evidence | None = None  # sweeps: the per-step samples' verdict on a point's change
+    runs: RunsEvidence | None = None  # a time metric with MIN_RUNS runs a side: the between-run test
+    timed: bool = False  # a time metric (gated between runs only); else a count, gated on the threshold
+    untestable: bool = False  # a time metric with too few runs to test: shown, gated only when strict
     within_noise: bool = False  # worse past the threshold, but not beyond the runs' own spread
     missing: str | None = None  # "base" | "new" | "both": a metric the gate needs that a record lacks
 
@@ -71,6 +80,8 @@ class MetricDelta:
             return "REGRESSION"
         if self.worse and not self.gate:
             return "worse (not gated)"
+        if self.worse and self.untestable:
+            return "worse (cannot tell from noise)"
         if self.within_noise:
             return "worse (within noise)"
         if self.improvement:
@@ -80,17 +91,30 @@ class MetricDelta:
     @property
     def sureness(self) -> str:
         """How sure the verdict is, in words ("" where nothing could be said)."""
+        if self.runs is not None:
+            return self.runs.describe()
         if self.evidence is not None:
             return self.evidence.describe()
-        if self.noise_ms is not None:
-            return f"step-time spread +/-{self.noise_ms:.3g} ms (no per-step samples of this segment)"
+        if self.untestable:
+            return (f"fewer than {MIN_RUNS} runs a side: a time change cannot be told from noise "
+                    f"(give {MIN_RUNS}+ records per side)")
         return ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.update(delta=self.delta, delta_pct=_finite(self.delta_pct), verdict=self.verdict,
-                 evidence=self.evidence.to_dict() if self.evidence is not None else None, sureness=self.sureness)
+                 evidence=self.evidence.to_dict() if self.evidence is not None else None,
+                 runs=self.runs.to_dict() if self.runs is not None else None, sureness=self.sureness)
         return d
+
+
+@dataclass
+class SiteChange:
+    """A finding site present on both sides whose count per step grew past the threshold."""
+
+    finding: Finding
+    base: float  # per step, mean over BASE's runs
+    new: float  # per step, mean over NEW's runs
 
 
 @dataclass
@@ -101,11 +125,15 @@ class RunDiff:
     metrics: list[MetricDelta] = field(default_factory=list)
     new_findings: list[Finding] = field(default_factory=list)
     resolved_findings: list[Finding] = field(default_factory=list)
+    site_changes: list[SiteChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    n_base: int = 1
+    n_new: int = 1
+    failed_new: list[str] = field(default_factory=list)  # NEW runs that are not complete: "label: status"
 
     @property
     def regressions(self) -> list[str]:
-        out = []
+        out = [f"NEW run {r} (a crashed candidate never passes)" for r in self.failed_new]
         for m in self.metrics:
             if m.missing:
                 where = {"base": "BASE", "new": "NEW", "both": "either record"}[m.missing]
@@ -115,6 +143,8 @@ class RunDiff:
                 out.append(f"{m.metric}: {_fmt(m.base)} -> {_fmt(m.new)}{m.unit and ' ' + m.unit} "
                            f"({_pct(m.delta_pct)}, {m.better} is better{sure})")
         out += [f"new {f.kind} finding: {f.op} at {f.site} ({f.per_step:g}/step)" for f in self.new_findings]
+        out += [f"{c.finding.kind} at {c.finding.site} ({c.finding.op}): {c.base:g} -> {c.new:g}/step"
+                for c in self.site_changes]
         return out
 
     @property
@@ -125,12 +155,15 @@ class RunDiff:
         return {
             "base": self.base_label,
             "new": self.new_label,
+            "runs": {"base": self.n_base, "new": self.n_new},
             "threshold": self.threshold,
             "regressed": self.regressed,
             "regressions": self.regressions,
             "metrics": [m.to_dict() for m in self.metrics],
             "new_findings": [asdict(f) for f in self.new_findings],
             "resolved_findings": [asdict(f) for f in self.resolved_findings],
+            "site_changes": [{"site": c.finding.site, "kind": c.finding.kind, "op": c.finding.op, "base": c.base,
+                              "new": c.new} for c in self.site_changes],
             "notes": self.notes,
         }
 
@@ -141,16 +174,10 @@ def finding_key(f: Finding) -> tuple:
     return (f.kind, f.op, f.path, f.function, f.code)
 
 
-def _segment_time(run: Run, name: str) -> float | None:
-    s = run.segments.get(name)
-    if s is None:
-        return None
-    return s.gpu_ms_per_step if s.gpu_ms_per_step is not None else s.cpu_ms_per_step
-
-
-def _segment_clock(base: Run, new: Run, name: str) -> str:
-    b, n = base.segments.get(name), new.segments.get(name)
-    if b is not None and n is not None and b.gpu_ms_per_step is not None and n.gpu_ms_per_step is not None:
+def _segment_clock(bases: list[Run], news: list[Run], name: str) -> str:
+    """``gpu`` when every run on both sides timed the segment on the GPU, else ``cpu``."""
+    segs = [r.segments.get(name) for r in bases + news]
+    if all(s is not None and s.gpu_ms_per_step is not None for s in segs):
         return "gpu"
     return "cpu"
 
@@ -165,29 +192,27 @@ def allocs_per_step(run: Run) -> float:
     return max(sum(s.allocs_per_step for s in run.segments.values()), run.allocs_per_step)
 
 
-def _segment_samples(run: Run, name: str, clock: str) -> list[float] | None:
-    """Per-step times of one segment from the record's timeline (0 in a step it did not run in),
-    or None when the timeline covers fewer than MIN_SAMPLES steps."""
-    timeline = run.extra.get(EXTRA_TIMELINE)
-    if not isinstance(timeline, list):
-        return None
-    per_step: dict[int, float] = {}
-    want_gpu = clock == "gpu"
-    for e in timeline:
-        if not isinstance(e, dict) or bool(e.get("gpu", False)) != want_gpu:
-            continue
-        try:
-            step, dur = int(e["step"]), float(e["dur_ms"])
-        except (KeyError, TypeError, ValueError):
-            return None
-        per_step.setdefault(step, 0.0)
-        if e.get("segment") == name:
-            per_step[step] += dur
-    return list(per_step.values()) if len(per_step) >= MIN_SAMPLES else None
+def loops_per_step(run: Run) -> float:
+    """Per-env loop iterations per step, summed over the loop sites."""
+    return float(sum(f.per_step for f in run.findings if f.kind == "loop"))
 
 
 def _throughput_missing(run: Run) -> bool:
     return _num(run.sps) is None or not run.steps
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    import numpy as np
+
+    v = [x for x in values if isinstance(x, (int, float)) and math.isfinite(x)]
+    return float(np.quantile(v, q)) if v else None  # linear interpolation, as the records' p50/p99
+
+
+def _mean(values: list[float | None]) -> float | None:
+    """The mean over runs; None when any run lacks the value (missing data never averages away)."""
+    if not values or any(v is None for v in values):
+        return None
+    return float(sum(values) / len(values))
 
 
 def diff_runs(
@@ -197,44 +222,66 @@ def diff_runs(
     min_abs_ms: float = DEFAULT_MIN_ABS_MS,
     base_label: str = "base",
     new_label: str = "new",
+    strict: bool = False,
 ) -> RunDiff:
+    """One run a side: :func:`diff_groups` of ``[base]`` and ``[new]``."""
+    return diff_groups([base], [new], threshold, min_abs_ms, base_label, new_label, strict)
+
+
+def diff_groups(
+    bases: list[Run],
+    news: list[Run],
+    threshold: float = DEFAULT_THRESHOLD,
+    min_abs_ms: float = DEFAULT_MIN_ABS_MS,
+    base_label: str = "base",
+    new_label: str = "new",
+    strict: bool = False,
+    run_labels: tuple[list[str], list[str]] | None = None,
+) -> RunDiff:
+    """Compare BASE's runs with NEW's (several records a side: repeated runs of one version).
+    Values are means over each side's runs; times are tested between runs (module doc)."""
     if threshold < 0:
         raise ValueError(f"threshold must be >= 0, got {threshold}")
-    d = RunDiff(base_label=base_label, new_label=new_label, threshold=threshold)
-    if base.num_envs != new.num_envs:
-        d.notes.append(f"num_envs differs ({base.num_envs} vs {new.num_envs}): SPS and per-step times are not like for like")
-    if base.machine.get("device") != new.machine.get("device"):
-        d.notes.append(f"measured on different devices ({base.machine.get('device')} vs {new.machine.get('device')})")
-    for r, label in ((base, base_label), (new, new_label)):
+    if not bases or not news:
+        raise ValueError("each side needs at least one run")
+    d = RunDiff(base_label=base_label, new_label=new_label, threshold=threshold, n_base=len(bases), n_new=len(news))
+    blabels, nlabels = run_labels or ([f"{base_label}[{i}]" for i in range(len(bases))],
+                                      [f"{new_label}[{i}]" for i in range(len(news))])
+    envs = {r.num_envs for r in bases + news}
+    if len(envs) > 1:
+        d.notes.append(f"num_envs differs ({', '.join(map(str, sorted(envs, key=str)))}): SPS and per-step times "
+                       "are not like for like")
+    devices = {r.machine.get("device") for r in bases + news}
+    if len(devices) > 1:
+        d.notes.append(f"measured on different devices ({', '.join(sorted(map(str, devices)))})")
+    for r, label in zip(bases, blabels):
         if r.status != "complete":
-            d.notes.append(f"{label} run is {r.status!r}, not complete")
-    sampled = len(base.step_times_ms) >= MIN_SAMPLES and len(new.step_times_ms) >= MIN_SAMPLES
-    if not sampled:
-        short = [label for r, label in ((base, base_label), (new, new_label)) if len(r.step_times_ms) < MIN_SAMPLES]
-        d.notes.append(f"fewer than {MIN_SAMPLES} per-step samples in {' and '.join(short)}: time metrics are judged "
-                       "on the threshold alone, not on the runs' spread")
+            d.notes.append(f"BASE run {label} is {r.status!r}, not complete")
+    d.failed_new = [f"{label} is {r.status!r}, not complete" for r, label in zip(news, nlabels) if r.status != "complete"]
+    testable = len(bases) >= MIN_RUNS and len(news) >= MIN_RUNS
+    if not testable:
+        d.notes.append(f"{len(bases)} vs {len(news)} run(s): time changes are shown, not tested — one run cannot tell "
+                       f"a change from the machine's noise (give {MIN_RUNS}+ records per side to test them between "
+                       "runs" + (")" if not strict else "; --strict: the threshold alone decides)"))
 
-    def evidence(stat: str) -> Evidence | None:
-        return ratio_evidence(base.step_times_ms, new.step_times_ms, stat) if sampled else None
-
-    step_noise = mean_difference_halfwidth(base.step_times_ms, new.step_times_ms) if sampled else None
-
-    def add(metric, b, n, better, unit="", gate=True, abs_floor=0.0, ev=None, noise_ms=None, required=False):
-        m = MetricDelta(metric, _num(b), _num(n), better, unit, gate)
+    def add(metric, bvals, nvals, better, unit="", gate=True, abs_floor=0.0, timed=False, required=False):
+        m = MetricDelta(metric, _mean([_num(v) for v in bvals]), _mean([_num(v) for v in nvals]), better, unit, gate,
+                        timed=timed)
         if m.base is not None and m.new is not None:
             worse = (m.new - m.base) if better == LOWER else (m.base - m.new)
             rel_limit = threshold * abs(m.base)
             m.worse = worse > rel_limit and worse > abs_floor
             better_enough = -worse > rel_limit and -worse > abs_floor
-            if ev is not None:
-                m.evidence = ev
-                beyond, beyond_better = ev.worse, (ev.hi < 1.0 if ev.higher_is_worse else ev.lo > 1.0)
-            elif noise_ms is not None:
-                m.noise_ms = noise_ms
-                beyond, beyond_better = worse > noise_ms, -worse > noise_ms
-            else:
-                beyond = beyond_better = True  # nothing to weigh the change against: the threshold decides
-            m.within_noise = m.worse and not beyond
+            beyond = beyond_better = True  # a count, or strict: the threshold decides
+            if timed:
+                m.runs = between_runs(bvals, nvals, higher_is_worse=better == LOWER) if testable else None
+                if m.runs is not None:
+                    beyond, beyond_better = m.runs.worse, m.runs.better
+                else:
+                    m.untestable = True
+                    beyond = strict
+                    beyond_better = False
+            m.within_noise = m.worse and not beyond and not m.untestable
             m.regression = gate and m.worse and beyond
             m.improvement = better_enough and beyond_better
         elif required:
@@ -243,40 +290,66 @@ def diff_runs(
         d.metrics.append(m)
         return m
 
-    unit = "env steps/s" if base.num_envs is not None and new.num_envs is not None else "steps/s"
-    mean_ev = evidence("mean")
-    add("sps", None if _throughput_missing(base) else base.sps, None if _throughput_missing(new) else new.sps,
-        HIGHER, unit, ev=mean_ev, required=True)
-    if EXTRA_PHYSICS_SPS in base.extra or EXTRA_PHYSICS_SPS in new.extra:
-        add("physics_sps", base.extra.get(EXTRA_PHYSICS_SPS), new.extra.get(EXTRA_PHYSICS_SPS), HIGHER, "physics steps/s",
-            ev=mean_ev)
-    for q, stat in (("p50", "median"), ("p99", "p99")):
-        add(f"step_ms.{q}", base.step_ms.get(q), new.step_ms.get(q), LOWER, "ms", abs_floor=min_abs_ms, ev=evidence(stat),
-            required=q in base.step_ms or q in new.step_ms)
-    if bool(base.segments) != bool(new.segments):
-        m = MetricDelta("segments", None, None, LOWER, "ms/step")
-        m.missing, m.regression = ("new" if base.segments else "base"), True
-        d.metrics.append(m)
-    names = [s for s in SEGMENTS if s in base.segments or s in new.segments]
-    names += sorted((set(base.segments) | set(new.segments)) - set(SEGMENTS))
-    for name in names if base.segments and new.segments else []:
-        clock = _segment_clock(base, new, name)
-        b, n = base.segments.get(name), new.segments.get(name)
-        bt = (b.gpu_ms_per_step if clock == "gpu" else b.cpu_ms_per_step) if b else None
-        nt = (n.gpu_ms_per_step if clock == "gpu" else n.cpu_ms_per_step) if n else None
-        bs, ns = _segment_samples(base, name, clock), _segment_samples(new, name, clock)
-        ev = ratio_evidence(bs, ns, "mean") if bs is not None and ns is not None else None
-        add(f"segment.{name}.{clock}_ms", bt if b else 0.0, nt if n else 0.0, LOWER, "ms/step", abs_floor=min_abs_ms,
-            ev=ev, noise_ms=None if ev is not None else step_noise)
-    add("syncs_per_step", syncs_per_step(base), syncs_per_step(new), LOWER)
-    add("allocs_per_step", allocs_per_step(base), allocs_per_step(new), LOWER)
-    add("memory_bytes", base.peak_memory()[0], new.peak_memory()[0], LOWER, "bytes")
-    add("warmup_s", base.warmup_s, new.warmup_s, LOWER, "s", gate=False)
+    unit = "env steps/s" if all(r.num_envs is not None for r in bases + news) else "steps/s"
 
-    base_keys = {finding_key(f) for f in base.findings}
-    new_keys = {finding_key(f) for f in new.findings}
-    d.new_findings = [f for f in new.findings if finding_key(f) not in base_keys]
-    d.resolved_findings = [f for f in base.findings if finding_key(f) not in new_keys]
+    def sps(r):
+        return None if _throughput_missing(r) else r.sps
+
+    add("sps", [sps(r) for r in bases], [sps(r) for r in news], HIGHER, unit, timed=True, required=True)
+    if any(EXTRA_PHYSICS_SPS in r.extra for r in bases + news):
+        add("physics_sps", [r.extra.get(EXTRA_PHYSICS_SPS) for r in bases], [r.extra.get(EXTRA_PHYSICS_SPS) for r in news],
+            HIGHER, "physics steps/s", timed=True)
+    if all(r.step_times_ms for r in bases + news):
+        # the fastest quartile of each run's steps: what other load on a shared machine disturbs least
+        # (it only ever adds time), so the time metric most able to see a real change between runs
+        add("step_ms.p25", [_quantile(r.step_times_ms, 0.25) for r in bases],
+            [_quantile(r.step_times_ms, 0.25) for r in news], LOWER, "ms", abs_floor=min_abs_ms, timed=True)
+    for q in ("p50", "p99"):
+        add(f"step_ms.{q}", [r.step_ms.get(q) for r in bases], [r.step_ms.get(q) for r in news], LOWER, "ms",
+            abs_floor=min_abs_ms, timed=True, gate=q in GATED_QUANTILES,
+            required=any(q in r.step_ms for r in bases + news))
+    has_segments = [bool(r.segments) for r in bases + news]
+    if any(has_segments) and not all(has_segments):
+        m = MetricDelta("segments", None, None, LOWER, "ms/step")
+        m.missing = "new" if all(bool(r.segments) for r in bases) else "base"
+        m.regression = True
+        d.metrics.append(m)
+    names = [s for s in SEGMENTS if any(s in r.segments for r in bases + news)]
+    names += sorted(set().union(*(r.segments for r in bases + news)) - set(SEGMENTS))
+    for name in names if all(has_segments) else []:
+        clock = _segment_clock(bases, news, name)
+
+        def seg_ms(r):
+            s = r.segments.get(name)
+            if s is None:
+                return 0.0  # a segment a run never entered took no time in it
+            return s.gpu_ms_per_step if clock == "gpu" else s.cpu_ms_per_step
+
+        add(f"segment.{name}.{clock}_ms", [seg_ms(r) for r in bases], [seg_ms(r) for r in news], LOWER, "ms/step",
+            abs_floor=min_abs_ms, timed=True, gate=False)
+    add("syncs_per_step", [syncs_per_step(r) for r in bases], [syncs_per_step(r) for r in news], LOWER)
+    add("allocs_per_step", [allocs_per_step(r) for r in bases], [allocs_per_step(r) for r in news], LOWER)
+    add("loops_per_step", [loops_per_step(r) for r in bases], [loops_per_step(r) for r in news], LOWER, "iterations")
+    add("memory_bytes", [r.peak_memory()[0] for r in bases], [r.peak_memory()[0] for r in news], LOWER, "bytes")
+    add("warmup_s", [r.warmup_s for r in bases], [r.warmup_s for r in news], LOWER, "s", gate=False, timed=True)
+
+    def per_site(runs: list[Run]) -> dict[tuple, tuple[Finding, float]]:
+        out: dict[tuple, tuple[Finding, float]] = {}
+        for r in runs:
+            for f in r.findings:
+                k = finding_key(f)
+                first, total = out.get(k, (f, 0.0))
+                out[k] = (first, total + f.per_step)
+        return {k: (f, total / len(runs)) for k, (f, total) in out.items()}
+
+    b_sites, n_sites = per_site(bases), per_site(news)
+    d.new_findings = [f for k, (f, _) in n_sites.items() if k not in b_sites]
+    d.resolved_findings = [f for k, (f, _) in b_sites.items() if k not in n_sites]
+    for k, (f, n_ps) in n_sites.items():
+        if k in b_sites and f.kind in ("sync", "alloc", "loop"):
+            b_ps = b_sites[k][1]
+            if n_ps - b_ps > threshold * b_ps and n_ps - b_ps > 1e-9:
+                d.site_changes.append(SiteChange(f, b_ps, n_ps))
     return d
 
 

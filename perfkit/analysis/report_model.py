@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from perfkit.record import (
     EXTRA_ERROR,
+    EXTRA_PRICING,
     EXTRA_SEGMENTS_SOURCE,
     EXTRA_WHAT_IF,
     EXTRA_WHAT_IF_TABLE,
@@ -317,9 +318,15 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
 
     # findings, costliest first, across runs and sweep points
     found: list[tuple[str, Finding]] = []
+    gpu_only: dict[int, str] = {}  # a CPU run's finding priced only for a GPU: what it costs there
     for it in items:
         if it.run is not None:
             found += [(it.label if len(items) > 1 else "", f) for f in it.run.findings]
+            source_of = (it.run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}
+            for f in it.run.findings:
+                src = source_of.get(f"{f.site} {f.op}")
+                if f.est_ms_per_step is None and isinstance(src, dict) and src.get("on_device_ms") is not None:
+                    gpu_only[id(f)] = f"on an {src.get('on_device')}: ~{fmt_num(src['on_device_ms'])}"
         else:
             # one row per site across the sweep's points: the point where it costs most
             best: dict[tuple, tuple[str, Finding]] = {}
@@ -344,7 +351,7 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         rate, price = ((f"{f.count:,} in the run (no step detected)", "-") if id(f) in stepless
                        else (fmt_num(float(f.per_step)), fmt_num(f.est_ms_per_step)))
         row += [f.kind + (" (CPU tensor)" if f.would_sync_on_gpu else ""), f.op, f.site, f.function, f.segment,
-                rate, price, f.message, f.code]
+                rate, price if id(f) in stepless else gpu_only.get(id(f), price), f.message, f.code]
         rep.findings_rows.append(row)
 
     # what if: each priced run's fixes in order, with where each price comes from

@@ -1,5 +1,6 @@
-"""How sure a difference between two runs is: bootstrap confidence intervals of a ratio of statistics
-of per-step samples (step times, or a segment's time in each step).
+"""How sure a difference is. Between runs (the compare gate's time test, :func:`between_runs`): Welch's
+t on one value per run. Within a run (sweeps' points, one run each): bootstrap confidence intervals
+of a ratio of statistics of per-step samples (step times, or a segment's time in each step).
 
 A training loop's step times are a mixture: ordinary env/policy steps, and every few steps a learner
 update ten times longer. How many update steps a run holds is fixed by its schedule, not by chance,
@@ -132,3 +133,120 @@ def mean_difference_halfwidth(base: Sequence[float], new: Sequence[float], *, n_
     alpha = (1.0 - CONFIDENCE) / 2
     lo, hi = np.quantile(d, [alpha, 1.0 - alpha])
     return float(hi - lo) / 2
+
+
+# ---- between runs: each run one observation ----------------------------------------------------------
+#
+# Load on a shared machine drifts between runs far more than within one, so a time gate tests the
+# runs' own values (each run's SPS, p50, a segment's ms/step), never the steps inside one run:
+# Welch's t on the run-level values, its interval on the difference of the means, expressed as a
+# share of BASE's mean, which is exactly the change column's quantity ``mean(new) / mean(base) - 1``.
+
+MIN_RUNS = 3  # fewer runs than this on either side: the change is shown, never tested
+
+
+@dataclass
+class RunsEvidence:
+    """The relative change ``mean(new) / mean(base) - 1`` of run-level values and its Welch interval."""
+
+    change: float
+    lo: float
+    hi: float
+    p_not_worse: float  # one-sided Welch p that the change is not on the worse side (small = surely worse)
+    n_base: int
+    n_new: int
+    higher_is_worse: bool = True
+
+    @property
+    def worse(self) -> bool:
+        """The whole interval lies on the worse side of no change."""
+        return self.lo > 0.0 if self.higher_is_worse else self.hi < 0.0
+
+    @property
+    def better(self) -> bool:
+        return self.hi < 0.0 if self.higher_is_worse else self.lo > 0.0
+
+    def describe(self) -> str:
+        p = "p < 0.001" if self.p_not_worse < 1e-3 else f"p = {self.p_not_worse:.3f}"
+        return (f"{CONFIDENCE:.0%} CI of the change between runs {self.lo:+.1%} to {self.hi:+.1%} "
+                f"({self.n_base} vs {self.n_new} runs; {p} that it is not worse)")
+
+    def to_dict(self) -> dict:
+        return {"test": "welch between runs", "change": self.change, "ci": [self.lo, self.hi],
+                "confidence": CONFIDENCE, "p_not_worse": self.p_not_worse, "n_base": self.n_base,
+                "n_new": self.n_new, "beyond_spread": self.worse}
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (Lentz's method)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(ln) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(ln) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    return tail if t >= 0 else 1.0 - tail
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The ``q`` quantile (0.5 < q < 1) of Student's t, by bisection on :func:`t_sf`."""
+    lo, hi = 0.0, 1e6
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_sf(mid, df) > 1.0 - q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def between_runs(base: Sequence[float], new: Sequence[float], *, higher_is_worse: bool = True) -> RunsEvidence | None:
+    """Welch's test of run-level values (one per run); None with fewer than MIN_RUNS finite values on a
+    side or a base mean that is not positive."""
+    x = [float(v) for v in base if isinstance(v, (int, float)) and math.isfinite(v)]
+    y = [float(v) for v in new if isinstance(v, (int, float)) and math.isfinite(v)]
+    if len(x) < MIN_RUNS or len(y) < MIN_RUNS:
+        return None
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    if mx <= 0:
+        return None
+    vx = sum((v - mx) ** 2 for v in x) / (len(x) - 1) / len(x)
+    vy = sum((v - my) ** 2 for v in y) / (len(y) - 1) / len(y)
+    diff, se = my - mx, math.sqrt(vx + vy)
+    if se == 0.0:
+        lo = hi = diff
+        worse_side = diff > 0 if higher_is_worse else diff < 0
+        p = 0.0 if worse_side else 1.0
+    else:
+        df = (vx + vy) ** 2 / ((vx ** 2 / (len(x) - 1) if vx else 0.0) + (vy ** 2 / (len(y) - 1) if vy else 0.0))
+        half = t_quantile(1.0 - (1.0 - CONFIDENCE) / 2, df) * se
+        lo, hi = diff - half, diff + half
+        t = diff / se if higher_is_worse else -diff / se
+        p = t_sf(t, df)
+    return RunsEvidence(change=diff / mx, lo=lo / mx, hi=hi / mx, p_not_worse=p, n_base=len(x), n_new=len(y),
+                        higher_is_worse=higher_is_worse)

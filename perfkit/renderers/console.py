@@ -65,7 +65,7 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
     if run.steps and run.num_envs is None:
         con.print("  [dim]steps/s counts loop steps: the stepped object has no num_envs; give it with "
                   "--num-envs N or perfkit.step(num_envs=N) for env-steps/s and per-env loop detection[/]")
-    findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or 0.0), -f.per_step))
+    findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or _on_device(run, f)[1] or 0.0), -f.per_step))
     if findings:
         source = {"runtime": "; syncs as the CUDA runtime reported them",
                   "hooks": ""}.get(run.extra.get(EXTRA_SYNC_SOURCE, ""), "")
@@ -85,6 +85,9 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                 extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
                 if run.steps:
                     cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
+                    device, on_device = _on_device(run, f)
+                    if on_device is not None:
+                        cost = f"  [dim]on an {escape(device)} this costs ~{_fmt(on_device)} ms/step[/]"
                     rate = f"{_fmt(f.per_step)}/step{cost}"
                 else:  # no step: a count over the run, and no per-step rate or price to divide it into
                     rate = f"{f.count}x in the run [dim](no step detected: no per-step rate)[/]"
@@ -96,6 +99,8 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                     con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
                 elif len(f.chain) > 1:  # the runtime made it for this call (torch.distributions' checks)
                     con.print(f"           [dim]made inside {escape(f.chain[0])} for this call[/]")
+                if f.message:
+                    con.print(f"           [green]fix:[/] {escape(f.message)}")
                 if f.kind == "sync":
                     con.print(f"           [dim]{_lint_xref(f)}[/]")
     else:
@@ -165,6 +170,14 @@ def _lint_xref(f) -> str:
 _TAGS = {"measured": "measured here", "probe": "this machine's probe", "other": "another machine's profile"}
 
 
+def _on_device(run: Run, f) -> tuple[str | None, float | None]:
+    """A CPU run's GPU-only price of ``f``: (``"H200"``, ms/step), or (None, None)."""
+    src = ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
+    if not isinstance(src, dict) or src.get("on_device_ms") is None:
+        return None, None
+    return str(src.get("on_device") or "GPU"), float(src["on_device_ms"])
+
+
 def _source_tag(run: Run, f) -> str:
     """`` [ref. H200, bounded]``: where a finding's price comes from, in brief."""
     src = ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
@@ -188,7 +201,11 @@ def _what_if(con, run: Run) -> None:
     rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
     wi = run.extra.get(EXTRA_WHAT_IF) or {}
     summary = wi.get("summary")
+    # the notes in one line (records priced before it existed: their "prices:" note)
+    note = wi.get("note") or next((n for n in wi.get("notes") or [] if str(n).startswith("prices:")), None)
     if not isinstance(rows, list) or not rows or not summary:
+        if note:
+            con.print(f"[bold]what if[/]: nothing priced for this machine  [dim]{escape(note)}[/]")
         return
     unit = run.throughput_unit
     con.print(f"[bold]what if[/] (the top {len(rows)} fixed in order, cumulative; mean step {_fmt(wi.get('step_ms'))} "
@@ -216,5 +233,5 @@ def _what_if(con, run: Run) -> None:
         con.print("  [dim]ms/step: the price of fixing it, bounded by the measured time of the segment it sits in "
                   "(in brackets: the price before the bound)[/]")
     con.print(f"  {escape(summary)}")
-    for line in wi.get("notes") or []:
-        con.print(f"  [dim]{escape(line)}[/]")
+    if note:
+        con.print(f"  [dim]{escape(note)}[/]")

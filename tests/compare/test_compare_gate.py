@@ -1,6 +1,6 @@
-"""The compare gate on real runs (issue 13, item 6): two runs of unchanged examples/train.py pass it,
-a real slowdown (train_naive.py) fails it with how sure, and a record missing what the gate needs
-fails it."""
+"""The compare gate on real runs (issue 13, item 6; issue 18, item 2): two runs of unchanged
+examples/train.py pass it, a real slowdown with planted syncs (train_naive.py) fails it on its counts,
+and a record missing what the gate needs fails it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from perfkit.analysis.diff import diff_runs
 from perfkit.cli import main
 from perfkit.record import Run
 
@@ -37,19 +36,19 @@ def test_two_runs_of_unchanged_train_py_pass(runs):
     assert res.exit_code == 0, d["regressions"]
     assert d["regressed"] is False and d["regressions"] == []
     sps = next(m for m in d["metrics"] if m["metric"] == "sps")
-    ev = sps["evidence"]
-    assert ev["n_base"] == ev["n_new"] == 187 and ev["ci"][0] <= 1.0 <= ev["ci"][1] and not ev["beyond_spread"]
+    assert sps["runs"] is None and "cannot be told from noise" in sps["sureness"]
 
 
-def test_a_real_slowdown_fails_and_says_how_sure(runs):
+def test_a_real_slowdown_fails_on_its_counts(runs):
+    """train_naive.py's syncs, allocations and per-env loop fail the gate deterministically; its time
+    change, one run a side, is reported as not told from noise."""
     res = compare(runs["train-a"], runs["train_naive"], "--fail-on-regression", "5%")
     assert res.exit_code == 1, res.output
     text = " ".join(res.output.split())  # the console wraps long lines
-    assert "sps:" in text and "95% CI of the mean step-time ratio" in text and "p < 0.001" in text
+    assert "syncs_per_step:" in text and "loops_per_step:" in text and "new sync finding" in text
     d = json.loads(compare(runs["train-a"], runs["train_naive"], "--format", "json").output)
-    for name in ("sps", "step_ms.p50", "step_ms.p99"):
-        m = next(m for m in d["metrics"] if m["metric"] == name)
-        assert m["verdict"] == "REGRESSION" and m["evidence"]["ci"][0] > 1.3, m
+    sps = next(m for m in d["metrics"] if m["metric"] == "sps")
+    assert sps["verdict"] == "worse (cannot tell from noise)", sps
 
 
 @pytest.mark.parametrize("damage, says", [
@@ -69,7 +68,7 @@ def test_missing_metrics_fail_the_gate(runs, tmp_path, damage, says):
     assert says in " ".join(res.output.split()) and "MISSING" in res.output
 
 
-def test_a_worse_segment_within_the_runs_spread_is_shown_not_gated(runs, tmp_path):
+def test_a_worse_segment_is_shown_not_gated(runs, tmp_path):
     base = Run.load(runs["train-a"])
     new = Run.load(runs["train-b"])
     seg = new.segments["reward"]
@@ -77,13 +76,4 @@ def test_a_worse_segment_within_the_runs_spread_is_shown_not_gated(runs, tmp_pat
     path = new.save(tmp_path / "new.json")
     d = json.loads(compare(runs["train-a"], path, "--fail-on-regression", "5%", "--format", "json").output)
     m = next(m for m in d["metrics"] if m["metric"] == "segment.reward.cpu_ms")
-    assert m["verdict"] == "worse (within noise)" and "step-time spread" in m["sureness"]
-
-
-def test_the_old_gate_failed_these_unchanged_runs_on_noise(runs):
-    """Without the spread, the threshold alone calls noise a regression (issue 13's "3 regressions")."""
-    a, b = Run.load(runs["train-a"]), Run.load(runs["train-b"])
-    for r in (a, b):
-        r.step_times_ms = []  # no samples: the threshold alone decides
-    assert diff_runs(a, b).regressed
-    assert not diff_runs(Run.load(runs["train-a"]), Run.load(runs["train-b"])).regressed
+    assert m["verdict"] == "worse (not gated)" and m["runs"] is None and not d["regressed"]

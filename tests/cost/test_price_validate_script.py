@@ -196,9 +196,10 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
     assert all(r["sps"] > 0 and r["step_ms"] == pytest.approx(8000 / r["sps"]) for r in res["runs"])
     cases = {c["fix"]: c for c in res["cases"]}
     loop, item = cases["env_loop"]["predicted"]["as_priced"], cases["item_log"]["predicted"]["as_priced"]
-    assert loop["model"] == "loop" and loop["saved_ms"] > 0 and loop["findings"][0].startswith("loop for-loop")
-    # a CPU-only record: the syncs are priced by their round trip (the reference H200's), nothing else to try
-    assert item["model"] == "round_trip" and set(cases["item_log"]["predicted"]) == {"as_priced"}
+    # a CPU-only record with no probe of this machine: the loop's and the syncs' prices are the reference
+    # H200's, which never enter a CPU run's prediction (issue 18); the fixes' findings are still named
+    assert loop["model"] is None and loop["saved_ms"] == 0 and loop["findings"][0].startswith("loop for-loop")
+    assert item["model"] in (None, "alloc") and set(cases["item_log"]["predicted"]) == {"as_priced"}
     assert any(f.startswith("sync .item()") for f in item["findings"])
     assert cases["item_log"]["baseline"] == "env_loop" and cases["env_loop"]["baseline"] == "none"
     for c in cases.values():
@@ -211,7 +212,7 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
     from perfkit.costs_profile import read_validation
 
     doc = read_validation(out / "price-validation.json")
-    assert {"loop", "round_trip"} <= set(doc["models"]) <= {"loop", "round_trip", "alloc"}
+    assert set(doc["models"]) <= {"alloc"}
     md = (out / "price-validation.md").read_text()
     for part in ("## Pricing models", "## Noise", "## Predicted vs measured saving", "| 8 | `item_log` | `env_loop` |"):
         assert part in md
