@@ -114,6 +114,7 @@ class Session:
         self.schedule = SampleSchedule(self.warmup_steps + 1, cfg.sample_every, cfg.sample_budget, self.sample_steps)
         self._learner_seen = 0  # learner steps the schedule's period was computed from
         self.notes: list[str] = []
+        self.untimed_steady: list[float] = []  # seconds, steady steps not timed (sampled): a short run's fallback
         self._entered = False
         from perfkit.collectors.self_cost import SelfMeter
 
@@ -408,6 +409,8 @@ class Session:
         if self._timed(idx):
             took = now_step - clock.begin_t
             self.schedule.timed_step(took)
+        elif idx > self.warmup_steps:  # a steady step perfkit worked in: its time stands in only if no other has one
+            self.untimed_steady.append(now_step - clock.begin_t)
         if final and segclock.span_open:
             segclock.close_span()
         return took
@@ -490,7 +493,7 @@ class Session:
         return Snapshot(
             command=self.command, status=status, t_start=self.t_start, t_end=t_end, t_steady0=self.t_steady0,
             warmup_steps=self.warmup_steps, total_steps=clock.index, step_detection=step_detection,
-            step_times=list(clock.times), num_envs=self.num_envs, env=dict(self.env_info),
+            step_times=list(clock.times), untimed_step_times=list(self.untimed_steady), num_envs=self.num_envs, env=dict(self.env_info),
             seg_totals=dict(self.segclock.span_totals), seg_calls=dict(self.segclock.span_calls),
             gpu_totals=dict(gpu.totals) if gpu is not None else None, gpu_steps=gpu.steps if gpu is not None else 0,
             gpu_step_ms=list(gpu.step_ms) if gpu is not None else [],

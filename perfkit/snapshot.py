@@ -48,6 +48,7 @@ class Snapshot:
     total_steps: int = 0  # every step boundary seen, warm-up included
     step_detection: str = "none"
     step_times: list[float] = field(default_factory=list)  # seconds, the timed steady steps
+    untimed_step_times: list[float] = field(default_factory=list)  # seconds, steady steps perfkit sampled
     num_envs: int | None = None
     env: dict[str, Any] = field(default_factory=dict)
     seg_totals: dict[str, float] = field(default_factory=dict)  # CPU seconds per segment over the timed steps
@@ -105,6 +106,8 @@ def build_run(snap: Snapshot) -> Run:
     if snap.num_envs is not None:
         run.env.setdefault("num_envs", snap.num_envs)
     times = snap.step_times
+    if not times and snap.untimed_step_times:  # every steady step was sampled (a short run): their times, said so
+        times = snap.untimed_step_times
     run.steps = steady
     run.step_times_ms = [round(t * 1e3, 4) for t in times]
     timed = sum(times)
@@ -177,6 +180,9 @@ def build_run(snap: Snapshot) -> Run:
             {"call": k[0], "path": relpath(k[1]), "line": k[2], "count": v} for k, v in snap.interop_sites.items()
         ]
     notes = list(snap.notes)
+    if not snap.step_times and snap.untimed_step_times:
+        notes.append(f"every steady step ({len(snap.untimed_step_times)}) was sampled: its step times include "
+                     "perfkit's sampling work; run more steps for clean times")
     if snap.other_envs:
         notes.append("steps of another env were seen (" + ", ".join(f"{e} on thread {t}: {n}" for (t, e), n in snap.other_envs.items())
                      + "); only the first env stepped on the first stepping thread marks the steps")

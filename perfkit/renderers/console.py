@@ -198,6 +198,8 @@ def _what_if(con, run: Run) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    if not run.steps:
+        return  # no step: nothing per step to price or to gain
     rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
     wi = run.extra.get(EXTRA_WHAT_IF) or {}
     summary = wi.get("summary")
