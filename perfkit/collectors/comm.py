@@ -33,9 +33,11 @@ returns once enqueued (microseconds) and the waiting happens on the GPU, where t
 the ``comm`` segment sees it (the current stream waits for NCCL's before the call returns).
 
 Counting follows the session's steps: calls made before the first step are setup, during warm-up
-warm-up; a steady step's calls count when the step is timed (the per-step figures divide by the
-timed steps), and the last step's only up to the moment its step call returned (after that is
-teardown, like the final ``all_gather`` of a script's throughput).
+warm-up; a steady step's calls count when the step is timed and complete. The last step is not: it
+has no next boundary, so its calls after its step call returned are teardown (the final
+``all_gather`` of a script's throughput) and the ones before are only part of a step. The per-step
+figures are over the timed steps but the last — a script making 2 all-reduces per step reads
+exactly 2.
 """
 
 from __future__ import annotations
@@ -290,19 +292,20 @@ class CommCollector:
             self._pending.append((kind, op, t0, secs, nbytes))
 
     def _commit(self, final: bool) -> None:
-        """Fold the pending events of step ``self._step`` into the totals when it is a timed steady
-        step. The last step (``final``) counts only up to when its step call returned; steady calls
-        after that are teardown."""
+        """Fold the pending events of step ``self._step`` into the totals when it is a timed, complete
+        steady step. The last step (``final``) is not complete: its steady calls after its step call
+        returned are teardown, the others are counted by phase only."""
         pending, idx = self._pending, self._step
         self._pending = []
         if not pending:
             return
         c = self.clock
         end = None
-        if final and idx > 0 and not c.manual and c.last_end is not None and c.last_end >= c.begin_t:
+        last = final and idx == c.index
+        if last and idx > 0 and not c.manual and c.last_end is not None and c.last_end >= c.begin_t:
             end = c.last_end
         steady = idx > c.warmup_steps
-        timed = steady and self.timed(idx)
+        timed = steady and self.timed(idx) and not last
         for kind, op, t0, secs, nbytes in pending:
             if end is not None and t0 >= end:
                 if steady and kind in ("call", "async"):
@@ -371,6 +374,8 @@ class CommCollector:
 
         with self._lock:
             self._commit(final=True)
+            last = self.clock.index
+            last_timed = last > self.clock.warmup_steps and self.timed(last)  # in the session's timed steps
         if self._torch is not None:
             self._read_pg()
             self._read_ddp()
@@ -393,6 +398,7 @@ class CommCollector:
             "phases": {k: dict(v) for k, v in self.phases.items()},
             "ddp": [{"forwards": e[1], "data": e[2]} for e in self._ddp if e[1]],
             "ddp_forwards": self.ddp_forwards,
+            "last_step_timed": last_timed,
         }
 
 
@@ -517,11 +523,14 @@ def comm_block(totals: dict[str, list], phases: dict[str, dict[str, int]], n_tim
 
 def dist_record(raw: dict[str, Any] | None, n_timed: int, env_device: Any = None, host: str | None = None) -> dict[str, Any]:
     """The record's ``dist`` block (:data:`perfkit.dist.DIST_KEYS`) from :meth:`CommCollector.snapshot`
-    and the number of timed steady steps; ``{}`` without a snapshot."""
+    and the number of timed steady steps (the last one among them is left out of the per-step
+    figures); ``{}`` without a snapshot."""
     from perfkit.dist import physical_gpu
 
     if not raw:
         return {}
+    if raw.get("last_step_timed") and n_timed:
+        n_timed -= 1  # the per-step figures are over the complete steps (module doc)
     launch = dict(raw.get("launch") or {})
     pg = raw.get("pg") or {}
     out: dict[str, Any] = {
