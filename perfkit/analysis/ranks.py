@@ -89,6 +89,12 @@ def comm_ms(run: Run) -> tuple[float | None, str]:
 
 
 def step_ms(run: Run) -> float | None:
+    """A rank's mean step over the steps its comm figures cover: the complete timed steps (the last,
+    cut short at its step call's return, left out), else the record's mean step."""
+    n = _dist(run).get("complete_steps")
+    times = run.step_times_ms
+    if isinstance(n, int) and n >= 1 and len(times) == n + 1:
+        return float(sum(times[:n]) / n)
     v = run.step_ms.get("mean")
     if v is None and run.step_times_ms:
         v = sum(run.step_times_ms) / len(run.step_times_ms)
