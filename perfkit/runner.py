@@ -5,7 +5,8 @@ fresh ``__main__`` module (``sys.modules["__main__"]``) whose globals are the on
 gives (``__file__`` absolute, ``__spec__``, ``__loader__``, ``__package__``, ``__cached__``,
 ``__builtins__`` the module, ``__annotations__`` where this Python makes it), ``sys.argv[0]`` as
 Python sets it (the script as given; the module's file for ``-m``), ``sys.path[0]`` the script's
-real directory (the working directory for ``-m``). Its stdout, stderr and exit status pass through:
+real directory (the working directory for ``-m``) in place of perfkit's own first entry, which moves
+to the end of the path. Its stdout, stderr and exit status pass through:
 an uncaught exception goes to ``sys.excepthook`` (the interpreter's own hook, or whatever the program
 or torch.distributed installed there: ``[rank1]:`` prefixes) with perfkit's frames taken out of its
 traceback, and exits 1; ``sys.exit(n)`` exits ``n``, Ctrl-C exits 130 and SIGTERM while the program
@@ -295,7 +296,12 @@ def run(target: str, args: list[str] | None = None, *, module: bool = False, ses
     try:
         sys.argv = program.argv
         if program.path0 is not None:
-            sys.path.insert(0, program.path0)
+            # the program's directory replaces perfkit's own first entry (the directory `python -m perfkit`
+            # ran in, or the console script's), which moves to the end: perfkit imports lazily from it,
+            # and it shadows nothing of the program's there
+            launched_from = sys.path[:1]
+            sys.path[:1] = [program.path0]
+            sys.path.extend(p for p in launched_from if p not in sys.path)
         with session:
             try:
                 program.execute()
