@@ -433,7 +433,8 @@ def rank_line(run: Run, output: str, fmt: Callable[[Any], str] | None = None) ->
     share = f" ({_pct(c_ms / s_ms)})" if c_ms is not None and s_ms else ""
     where = ", ".join(str(x) for x in (d.get("backend"), d.get("device")) if x)
     unit = run.throughput_unit
-    return (f"perfkit rank {rank_of(run)}/{world_of(run)}" + (f" [{where}]" if where else "") + f": {f(run.sps)} {unit}, "
+    ended = f"{run.status} (exit {run.exit_code}), " if run.status != "complete" else ""
+    return (f"perfkit rank {rank_of(run)}/{world_of(run)}" + (f" [{where}]" if where else "") + f": {ended}{f(run.sps)} {unit}, "
             f"step mean {f(s_ms)} ms, comm {f(c_ms)} ms/step{share}, {len(run.findings)} findings; record {output}")
 
 

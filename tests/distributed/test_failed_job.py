@@ -83,7 +83,7 @@ def test_the_failing_ranks_stderr_is_plain_torchruns(failed_job):
     prof = _rank_stderr(out / "logs-perfkit", 1)
     assert "[rank1]: RuntimeError: planted failure on rank 1 at step 10" in plain  # torch's excepthook
     summary = [ln for ln in prof.splitlines() if ln.startswith("perfkit rank 1/2")]
-    assert len(summary) == 1
+    assert len(summary) == 1 and summary[0].startswith("perfkit rank 1/2 [gloo, cpu]: partial (exit 1), ")
 
     def lines(text):  # a gloo group left to interpreter exit aborts the process, or not: either way, plain too
         return [ln for ln in text.splitlines() if ln != "terminate called without an active exception"]
