@@ -82,6 +82,7 @@ def test_the_failing_ranks_stderr_is_plain_torchruns(failed_job):
     plain = _rank_stderr(out / "logs-plain", 1)
     prof = _rank_stderr(out / "logs-perfkit", 1)
     assert "[rank1]: RuntimeError: planted failure on rank 1 at step 10" in plain  # torch's excepthook
+    assert "in step" in plain  # raised inside the env step perfkit wraps: its wrapper's frame is taken out
     summary = [ln for ln in prof.splitlines() if ln.startswith("perfkit rank 1/2")]
     assert len(summary) == 1 and summary[0].startswith("perfkit rank 1/2 [gloo, cpu]: partial (exit 1), ")
 

@@ -1,5 +1,5 @@
-"""A data-parallel loop (gloo, CPU) in which one rank fails: rank ``--fail-rank`` raises at step
-``--fail-step``; the others are then blocked in the step's ``all_reduce`` until the failed rank's
+"""A data-parallel loop (gloo, CPU) in which one rank fails: rank ``--fail-rank`` raises inside its
+env step (the call perfkit wraps to mark steps) at step ``--fail-step``; the others are then blocked in the step's ``all_reduce`` until the failed rank's
 process is gone (gloo's error) or the launcher terminates them (torchrun's SIGTERM). Without a
 launcher (``--alone``) it is one process that raises and receives SIGTERM ``--term-after`` seconds
 later, as a surviving rank does."""
@@ -32,8 +32,11 @@ class ToyEnv:
 
     def __init__(self):
         self.obs = torch.zeros(self.num_envs, 4)
+        self.i = 0
 
     def step(self, actions):
+        check(self.i)
+        self.i += 1
         self.obs.add_(actions)
         return self.obs
 
@@ -48,6 +51,5 @@ def check(i):
 env, t = ToyEnv(), torch.ones(4)
 for i in range(a.steps):
     env.step(t)
-    check(i)
     dist.all_reduce(t)
 dist.destroy_process_group()
