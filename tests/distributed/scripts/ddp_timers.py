@@ -1,5 +1,6 @@
 """DDP with a slow rank (gloo, CPU), timing itself: every step is an env step (rank ``--slow-rank``
-sleeps ``--slow-ms`` in it), a forward and a backward of a DistributedDataParallel model, and an
+sleeps ``--slow-ms`` in it from step ``--slow-from`` on: its first steps, as a program's often are,
+are not like the rest), a forward and a backward of a DistributedDataParallel model, and an
 optimizer step. The fast ranks wait for the slow one inside the backward (DDP's bucket all-reduce).
 Each rank writes its own timers to ``--timers PREFIX`` + ``.rankR.json``: the start of every env step
 and the duration of every backward (perf_counter seconds)."""
@@ -15,6 +16,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=30)
 p.add_argument("--slow-rank", type=int, default=1)
 p.add_argument("--slow-ms", type=float, default=30.0)
+p.add_argument("--slow-from", type=int, default=0, help="the first step (0-based) the slow rank is slow in")
 p.add_argument("--timers", required=True)
 a = p.parse_args()
 
@@ -30,10 +32,12 @@ class ToyEnv:
     def __init__(self, slow_s):
         self.slow_s = slow_s
         self.obs = torch.zeros(self.num_envs, 8)
+        self.i = 0
 
     def step(self, actions):
-        if self.slow_s:
+        if self.slow_s and self.i >= a.slow_from:
             time.sleep(self.slow_s)
+        self.i += 1
         self.obs.add_(actions.sum(-1, keepdim=True) * 0.01)
         return self.obs
 
