@@ -43,8 +43,14 @@ def test_sigterm_during_the_record_build_is_held_off(monkeypatch):
 
     monkeypatch.setattr(Session, "_record", terminated_while_building)
     written = []
-    out = runner.run(FAIL, ["--alone", "--fail-rank", "0", "--steps", "12"],
-                     on_exit=lambda o: written.append(o.run.status) or 7)
+    try:
+        out = runner.run(FAIL, ["--alone", "--fail-rank", "0", "--steps", "12"],
+                         on_exit=lambda o: written.append(o.run.status) or 7)
+    finally:
+        import torch.distributed as dist
+
+        if dist.is_initialized():  # the script raised before destroying its group
+            dist.destroy_process_group()
     assert written == ["partial"] and out.exit_code == 7 and out.run.exit_code == 1
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # put back afterwards
 
