@@ -39,8 +39,10 @@ DIST_KEYS = ("rank", "local_rank", "world_size", "local_world_size", "node", "ho
   else), or null; ``run_id``: torchrun's rendezvous id; ``master``: ``MASTER_ADDR:MASTER_PORT``.
   Records of one job share ``run_id`` and ``master``: that is how a report groups ranks.
 
-``comm`` (the collectives, :mod:`perfkit.collectors.comm`) and ``ddp`` (DistributedDataParallel's own
-bucket statistics) are added where the run made any."""
+``complete_steps``: the timed steady steps the per-step figures of ``comm`` and ``ddp`` are over (every
+timed step but the last, which has no next boundary). ``comm`` (the collectives,
+:mod:`perfkit.collectors.comm`) and ``ddp`` (DistributedDataParallel's bucket statistics on steady
+iterations) are added where the run made any."""
 
 
 def _int(env: Mapping[str, str], *names: str) -> int | None:

@@ -72,6 +72,7 @@ EXTRA_WHAT_IF_TABLE = "what_if_table"  # [{rank, site, op, est_ms_per_step, sour
 EXTRA_BUDGET = "budget"  # {max_syncs_per_step, max_allocs_per_step, exceeded}
 # sweep worker -> sweep, report, compare
 EXTRA_ERROR = "error"  # why a point (or a run) failed, one line
+EXTRA_ENDED_AT = "ended_at"  # when the profiled program ended (Unix time): which rank of a job failed first
 EXTRA_PHYSICS_SPS = "physics_sps"
 EXTRA_BUILD_S = "build_s"
 EXTRA_FIRST_STEP_S = "first_step_s"

@@ -20,10 +20,16 @@ Definitions (every figure per steady-state step of each rank's own record):
   ``max(busy) / mean(busy) - 1`` (0: balanced; 0.5: the slowest rank works 50 % longer than the
   average one, and the average rank waits about that much in comm). Below :data:`BALANCED` the job
   is called balanced (the straggler is still named). The **slowest rank** is the one with the lowest
-  SPS;
+  SPS, named only when the ranks' SPS differ by :data:`BALANCED` or more (in lock step they are alike,
+  and the lowest of alike figures is noise: the straggler says who holds the others up);
 * **comm share** is comm time / mean step time, per rank and averaged over the ranks;
 * **scaling efficiency** = total SPS / (ranks x the 1-GPU run's SPS): 1.0 is perfect weak scaling
-  (each rank as fast as one GPU alone).
+  (each rank as fast as one GPU alone); the 1-GPU run must be a record of a world of 1;
+* a **failed job**: each rank's exit status and exception (``exit_code``, ``extra["error"]``); the
+  **first failure** is the failed rank whose program ended first (``extra["ended_at"]``); ranks with
+  no record are **missing** (killed before writing it, or not given);
+* **nodes** (``dist.node``): per node its ranks, SPS and mean busy time; the **slow node** is the one
+  whose ranks are busiest on average (named when there are two nodes or more).
 
 Records are grouped into jobs by their ``dist`` block (:func:`group_ranks`): the same world size,
 command and rendezvous (``run_id``, else ``master``); a rank seen twice starts another job.
@@ -36,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from perfkit.record import SEGMENTS, Run
+from perfkit.record import EXTRA_ENDED_AT, EXTRA_ERROR, SEGMENTS, Run
 
 BALANCED = 0.10  # an imbalance below this is "balanced" (run-to-run noise of step times is a few per cent)
 
@@ -70,11 +76,15 @@ def comm_ms(run: Run) -> tuple[float | None, str]:
     ``comm`` segment (on NCCL the collective kernels, waiting for the other ranks included), else
     ``"host"``, the host time inside the collective calls and their ``Work.wait()`` (``dist.comm``; on
     gloo the exchange and the wait for the other ranks), plus ``"ddp"``: DDP's exposed bucket time.
-    ``(None, "none")`` when the run made no collective."""
+    A source is named only where something ran in the steady steps (collectives made only in set-up,
+    as DDP's first broadcast, are none). ``(None, "none")`` when the run made no collective."""
     seg = run.segments.get("comm")
     comm = _dist(run).get("comm") or {}
     ms, src = None, "none"
-    if seg is not None and seg.gpu_ms_per_step is not None:
+    ran = not comm or bool(comm.get("calls_per_step") or comm.get("waits_per_step"))
+    if not ran:  # no steady collective: the segment holds at most a few set-up/teardown calls
+        pass
+    elif seg is not None and seg.gpu_ms_per_step is not None:
         ms, src = float(seg.gpu_ms_per_step), "gpu"
     elif isinstance(comm.get("host_ms_per_step"), (int, float)):
         ms, src = float(comm["host_ms_per_step"]), "host"
@@ -89,6 +99,12 @@ def comm_ms(run: Run) -> tuple[float | None, str]:
 
 
 def step_ms(run: Run) -> float | None:
+    """A rank's mean step over the steps its comm figures cover: the complete timed steps (the last,
+    cut short at its step call's return, left out), else the record's mean step."""
+    n = _dist(run).get("complete_steps")
+    times = run.step_times_ms
+    if isinstance(n, int) and n >= 1 and len(times) == n + 1:
+        return float(sum(times[:n]) / n)
     v = run.step_ms.get("mean")
     if v is None and run.step_times_ms:
         v = sum(run.step_times_ms) / len(run.step_times_ms)
@@ -118,6 +134,9 @@ class RankRow:
     comm_wait_ms: float | None = None  # of it, inside Work.wait()
     ddp_exposed_ms: float | None = None
     syncs_per_step: float = 0.0
+    exit_code: int | None = None
+    error: str | None = None  # the program's exception, one line
+    ended_at: float | None = None  # Unix time the program ended
 
 
 @dataclass
@@ -136,6 +155,10 @@ class RankSummary:
     single_sps: float | None = None
     single_label: str | None = None
     scaling_efficiency: float | None = None
+    failed: list[int] = field(default_factory=list)  # ranks whose program exited non-zero, first failure first
+    first_failure: int | None = None
+    nodes: dict[int, dict[str, Any]] = field(default_factory=dict)  # node -> {ranks, missing, total_sps, busy_ms}
+    slow_node: int | None = None
     segments: dict[str, dict[int, float]] = field(default_factory=dict)  # segment -> rank -> ms/step
     segment_source: str = "cpu"  # "gpu" where every rank has GPU times
     comm_ops: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)  # op -> rank -> per-step figures
@@ -160,6 +183,8 @@ def _row(run: Run, label: str) -> RankRow:
         comm_calls_per_step=comm.get("calls_per_step"), comm_host_ms=comm.get("host_ms_per_step"),
         comm_wait_ms=comm.get("wait_ms_per_step"), ddp_exposed_ms=ddp.get("exposed_comm_ms_per_step"),
         syncs_per_step=sum(s.syncs_per_step for s in run.segments.values()),
+        exit_code=run.exit_code, error=run.extra.get(EXTRA_ERROR) or None,
+        ended_at=run.extra.get(EXTRA_ENDED_AT) if isinstance(run.extra.get(EXTRA_ENDED_AT), (int, float)) else None,
     )
 
 
@@ -185,16 +210,25 @@ def merge_ranks(runs: Sequence[Run], single: Run | None = None, labels: Sequence
     s = RankSummary(world_size=world, script=script_of(runs[0]), backend=d0.get("backend"))
     s.ranks = [_row(r, lab) for r, lab in zip(runs, labels)]
     s.missing = sorted(set(range(world)) - {r.rank for r in s.ranks})
+    failed = [r for r in s.ranks if r.exit_code not in (None, 0)]
+    failed.sort(key=lambda r: (r.ended_at is None, r.ended_at or 0.0, r.rank))
+    s.failed = [r.rank for r in failed]
+    if failed and failed[0].ended_at is not None:
+        s.first_failure = failed[0].rank
     if s.missing:
-        s.notes.append(f"{len(s.ranks)} of {world} ranks given (missing: {', '.join(map(str, s.missing))}): "
-                       "totals and comparisons cover the given ranks only")
+        why = ("no record: killed before writing it (SIGKILL, out of memory), or its file was not given"
+               if failed or any(r.status != "complete" for r in s.ranks) else "not given")
+        s.notes.append(f"{len(s.ranks)} of {world} ranks have records; missing: rank{'s' if len(s.missing) > 1 else ''} "
+                       f"{', '.join(map(str, s.missing))} ({why}): totals and comparisons cover the ranks with records")
     bad = [r.rank for r in s.ranks if r.status != "complete"]
     if bad:
         s.notes.append(f"rank(s) {', '.join(map(str, bad))} did not complete: their figures cover what they measured")
     measured = [r for r in s.ranks if r.sps is not None]
     if measured:
         s.total_sps = sum(r.sps for r in measured)
-        s.slowest_rank = min(measured, key=lambda r: (r.sps, r.rank)).rank
+        low, high = min(r.sps for r in measured), max(r.sps for r in measured)
+        if len(measured) > 1 and high > 0 and (high - low) / high >= BALANCED:
+            s.slowest_rank = min(measured, key=lambda r: (r.sps, r.rank)).rank
     if any(r.num_envs is None for r in s.ranks):
         s.notes.append("num_envs unknown on some rank: its SPS counts loop steps, not env steps")
     busy = [r for r in s.ranks if r.busy_ms is not None]
@@ -213,6 +247,11 @@ def merge_ranks(runs: Sequence[Run], single: Run | None = None, labels: Sequence
     sources = {r.comm_source for r in s.ranks}
     if len(sources) > 1:
         s.notes.append(f"comm time is measured differently across ranks ({', '.join(sorted(sources))})")
+    _nodes(s, runs)
+    if single is not None and world_of(single) != 1:
+        s.notes.append(f"the 1-GPU baseline's record is rank {rank_of(single)} of a world of {world_of(single)}, "
+                       "not a 1-GPU run: no scaling efficiency")
+        single = None
     if single is not None:
         s.single_label = script_of(single)
         if single.sps:
@@ -224,8 +263,6 @@ def merge_ranks(runs: Sequence[Run], single: Run | None = None, labels: Sequence
             s.notes.append(f"the 1-GPU run stepped {n1:,} envs and the ranks "
                            f"{', '.join(sorted({f'{r.num_envs:,}' for r in s.ranks if r.num_envs}))}: "
                            "the efficiency compares unlike loads")
-        if world_of(single) != 1:
-            s.notes.append(f"the 1-GPU baseline's record says world size {world_of(single)}")
     # per-segment times per rank (GPU where every rank has them)
     gpu = all(any(st.gpu_ms_per_step is not None for st in r.segments.values()) for r in runs)
     s.segment_source = "gpu" if gpu else "cpu"
@@ -246,6 +283,31 @@ def merge_ranks(runs: Sequence[Run], single: Run | None = None, labels: Sequence
                     k: e.get(k) for k in ("calls_per_step", "bytes_per_step", "call_ms_per_step", "waits_per_step",
                                           "wait_ms_per_step", "async_per_step")}
     return s
+
+
+def _nodes(s: RankSummary, runs: Sequence[Run]) -> None:
+    """Per node: its ranks (and those missing, where torchrun's numbering says which node they were on:
+    rank = node x local world size + local rank), their SPS and mean busy time; the slow node."""
+    lws = {_dist(x).get("local_world_size") for x in runs}
+    for r in s.ranks:
+        n = r.node if isinstance(r.node, int) else 0
+        e = s.nodes.setdefault(n, {"ranks": [], "missing": [], "total_sps": None, "busy_ms": None, "host": r.host})
+        e["ranks"].append(r.rank)
+        if r.sps is not None:
+            e["total_sps"] = (e["total_sps"] or 0.0) + r.sps
+    per_node = {v for v in lws if isinstance(v, int) and v >= 1}
+    if len(per_node) == 1:
+        k = per_node.pop()
+        for m in s.missing:
+            s.nodes.setdefault(m // k, {"ranks": [], "missing": [], "total_sps": None, "busy_ms": None,
+                                        "host": None})["missing"].append(m)
+    for n, e in s.nodes.items():
+        busy = [r.busy_ms for r in s.ranks if (r.node or 0) == n and r.busy_ms is not None]
+        e["busy_ms"] = sum(busy) / len(busy) if busy else None
+    s.nodes = dict(sorted(s.nodes.items()))
+    measured = {n: e["busy_ms"] for n, e in s.nodes.items() if e["busy_ms"] is not None}
+    if len(s.nodes) > 1 and measured:
+        s.slow_node = max(measured, key=lambda n: (measured[n], -n))
 
 
 # ---- grouping, loading, pandas -----------------------------------------------------------------------
@@ -318,15 +380,39 @@ def _pct(v: float | None) -> str:
 def headline(s: RankSummary, fmt: Callable[[Any], str]) -> list[str]:
     """The job in a few sentences (the report's and the GPU script's summary)."""
     n = len(s.ranks)
-    out = [f"{n} rank{'s' if n != 1 else ''} of a world of {s.world_size}"
-           + (f" ({s.backend})" if s.backend else "") + f": total {fmt(s.total_sps)} env steps/s"
-           + (f", per rank {', '.join(fmt(r.sps) for r in s.ranks)}" if n > 1 else "") + "."]
+    out = []
+    if s.failed:
+        first = s.row(s.failed[0])
+        head = (f"The job failed: rank {first.rank} failed first" if s.first_failure is not None
+                else f"The job failed: rank {first.rank} failed")
+        out.append(head + f" (exit {first.exit_code}" + (f", {first.error}" if first.error else "") + ")"
+                   + "".join(f"; then rank {r.rank} (exit {r.exit_code}" + (f", {r.error}" if r.error else "") + ")"
+                             for r in map(s.row, s.failed[1:]))
+                   + (f"; no record from rank{'s' if len(s.missing) > 1 else ''} {', '.join(map(str, s.missing))}"
+                      if s.missing else "") + ".")
+    elif s.missing:
+        out.append(f"No record from rank{'s' if len(s.missing) > 1 else ''} {', '.join(map(str, s.missing))}.")
+    out.append(f"{n} rank{'s' if n != 1 else ''} of a world of {s.world_size}"
+               + (f" ({s.backend})" if s.backend else "") + f": total {fmt(s.total_sps)} env steps/s"
+               + (f", per rank {', '.join(fmt(r.sps) for r in s.ranks)}" if n > 1 else "") + ".")
     if s.straggler is not None and s.imbalance is not None:
         r = s.row(s.straggler)
         mean_busy = sum(x.busy_ms for x in s.ranks if x.busy_ms is not None) / max(1, sum(x.busy_ms is not None for x in s.ranks))
         verdict = "balanced" if s.balanced else f"straggler: rank {s.straggler}"
+        sps = (f"lowest SPS: rank {s.slowest_rank}" if s.slowest_rank is not None
+               else f"SPS alike across ranks (within {BALANCED:.0%})")
         out.append(f"Imbalance {_pct(s.imbalance)} ({verdict}): rank {s.straggler} is busy {fmt(r.busy_ms)} ms/step "
-                   f"outside communication against a mean of {fmt(mean_busy)} ms; slowest rank by SPS: {s.slowest_rank}.")
+                   f"outside communication against a mean of {fmt(mean_busy)} ms; {sps}.")
+    if len(s.nodes) > 1:
+        parts = []
+        for node, e in s.nodes.items():
+            part = f"node {node}" + (f" ({e['host']})" if e.get("host") else "") + f": ranks {', '.join(map(str, e['ranks'])) or '-'}"
+            if e["missing"]:
+                part += f" (no record from {', '.join(map(str, e['missing']))})"
+            part += f", {fmt(e['total_sps'])} env steps/s, busy {fmt(e['busy_ms'])} ms/step"
+            parts.append(part)
+        slow = f"; slow node: {s.slow_node}" if s.slow_node is not None else ""
+        out.append(f"{len(s.nodes)} nodes — " + "; ".join(parts) + slow + ".")
     if s.comm_share is not None:
         out.append(f"Communication takes {_pct(s.comm_share)} of the step on average "
                    f"({', '.join(f'rank {r.rank} {_pct(r.comm_share)}' for r in s.ranks)}).")
@@ -347,7 +433,8 @@ def rank_line(run: Run, output: str, fmt: Callable[[Any], str] | None = None) ->
     share = f" ({_pct(c_ms / s_ms)})" if c_ms is not None and s_ms else ""
     where = ", ".join(str(x) for x in (d.get("backend"), d.get("device")) if x)
     unit = run.throughput_unit
-    return (f"perfkit rank {rank_of(run)}/{world_of(run)}" + (f" [{where}]" if where else "") + f": {f(run.sps)} {unit}, "
+    ended = f"{run.status} (exit {run.exit_code}), " if run.status != "complete" else ""
+    return (f"perfkit rank {rank_of(run)}/{world_of(run)}" + (f" [{where}]" if where else "") + f": {ended}{f(run.sps)} {unit}, "
             f"step mean {f(s_ms)} ms, comm {f(c_ms)} ms/step{share}, {len(run.findings)} findings; record {output}")
 
 
@@ -361,9 +448,11 @@ def _fmt(v: Any) -> str:
 
 def _marks(s: RankSummary, r: RankRow) -> list[str]:
     out = []
+    if r.rank == s.first_failure:
+        out.append("failed first")
     if r.rank == s.straggler and s.imbalance is not None and not s.balanced:
         out.append("straggler")
-    if r.rank == s.slowest_rank and len(s.ranks) > 1:
+    if r.rank == s.slowest_rank:
         out.append("lowest SPS")
     return out
 
@@ -374,6 +463,7 @@ def report_sections(entries: Sequence[tuple[str, Run]], single: tuple[str, Run] 
     formats numbers as the rest of the report does). ``single``: the 1-GPU baseline; else one is
     looked for among the entries (:func:`single_for`)."""
     out = []
+    labels: list[str] = []
     for group in group_ranks(entries):
         base = single or single_for(group, entries)
         s = merge_ranks([r for _, r in group], base[1] if base else None, [lab for lab, _ in group])
@@ -388,8 +478,13 @@ def report_sections(entries: Sequence[tuple[str, Run]], single: tuple[str, Run] 
                 str(r.rank), fmt(r.node), r.host or "-", where, r.status, fmt(r.num_envs), fmt(r.steps), fmt(r.sps),
                 fmt(r.step_ms), fmt(r.busy_ms), fmt(r.comm_ms) + (f" ({r.comm_source})" if r.comm_ms is not None else ""),
                 _pct(r.comm_share), fmt(r.comm_calls_per_step), fmt(r.comm_host_ms), fmt(r.comm_wait_ms),
-                fmt(r.ddp_exposed_ms), fmt(r.syncs_per_step), "; ".join(_marks(s, r)),
+                fmt(r.ddp_exposed_ms), fmt(r.syncs_per_step), fmt(r.exit_code), r.error or "-",
+                "; ".join(_marks(s, r)),
             ])
+        for m in s.missing:
+            node = next((n for n, e in s.nodes.items() if m in e["missing"]), None)
+            rows.append([str(m), fmt(node), "-", "-", "no record", *["-"] * 14, "missing"])
+        rows.sort(key=lambda row: int(row[0]))
         ranks = [r.rank for r in s.ranks]
         seg_rows = [[name, *(fmt(per.get(k)) for k in ranks)] for name, per in s.segments.items()]
         comm_rows = []
@@ -404,15 +499,26 @@ def report_sections(entries: Sequence[tuple[str, Run]], single: tuple[str, Run] 
         summary = {
             "world_size": s.world_size, "ranks": ranks, "total_sps": s.total_sps, "slowest_rank": s.slowest_rank,
             "straggler": s.straggler, "imbalance": s.imbalance, "balanced": s.balanced, "comm_share": s.comm_share,
-            "single_sps": s.single_sps, "scaling_efficiency": s.scaling_efficiency,
+            "single_sps": s.single_sps, "scaling_efficiency": s.scaling_efficiency, "missing": list(s.missing),
+            "failed": list(s.failed), "first_failure": s.first_failure,
+            "exit_codes": {r.rank: r.exit_code for r in s.ranks}, "errors": {r.rank: r.error for r in s.ranks if r.error},
+            "nodes": {n: dict(e) for n, e in s.nodes.items()}, "slow_node": s.slow_node,
         }
+        label = f"{s.script}, {len(s.ranks)} of {s.world_size} ranks" + (f" ({s.backend})" if s.backend else "")
+        if s.failed:
+            label += f", failed (first: rank {s.first_failure if s.first_failure is not None else s.failed[0]})"
+        d0 = _dist(group[0][1])
+        job_id = d0.get("run_id") if d0.get("run_id") not in (None, "", "none") else d0.get("master")
+        if label in labels:  # two jobs alike: their headings must still tell them apart
+            label += f", job {job_id}" if job_id and label + f", job {job_id}" not in labels else f", job {len(labels) + 1}"
+        labels.append(label)
         out.append({
-            "label": f"{s.script}, {len(s.ranks)} of {s.world_size} ranks" + (f" ({s.backend})" if s.backend else ""),
+            "label": label,
             "summary": summary,
             "headline": headline(s, fmt),
             "columns": ["rank", "node", "host", "device", "status", "num_envs", "steps", "env SPS", "step ms", "busy ms",
                         "comm ms", "comm share", "comm calls/step", "comm host ms", "of it Work.wait ms", "DDP exposed ms",
-                        "syncs/step", "note"],
+                        "syncs/step", "exit", "error", "note"],
             "rows": rows,
             "segment_columns": ["segment", *(f"rank {k}" for k in ranks)],
             "segment_rows": seg_rows,

@@ -93,7 +93,7 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
         raise BadInput(str(e)) from None
     except ValueError as e:  # a bad --step-fn found when the session starts
         raise BadInput(str(e)) from None
-    ctx.exit(finish(outcome))
+    ctx.exit(outcome.exit_code)  # finish() ran inside run(), with SIGTERM held off until the record was written
 
 
 def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) -> int:

@@ -48,6 +48,11 @@ def report(inputs, out_dir, title, single):
                 items.append(base)
             if base.run is None:
                 raise BadInput(f"--single {single}: a sweep, not a run record")
+            from perfkit.analysis.ranks import rank_of, world_of
+
+            if world_of(base.run) != 1:
+                raise BadInput(f"--single {single}: rank {rank_of(base.run)} of a world of {world_of(base.run)}, not a "
+                               "1-GPU run (give the record of the script run on one GPU: torchrun --nproc-per-node 1)")
     except RecordError as e:
         raise BadInput(str(e)) from None
     command = ["perfkit", "report", *inputs, "-o", out_dir]

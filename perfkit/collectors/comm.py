@@ -25,7 +25,10 @@ Hooks (installed by the session through its patcher, removed with everything els
   will all-reduce in backward (grad enabled, not under ``no_sync``) and reads the reducer's own
   statistics (``_get_ddp_logging_data``: bucket sizes; per backward the communication time, the
   compute time and their overlap, measured by DDP with CUDA events on the GPU and the host clock on
-  the CPU, on the iterations DDP samples: 1-10 and every 100th).
+  the CPU, on the iterations DDP samples: 1-10 and every 100th). DDP's own figures are averages over
+  every sampled iteration, perfkit's warm-up and DDP's first iterations included; perfkit reads each
+  sampled iteration's own times right after DDP sets them (in the next forward) and keeps those whose
+  step was a timed, complete steady step: the steady state, as every other figure.
 
 What the host time of a collective means: a synchronous gloo collective returns when the exchange
 is done, so its host time includes waiting for the slowest rank; a synchronous NCCL collective
@@ -33,9 +36,11 @@ returns once enqueued (microseconds) and the waiting happens on the GPU, where t
 the ``comm`` segment sees it (the current stream waits for NCCL's before the call returns).
 
 Counting follows the session's steps: calls made before the first step are setup, during warm-up
-warm-up; a steady step's calls count when the step is timed (the per-step figures divide by the
-timed steps), and the last step's only up to the moment its step call returned (after that is
-teardown, like the final ``all_gather`` of a script's throughput).
+warm-up; a steady step's calls count when the step is timed and complete. The last step is not: it
+has no next boundary, so its calls after its step call returned are teardown (the final
+``all_gather`` of a script's throughput) and the ones before are only part of a step. The per-step
+figures are over the timed steps but the last — a script making 2 all-reduces per step reads
+exactly 2.
 """
 
 from __future__ import annotations
@@ -114,8 +119,8 @@ class CommCollector:
         self._works: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
         self._step = -1  # the step the pending events belong to
         self._pending: list[tuple] = []  # (kind, op, t0, seconds, bytes) of the current step
-        self._ddp: list[list] = []  # per DDP module seen: [weakref, forwards, last logging data, finalizer]
-        self._ddp_live: dict[int, list] = {}  # id(module) -> its entry, while the module lives
+        self._ddp: list[_DDPModule] = []  # per DDP module seen
+        self._ddp_live: dict[int, _DDPModule] = {}  # id(module) -> its entry, while the module lives
         self.ddp_forwards = 0  # forwards that all-reduce in backward, over the timed steps
         self._lock = threading.Lock()
 
@@ -262,12 +267,19 @@ class CommCollector:
 
         @wraps(orig)
         def forward(module, *args, **kwargs):
+            e = None
             if is_grad_enabled() and getattr(module, "require_backward_grad_sync", True) and not hub.is_compiling():
                 try:
-                    self._ddp_seen(module)
+                    e = self._ddp_seen(module)
                 except Exception:  # pragma: no cover
                     pass
-            return orig(module, *args, **kwargs)
+            out = orig(module, *args, **kwargs)
+            if e is not None and e.sampled_before():  # DDP has just set the previous iteration's times
+                try:
+                    e.take_sample(module)
+                except Exception:  # pragma: no cover
+                    pass
+            return out
 
         return forward
 
@@ -290,19 +302,20 @@ class CommCollector:
             self._pending.append((kind, op, t0, secs, nbytes))
 
     def _commit(self, final: bool) -> None:
-        """Fold the pending events of step ``self._step`` into the totals when it is a timed steady
-        step. The last step (``final``) counts only up to when its step call returned; steady calls
-        after that are teardown."""
+        """Fold the pending events of step ``self._step`` into the totals when it is a timed, complete
+        steady step. The last step (``final``) is not complete: its steady calls after its step call
+        returned are teardown, the others are counted by phase only."""
         pending, idx = self._pending, self._step
         self._pending = []
         if not pending:
             return
         c = self.clock
         end = None
-        if final and idx > 0 and not c.manual and c.last_end is not None and c.last_end >= c.begin_t:
+        last = final and idx == c.index
+        if last and idx > 0 and not c.manual and c.last_end is not None and c.last_end >= c.begin_t:
             end = c.last_end
         steady = idx > c.warmup_steps
-        timed = steady and self.timed(idx)
+        timed = steady and self.timed(idx) and not last
         for kind, op, t0, secs, nbytes in pending:
             if end is not None and t0 >= end:
                 if steady and kind in ("call", "async"):
@@ -327,34 +340,31 @@ class CommCollector:
                 e[2] += nbytes
                 e[5] += kind == "async"
 
-    def _ddp_seen(self, module: Any) -> None:
+    def _ddp_seen(self, module: Any) -> "_DDPModule":
         key = id(module)
         e = self._ddp_live.get(key)
         if e is None:
-            e = [weakref.ref(module), 0, None, None]
+            e = _DDPModule(module)
             self._ddp.append(e)
             self._ddp_live[key] = e
             # a module collected before the session ends (a training function returned, the program
             # collects garbage before destroying the group) still leaves its statistics behind
-            e[3] = weakref.finalize(module, self._ddp_gone, key, e, getattr(module, "logger", None))
-        e[1] += 1
-        n = e[1]
-        # DDP records its runtime statistics at the forward after a sampled iteration (1-10, every 100th)
-        if n == 12 or (n > 12 and n % 100 == 2):
-            e[2] = _ddp_data(module) or e[2]
+            e.finalizer = weakref.finalize(module, self._ddp_gone, key, e, getattr(module, "logger", None))
+        e.forward(self.clock.index)
         self._event("ddp", "ddp.forward", perf_counter(), 0.0, 0)
+        return e
 
-    def _ddp_gone(self, key: int, e: list, logger: Any) -> None:
+    def _ddp_gone(self, key: int, e: "_DDPModule", logger: Any) -> None:
         if self._ddp_live.get(key) is e:
             del self._ddp_live[key]
         if logger is not None:
-            e[2] = _ddp_data(logger) or e[2]
+            e.data = _ddp_data(logger) or e.data
 
     def _read_ddp(self) -> None:
         for e in self._ddp:
-            m = e[0]()
+            m = e.ref()
             if m is not None:
-                e[2] = _ddp_data(m) or e[2]
+                e.data = _ddp_data(m) or e.data
 
     def _read_pg(self) -> None:
         try:
@@ -371,12 +381,14 @@ class CommCollector:
 
         with self._lock:
             self._commit(final=True)
+            last = self.clock.index
+            last_timed = last > self.clock.warmup_steps and self.timed(last)  # in the session's timed steps
         if self._torch is not None:
             self._read_pg()
             self._read_ddp()
         for e in self._ddp:
-            if e[3] is not None:
-                e[3].detach()  # the session is over: nothing more to read when the module goes
+            if e.finalizer is not None:
+                e.finalizer.detach()  # the session is over: nothing more to read when the module goes
         cuda_device = None
         torch = self._torch or sys.modules.get("torch")
         if torch is not None:
@@ -391,9 +403,50 @@ class CommCollector:
             "cuda_device": cuda_device,
             "totals": {k: list(v) for k, v in self.totals.items()},
             "phases": {k: dict(v) for k, v in self.phases.items()},
-            "ddp": [{"forwards": e[1], "data": e[2]} for e in self._ddp if e[1]],
+            "ddp": [{"forwards": e.forwards, "data": e.data, "sampled": len(e.samples),
+                     "steady": [list(v) for step, *v in e.samples
+                                if step > self.clock.warmup_steps and step != last and self.timed(step)]}
+                    for e in self._ddp if e.forwards],
             "ddp_forwards": self.ddp_forwards,
+            "last_step_timed": last_timed,
         }
+
+
+class _DDPModule:
+    """One DDP module the session saw: its grad-synchronizing forwards, the step each ran in, DDP's
+    latest statistics and each sampled iteration's own times ``(step, comm, overlap, compute)`` in ms."""
+
+    def __init__(self, module: Any):
+        self.ref = weakref.ref(module)
+        self.forwards = 0
+        self.data: dict[str, Any] | None = None
+        self.finalizer: Any = None
+        self.steps: list[int] = []  # the step of the last two forwards
+        self.samples: list[tuple[int, float, float, float]] = []
+        self._iteration: Any = None
+
+    def forward(self, step: int) -> None:
+        self.forwards += 1
+        self.steps = [*self.steps[-1:], step]
+
+    def sampled_before(self) -> bool:
+        """Whether DDP timed the previous iteration (its 1st-10th, then every 100th): it has just set
+        its times, in this forward."""
+        n = self.forwards - 1
+        return n >= 1 and (n <= 10 or n % 100 == 0)
+
+    def take_sample(self, module: Any) -> None:
+        data = _ddp_data(module)
+        if not data or "backward_comm_time" not in data:
+            return
+        self.data = data
+        it = data.get("iteration")
+        if it == self._iteration:  # nothing new was set (DDP's timer was not ready)
+            return
+        self._iteration = it
+        ms = [data.get(k, 0) / 1e6 for k in ("backward_comm_time", "backward_compute_comm_overlap_time",
+                                               "backward_compute_time")]
+        self.samples.append((self.steps[0], *ms))
 
 
 def _ddp_data(module: Any) -> dict[str, Any] | None:
@@ -409,6 +462,7 @@ def _ddp_data(module: Any) -> dict[str, Any] | None:
     except Exception:
         return None
     keep = ("avg_backward_comm_time", "avg_backward_compute_comm_overlap_time", "avg_backward_compute_time",
+            "backward_comm_time", "backward_compute_comm_overlap_time", "backward_compute_time",
             "avg_forward_compute_time", "bucket_sizes", "rebuilt_bucket_sizes", "num_buckets_reduced", "bucket_cap_bytes",
             "total_parameter_size_bytes", "iteration", "backend_name", "module_name", "comm_hook", "gradient_as_bucket_view",
             "find_unused_parameters", "device_ids")
@@ -444,20 +498,32 @@ def ddp_block(modules: list[dict], forwards: int, n_timed: int) -> dict[str, Any
     if not modules:
         return None
     per_step = forwards / n_timed if n_timed else None
+    steady = all(m.get("steady") for m in modules)
     out: dict[str, Any] = {
         "modules": len(modules),
         "forwards_per_step": round(per_step, 6) if per_step is not None else None,
+        "source": "steady iterations" if steady else "DDP's average",
         "accounting": ("DDP's bucket all-reduces run in its C++ reducer during backward (segment learner); "
                        "their time is DDP's own measurement per backward (CUDA events on the GPU, the host clock "
                        "on the CPU) on the iterations DDP samples (1-10, then every 100th), times the "
-                       "forwards per step that all-reduce"),
+                       "forwards per step that all-reduce; "
+                       + ("averaged over the sampled iterations that ran in timed steady steps"
+                          if steady else "DDP's own average over every sampled iteration (warm-up included: "
+                          "no sampled iteration ran in a timed steady step)")),
     }
     comm = overlap = compute = 0.0
     measured = False
     buckets: list[int] = []
     for m in modules:
         data = m.get("data") or {}
-        if "avg_backward_comm_time" in data:
+        if steady:
+            rows = m["steady"]
+            measured = True
+            comm += sum(r[0] for r in rows) / len(rows)
+            overlap += sum(r[1] for r in rows) / len(rows)
+            compute += sum(r[2] for r in rows) / len(rows)
+            out["steady_iterations"] = out.get("steady_iterations", 0) + len(rows)
+        elif "avg_backward_comm_time" in data:
             measured = True
             comm += data.get("avg_backward_comm_time", 0) / 1e6
             overlap += data.get("avg_backward_compute_comm_overlap_time", 0) / 1e6
@@ -517,11 +583,14 @@ def comm_block(totals: dict[str, list], phases: dict[str, dict[str, int]], n_tim
 
 def dist_record(raw: dict[str, Any] | None, n_timed: int, env_device: Any = None, host: str | None = None) -> dict[str, Any]:
     """The record's ``dist`` block (:data:`perfkit.dist.DIST_KEYS`) from :meth:`CommCollector.snapshot`
-    and the number of timed steady steps; ``{}`` without a snapshot."""
+    and the number of timed steady steps (the last one among them is left out of the per-step
+    figures); ``{}`` without a snapshot."""
     from perfkit.dist import physical_gpu
 
     if not raw:
         return {}
+    if raw.get("last_step_timed") and n_timed:
+        n_timed -= 1  # the per-step figures are over the complete steps (module doc)
     launch = dict(raw.get("launch") or {})
     pg = raw.get("pg") or {}
     out: dict[str, Any] = {
@@ -541,6 +610,7 @@ def dist_record(raw: dict[str, Any] | None, n_timed: int, env_device: Any = None
     out["physical_gpu"] = physical_gpu(device, launch.get("visible_devices"))
     for k in ("launcher", "run_id", "master"):
         out[k] = launch.get(k)
+    out["complete_steps"] = n_timed  # the timed steps the per-step figures below are over: the first n of step_times_ms
     comm = comm_block(raw.get("totals") or {}, raw.get("phases") or {}, n_timed)
     if comm:
         out["comm"] = comm

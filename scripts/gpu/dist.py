@@ -1,6 +1,7 @@
 """Data-parallel scaling of examples/train_ddp.py, plain and under perfkit, and the merged per-rank report.
 
     python3 scripts/gpu/dist.py --out DIR [--gpus 2] [--num-envs 4096] [--iterations 80]
+    python3 scripts/gpu/dist.py --out DIR --same-gpu      # one GPU: both ranks on cuda:0, gloo
     python3 scripts/gpu/dist.py --out DIR --backend gloo --device cpu --num-envs 16 --iterations 4 --num-steps 8
 
 On the 2-GPU H200 machine (``nvidia-h200-x2``; warp and mujoco installed into /tmp/site by
@@ -20,6 +21,10 @@ efficiency (total SPS / (ranks x 1-GPU SPS)) plain and under perfkit, the stragg
 and the share of the step spent in communication, and writes DIR/summary.md and DIR/summary.json
 (and the logs of every launch). Exits 1 when a launch fails. The CPU form above (gloo, MuJoCo C)
 runs the same logic in about a minute on 2 cores (tests/distributed/test_dist_gpu_script.py).
+
+``--same-gpu`` is for a machine with one GPU: every rank on ``cuda:0`` (NCCL refuses two ranks on one
+device, so the backend is gloo, on CUDA tensors). What that shows and does not show is printed at the
+start and written into the summary (:data:`SAME_GPU_NOTE`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+SAME_GPU_NOTE = (
+    "--same-gpu: {n} ranks share cuda:0 with gloo (NCCL refuses two ranks on one GPU). It shows perfkit on a "
+    "data-parallel job whose tensors live on the GPU: a record per rank, CUDA-event segment times per rank, the "
+    "collectives counted and timed, the merged report and perfkit's overhead per rank. It does NOT show data-parallel "
+    "scaling or NCCL's cost: the ranks compete for one GPU's SMs and memory bandwidth (the 'scaling efficiency' is "
+    "that of sharing, not of adding GPUs), and gloo moves every gradient through host memory over TCP where NCCL "
+    "would use NVLink, so the comm share is gloo's, far above what NCCL on {n} GPUs would show.")
 TOTAL = re.compile(r"^total SPS: ([0-9.]+) \(world size (\d+); per rank ([0-9., ]+);", re.M)
 
 
@@ -98,20 +110,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default=None, choices=("nccl", "gloo"), help="default: train_ddp.py's (nccl on CUDA)")
     p.add_argument("--device", default=None, help="cpu for the CPU form (default: each rank's GPU)")
     p.add_argument("--sync", default="allreduce", choices=("allreduce", "ddp"))
+    p.add_argument("--same-gpu", action="store_true",
+                   help="one GPU: every rank on cuda:0 with gloo on CUDA tensors (see the note it prints)")
     p.add_argument("--timeout", type=float, default=240.0, help="seconds per launch")
     p.add_argument("--budget", type=float, default=480.0,
                    help="seconds for everything: a launch gets at most what is left (gpu-check.sh stops a stage at 540)")
     args = p.parse_args(argv)
     if args.gpus < 2:
         p.error("--gpus must be >= 2")
+    note = None
+    if args.same_gpu:
+        if args.backend == "nccl" or (args.device is not None and args.device != "cuda:0"):
+            p.error("--same-gpu runs every rank on cuda:0 with gloo: leave --backend and --device out")
+        args.backend, args.device = "gloo", "cuda:0"
+        note = SAME_GPU_NOTE.format(n=args.gpus)
+        print(f"[dist] {note}", flush=True)
     if args.device is None or args.device.startswith("cuda"):
         import torch
 
         have = torch.cuda.device_count()
-        if have < args.gpus:
-            print(f"[dist] FAILED: {args.gpus} GPUs needed, this machine shows {have} "
-                  f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}); run it on nvidia-h200-x2, "
-                  "alone (not in an a|b pair of gpu-check.sh)", flush=True)
+        need = 1 if args.same_gpu else args.gpus
+        if have < need:
+            print(f"[dist] FAILED: {need} GPU{'s' if need > 1 else ''} needed, this machine shows {have} "
+                  f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}); run it on nvidia-h200-x2 "
+                  "(or with --same-gpu on one GPU), alone (not in an a|b pair of gpu-check.sh)", flush=True)
             return 1
     out = Path(args.out)
     (out / "one").mkdir(parents=True, exist_ok=True)
@@ -162,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "script": "python3 scripts/gpu/dist.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "train_args": train_args,
+        "same_gpu": note,
         "environment": NO_MULTICAST,
         "plain": {"one": plain_one, "multi": plain_multi, "scaling_efficiency": efficiency(plain_multi, plain_one)},
         "perfkit": {"one": prof_one, "multi": prof_multi, "scaling_efficiency": efficiency(prof_multi, prof_one),
@@ -180,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         f"# Data-parallel scaling: train_ddp.py, {n} ranks vs 1", "",
         f"Command: `{result['script']}` (train_ddp.py {' '.join(train_args)}; every process with "
         + ", ".join(f"{k}={v}" for k, v in NO_MULTICAST.items()) + ")", "",
-        f"Machine: {runs[0].machine.get('device', '?')} x {n}, torch {runs[0].machine.get('torch')}, "
+        f"Machine: {runs[0].machine.get('device', '?')} x {1 if note else n}, torch {runs[0].machine.get('torch')}, "
         f"backend {s.backend}; wall {result['wall_s']:.0f} s", "",
+        *([f"**{note}**", ""] if note else []),
         "| run | 1 rank SPS | " + f"{n} ranks total SPS | per rank | scaling efficiency |",
         "|---|---:|---:|---|---:|",
     ]

@@ -57,3 +57,12 @@ def test_too_few_gpus_is_said_before_anything_runs(tmp_path):
     proc = _run(["--out", str(tmp_path / "d"), "--num-envs", "8"], timeout=60)  # the GPU form on this CPU machine
     assert proc.returncode == 1 and "2 GPUs needed, this machine shows 0" in proc.stdout
     assert not (tmp_path / "d").exists()
+
+
+def test_same_gpu_says_what_it_shows_and_needs_one_gpu(tmp_path):
+    proc = _run(["--out", str(tmp_path / "d"), "--same-gpu", "--num-envs", "8"], timeout=60)
+    assert proc.returncode == 1 and "1 GPU needed, this machine shows 0" in proc.stdout
+    assert "2 ranks share cuda:0 with gloo" in proc.stdout and "does NOT show data-parallel scaling" in proc.stdout
+    assert not (tmp_path / "d").exists()
+    proc = _run(["--out", str(tmp_path / "d"), "--same-gpu", "--backend", "nccl"], timeout=60)
+    assert proc.returncode == 2 and "leave --backend and --device out" in proc.stderr

@@ -15,7 +15,7 @@ from perfkit.renderers import markdown
 
 
 def rank_run(rank, world=2, step=10.0, comm=2.0, sps=None, gpu_comm=None, run_id="job", num_envs=100, ddp_exposed=None,
-             command=("examples/train_ddp.py", "--num-envs", "100"), backend="gloo"):
+             command=("examples/train_ddp.py", "--num-envs", "100"), backend="gloo", node=0, local_world=None):
     """A record of one rank: ``step`` ms per step, ``comm`` ms of it in collectives (host)."""
     r = Run(command=list(command), num_envs=num_envs, steps=50, status="complete")
     r.step_ms = {"mean": step, "p50": step, "p99": step}
@@ -25,7 +25,8 @@ def rank_run(rank, world=2, step=10.0, comm=2.0, sps=None, gpu_comm=None, run_id
         "comm": SegmentStats(cpu_ms_per_step=comm + 0.5, gpu_ms_per_step=gpu_comm, calls_per_step=2.0),
         "other": SegmentStats(cpu_ms_per_step=0.5),
     }
-    r.dist = {"rank": rank, "local_rank": rank, "world_size": world, "backend": backend, "device": "cpu", "node": 0,
+    r.dist = {"rank": rank, "local_rank": rank, "world_size": world, "backend": backend, "device": "cpu", "node": node,
+              "local_world_size": local_world,
               "run_id": run_id, "master": "127.0.0.1:29500",
               "comm": {"timed_steps": 49, "calls_per_step": 2.0, "host_ms_per_step": comm, "call_ms_per_step": comm - 0.1,
                        "wait_ms_per_step": 0.1, "ops": {"all_reduce": {"calls_per_step": 2.0, "bytes_per_step": 4e6,
@@ -42,7 +43,7 @@ def test_straggler_is_the_rank_the_others_wait_for():
     runs = [rank_run(0, 3, comm=6.0), rank_run(1, 3, comm=6.0), rank_run(2, 3, comm=1.0, sps=9_900.0)]
     s = ranks.merge_ranks(runs)
     assert [r.busy_ms for r in s.ranks] == [4.0, 4.0, 9.0]
-    assert s.straggler == 2 and s.slowest_rank == 2
+    assert s.straggler == 2 and s.slowest_rank is None  # SPS 1 % apart: no lowest rank named on noise
     assert s.imbalance == pytest.approx(9.0 / (17.0 / 3) - 1)
     assert s.balanced is False
     assert s.total_sps == pytest.approx(10_000 + 10_000 + 9_900)
@@ -175,3 +176,95 @@ def test_launch_info():
     assert launch_info({"WORLD_SIZE": "2", "RANK": "1"})["launcher"] == "env"
     assert physical_gpu("cuda:0", "1") == "1" and physical_gpu("cuda:1", "4,6") == "6"
     assert physical_gpu("cuda:1", None) == "1" and physical_gpu("cpu", "1") is None and physical_gpu("cuda:2", "1") is None
+
+
+# ---- issue 21.5: what a failed job's report says; multi-node ---------------------------------------------
+
+def _failed(run, code, error, at):
+    run.status, run.exit_code = "partial", code
+    if error:
+        run.extra["error"] = error
+    run.extra["ended_at"] = at
+    return run
+
+
+def test_a_failed_job_names_exit_codes_the_exception_the_first_failure_and_the_missing_rank():
+    runs = [_failed(rank_run(0, 3), 143, None, 1000.9), _failed(rank_run(1, 3), 1, "RuntimeError: boom", 1000.2)]
+    s = ranks.merge_ranks(runs)
+    assert s.failed == [1, 0] and s.first_failure == 1 and s.missing == [2]
+    assert any("missing: rank 2 (no record: killed before writing it" in n for n in s.notes)
+    head = ranks.headline(s, fmt_num)[0]
+    assert head == "The job failed: rank 1 failed first (exit 1, RuntimeError: boom); then rank 0 (exit 143); no record from rank 2."
+    job = build_report(runs).ranks[0]
+    assert job["summary"]["first_failure"] == 1 and job["summary"]["exit_codes"] == {0: 143, 1: 1}
+    assert job["label"].endswith("failed (first: rank 1)")
+    cols = job["columns"]
+    rows = {row[0]: dict(zip(cols, row)) for row in job["rows"]}
+    assert rows["1"]["exit"] == "1" and rows["1"]["error"] == "RuntimeError: boom" and "failed first" in rows["1"]["note"]
+    assert rows["2"]["status"] == "no record" and rows["2"]["note"] == "missing"
+    text = markdown.render(build_report(runs))
+    assert "rank 1 failed first (exit 1, RuntimeError: boom)" in text and "| 2 | - | - | - | no record |" in text
+
+
+def test_a_rank_not_given_of_a_complete_job_reads_as_not_given():
+    s = ranks.merge_ranks([rank_run(0, 2)])
+    assert s.failed == [] and any("missing: rank 1 (not given)" in n for n in s.notes)
+    assert ranks.headline(s, fmt_num)[0] == "No record from rank 1."
+
+
+def test_two_jobs_of_one_script_get_distinct_headings():
+    runs = [rank_run(0, run_id="a"), rank_run(1, run_id="a"), rank_run(0, run_id="b"), rank_run(1, run_id="b")]
+    labels = [job["label"] for job in build_report(runs).ranks]
+    assert len(labels) == 2 and len(set(labels)) == 2 and labels[1].endswith("job b")
+
+
+def test_lowest_sps_is_named_only_beyond_noise_and_never_against_the_straggler():
+    # lock step: SPS 1,820 vs 1,823 is noise; rank 1 is the straggler (the other waits for it)
+    runs = [rank_run(0, comm=6.0, sps=1_820.0), rank_run(1, comm=1.0, sps=1_823.0)]
+    s = ranks.merge_ranks(runs)
+    assert s.straggler == 1 and s.slowest_rank is None
+    job = build_report(runs).ranks[0]
+    assert [row[-1] for row in job["rows"]] == ["", "straggler"]
+    assert "SPS alike across ranks (within 10%)" in ranks.headline(s, fmt_num)[1]
+    s = ranks.merge_ranks([rank_run(0, sps=1_000.0), rank_run(1, sps=1_500.0)])
+    assert s.slowest_rank == 0 and "lowest SPS: rank 0" in ranks.headline(s, fmt_num)[1]
+
+
+def test_comm_source_names_only_what_ran_in_the_steady_steps():
+    r = rank_run(0, comm=0.0, ddp_exposed=0.75)
+    r.dist["comm"].update(calls_per_step=0.0, waits_per_step=0.0, host_ms_per_step=0.0)  # DDP's set-up broadcast only
+    assert ranks.comm_ms(r) == (0.75, "ddp")
+
+
+def test_a_multi_rank_record_is_no_one_gpu_baseline(tmp_path):
+    s = ranks.merge_ranks([rank_run(0), rank_run(1)], rank_run(0))
+    assert s.scaling_efficiency is None and any("not a 1-GPU run" in n for n in s.notes)
+    from click.testing import CliRunner
+
+    from perfkit.cli import main
+
+    paths = [str(rank_run(k).save(tmp_path / f"run.rank{k}.json")) for k in (0, 1)]
+    res = CliRunner().invoke(main, ["report", *paths, "--single", paths[0], "-o", str(tmp_path / "rep")])
+    assert res.exit_code == 2 and "--single" in res.output and "world of 2" in res.output
+    assert not (tmp_path / "rep" / "index.html").exists()
+
+
+def _node_run(rank, busy_extra=0.0, **kw):
+    return rank_run(rank, 4, comm=6.0 - busy_extra, node=rank // 2, local_world=2, **kw)
+
+
+def test_nodes_are_grouped_and_the_slow_node_named():
+    runs = [_node_run(0), _node_run(1), _node_run(2, 3.0), _node_run(3, 2.0)]
+    s = ranks.merge_ranks(runs)
+    assert {n: e["ranks"] for n, e in s.nodes.items()} == {0: [0, 1], 1: [2, 3]}
+    assert s.slow_node == 1 and s.straggler == 2
+    assert "slow node: 1" in " ".join(ranks.headline(s, fmt_num))
+
+
+def test_a_nodes_missing_records_are_named_with_their_node():
+    s = ranks.merge_ranks([_node_run(0), _node_run(1)])
+    assert s.missing == [2, 3] and s.nodes[1]["missing"] == [2, 3] and s.nodes[1]["ranks"] == []
+    text = " ".join(ranks.headline(s, fmt_num))
+    assert "node 1: ranks - (no record from 2, 3)" in text
+    job = build_report([_node_run(0), _node_run(1)]).ranks[0]
+    assert [row[:2] for row in job["rows"]] == [["0", "0"], ["1", "0"], ["2", "1"], ["3", "1"]]
