@@ -223,20 +223,26 @@ class SegmentRules:
         discovery.watch_modules(call.__code__, torch.is_grad_enabled, self.policy_classes)
 
     def finish_policy_discovery(self) -> None:
-        """Wrap the found policy classes' ``forward`` (the window that found them is closing)."""
+        """Wrap the found policy classes' ``forward`` (the window that found them is closing).
+
+        A wrapper module is the policy like any other: ``DistributedDataParallel`` (whose ``forward``
+        perfkit's comm collector has wrapped already: wrapped again, on top) and ``torch.compile``'s
+        ``OptimizedModule`` (it sets ``forward`` per instance, to the compiled callable: its class's
+        ``__call__`` is wrapped instead — the compiled code inside never runs the module's Python)."""
         if not self.policy_classes:
             return
         import torch
 
         is_grad_enabled = torch.is_grad_enabled
         for cls in self.policy_classes:
-            owner = next((k for k in cls.__mro__ if "forward" in vars(k)), None)
-            if owner is None or owner is torch.nn.Module:
+            found = _policy_entry(cls, torch.nn.Module)
+            if found is None:
                 continue
-            orig = vars(owner)["forward"]
-            if getattr(orig, "__perfkit_wrapped__", None) is not None:
+            owner, attr = found
+            orig = vars(owner)[attr]
+            if getattr(orig, "__perfkit_policy__", False):
                 continue
-            self.patcher.set(owner, "forward", _policy_forward(orig, is_grad_enabled))
+            self.patcher.set(owner, attr, _policy_forward(orig, is_grad_enabled))
 
     def remove(self) -> None:
         for _, h in self._handles:
@@ -253,6 +259,18 @@ def _named_segment(name: str, fn: Any, names: dict[str, str]) -> str | None:
     if code is None or not is_program_file(code.co_filename) or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return None
     return names.get(name) or segments.segment_for(name, getattr(fn, "__module__", None), getattr(fn, "__qualname__", name), code)
+
+
+def _policy_entry(cls: type, module_base: type) -> tuple[type, str] | None:
+    """(class, attribute) to wrap so that calls of ``cls`` modules run in the policy segment: the
+    nearest ``forward`` defined below ``nn.Module``, else the nearest ``__call__`` (a wrapper module
+    whose ``forward`` is an instance attribute, as ``torch.compile``'s), else None."""
+    below = [k for k in cls.__mro__ if k is not module_base and issubclass(k, module_base)]
+    for attr in ("forward", "__call__"):
+        owner = next((k for k in below if inspect.isfunction(vars(k).get(attr))), None)
+        if owner is not None:
+            return owner, attr
+    return None
 
 
 def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Callable:
@@ -278,6 +296,7 @@ def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Call
                 cb(st[-1] if st else "other")
 
     forward.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
+    forward.__perfkit_policy__ = True  # type: ignore[attr-defined]
     forward.__wrapped__ = orig  # type: ignore[attr-defined]
     forward.__name__ = getattr(orig, "__name__", "forward")
     forward.__qualname__ = getattr(orig, "__qualname__", "forward")
