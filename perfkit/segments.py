@@ -89,9 +89,10 @@ def segment_for(name: str, module: str | None = None, qualname: str | None = Non
 
 
 def current() -> str:
-    """The innermost segment of the calling thread ('other' outside any)."""
+    """The innermost segment of the calling thread (outside any: 'other', or the segment of the
+    training loop's code running now, :mod:`perfkit.collectors.regions`)."""
     st = tls.stack
-    return st[-1] if st else "other"
+    return st[-1] if st else hub.outside_segment()
 
 
 def _check_name(name: Any) -> str:
@@ -132,7 +133,7 @@ class segment:
         del st[tok:]
         cb = on_transition
         if cb is not None and tls.main:
-            cb(st[-1] if st else "other")
+            cb(st[-1] if st else hub.outside_segment())
         return False
 
     def __call__(self, fn: Callable) -> Callable:
@@ -172,7 +173,7 @@ def wrap(fn: Callable, name: str) -> Callable:
             finally:
                 del st[tok:]
                 if cb is not None:
-                    cb(st[-1] if st else "other")
+                    cb(st[-1] if st else hub.outside_segment())
         st = tls.stack  # another thread: its own stack, no timing
         if st and st[-1] == name:
             return fn(*args, **kwargs)
@@ -208,4 +209,4 @@ def pop(token: int) -> None:
         del st[token:]
         cb = on_transition
         if cb is not None and tls.main:
-            cb(st[-1] if st else "other")
+            cb(st[-1] if st else hub.outside_segment())

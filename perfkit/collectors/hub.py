@@ -116,9 +116,18 @@ def call_original(orig, op: str, args: tuple, kwargs: dict):
         return orig(*args, **kwargs)
 
 
+def _no_segment() -> str:
+    return "other"
+
+
+# The segment of time and events while no segment is open: "other", or the segment of the training
+# loop's own code running now (collectors/regions.py sets it while a session knows the loop).
+outside_segment: Callable[[], str] = _no_segment
+
+
 def current_segment() -> str:
     st = tls.stack
-    return st[-1] if st else "other"
+    return st[-1] if st else outside_segment()
 
 
 def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, would: bool = False) -> Any:

@@ -293,7 +293,7 @@ def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Call
         finally:
             del st[tok:]
             if cb is not None:
-                cb(st[-1] if st else "other")
+                cb(st[-1] if st else hub.outside_segment())
 
     forward.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
     forward.__perfkit_policy__ = True  # type: ignore[attr-defined]

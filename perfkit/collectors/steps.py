@@ -237,7 +237,9 @@ def defining_class(cls: type, name: str, code: Any = None) -> type | None:
     return None
 
 
-def patch_step_method(patcher: Patcher, cls: type, name: str) -> bool:
+def patch_step_method(patcher: Patcher, cls: type, name: str, label: str | None = None) -> bool:
+    """Wrap ``cls``'s ``name`` method as the env step; with ``label``, its body runs in that segment
+    (inside the boundary: the step's own code is a named part of "other")."""
     owner = defining_class(cls, name)
     if owner is None:
         return False
@@ -246,14 +248,19 @@ def patch_step_method(patcher: Patcher, cls: type, name: str) -> bool:
         return False
     if isinstance(raw, (staticmethod, classmethod)):
         return False
-    patcher.set(owner, name, step_wrapper(raw))
+    patcher.set(owner, name, step_wrapper(segments.wrap(raw, label) if label else raw))
     return True
+
+
+def callee_label(code: Any) -> str:
+    """The name of a function's part of "other": ``other/<qualname>``."""
+    return "other/" + getattr(code, "co_qualname", code.co_name).replace(".<locals>", "")
 
 
 class Discovery:
     """The ``sys.setprofile`` function of the discovery window (see module doc)."""
 
-    MAX_CALLEES = 16  # the env step's callees that break "other" down
+    MAX_CALLEES = 32  # the env step's and the loop's callees that break "other" down
 
     def __init__(self, clock: StepClock, patcher: Patcher, find_steps: bool, name_segments: dict[str, str],
                  step_methods: tuple[str, ...] = ("step",)):
@@ -272,6 +279,8 @@ class Discovery:
         self._callees: dict[Any, str] = {}  # code -> "other/<qualname>" of the env step's direct callees
         self.disqualified: set = set()  # learner-named codes seen around an env step: a training loop
         self.modules_seen: set[str] = set()  # modules of program code that ran while the window was open
+        self.loop_code: Any = None  # the code that calls the env step (collectors/regions.py reads it)
+        self._loop_table: dict[int, str] = {}
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         """The ``sys.setprofile`` function (Python before 3.12, or when another tool holds
@@ -308,8 +317,13 @@ class Discovery:
         name = code.co_name
         if name in self.step_methods and code not in self._rejected_step_codes and self._step_call(frame, code, name):
             return True
-        if self._step_frames and code not in self._callees and self._called_by_step(frame):
-            self._callee(frame, code)
+        if code not in self._callees:
+            if self._step_frames and self._called_by_step(frame):
+                self._callee(frame, code)
+            elif self.loop_code is not None:
+                caller = hub.direct_caller(frame.f_back)
+                if caller is not None and caller.f_code is self.loop_code and caller.f_lasti not in self._loop_table:
+                    self._callee(frame, code)
         seg = self._rule_segment(frame, code) or self._callees.get(code)
         if seg is not None and code not in self.disqualified:
             self._open[id(frame)] = (segments.push(seg), code)
@@ -359,18 +373,40 @@ class Discovery:
         if c.in_step:  # a step inside the step (a wrapper's env, or the wrapped method itself)
             self._open[id(frame)] = ("inner",)
             self._step_frames.append(id(frame))
+            if code not in self._callees:  # its own code: a named part of "other"
+                self._callees[code] = callee_label(code)
+                self._remember(frame, code, self._callees[code])
             return True
         cls = type(obj)
-        if patch_step_method(self.patcher, cls, name):
+        if patch_step_method(self.patcher, cls, name, callee_label(code)):
             self.step_classes.append(cls)
         if not c.owns(obj):
             return True
+        if self.loop_code is None:
+            self._find_loop(frame, name)
         self._disqualify_open_learners()
         c.in_step = True
         c.begin(obj)
         self._open[id(frame)] = ("step",)
         self._step_frames.append(id(frame))
         return True
+
+    def _find_loop(self, step_frame: FrameType, name: str) -> None:
+        """The code that called the first env step is the training loop: its own code's segments come
+        from its source (:mod:`perfkit.collectors.regions`), known until the session's end."""
+        from perfkit.collectors import regions
+
+        loop = hub.direct_caller(step_frame.f_back)
+        if loop is None or not is_program_file(loop.f_code.co_filename):
+            return
+        code = loop.f_code
+        try:
+            table = regions.table_for(code, loop.f_lineno, self.step_methods | {name})
+        except Exception:  # pragma: no cover - unreadable source: the loop is named, not split
+            table = {}
+        self.loop_code, self._loop_table = code, table
+        regions.install(code, table, regions.loop_label(code))
+        self.patcher.on_undo(regions.clear)
 
     def _disqualify_open_learners(self) -> None:
         """A learner-named function open around an env step is a training loop, not a learner update."""
@@ -391,7 +427,7 @@ class Discovery:
             return
         if code.co_name.startswith("<") or self._rule_segment(frame, code) is not None:
             return
-        label = "other/" + getattr(code, "co_qualname", code.co_name).replace(".<locals>", "")
+        label = callee_label(code)
         self._callees[code] = label
         self._remember(frame, code, label)
 
