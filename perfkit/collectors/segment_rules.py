@@ -174,6 +174,10 @@ class SegmentRules:
         Returns ``"module:qualname"`` of each wrapped one."""
         names = dict(name_segments or {})
         wanted = set(modules or ())
+        # a library's modules that did not run in the window but belong to one that did (a logger's
+        # writer module first used by the once-per-iteration log())
+        packages = {m.partition(".")[0] for m in wanted}
+        wanted |= {m for m in list(sys.modules) if m.partition(".")[0] in packages}
         skip = skip or set()
         spaces: dict[int, tuple[Any, dict]] = {}
         for modname, mod in list(sys.modules.items()):
@@ -204,11 +208,13 @@ class SegmentRules:
                     elif wrap_attr(self.patcher, mod, attr, seg, everywhere=True):
                         done.append(f"{modname}:{attr}")
                 elif isinstance(val, type) and val.__module__ == modname:
+                    logger = segments.is_logger_class(val)
                     for mname, raw in list(vars(val).items()):
                         fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
                         if not inspect.isfunction(fn) or fn.__code__ in skip:
                             continue
-                        seg = _named_segment(mname, fn, names)
+                        # every method of a logger class (one named like it, or a subclass) is logging
+                        seg = _named_segment(mname, fn, {**names, mname: "logging"} if logger else names)
                         if seg is not None and wrap_attr(self.patcher, val, mname, seg):
                             done.append(f"{modname}:{val.__qualname__}.{mname}")
         return done

@@ -355,6 +355,10 @@ class Discovery:
                 self.modules_seen.add(module)
             name = code.co_name
             seg = self.name_segments.get(name) or segments.segment_for(name, module, getattr(code, "co_qualname", name), code)
+            if seg != "logging" and not name.startswith("__") and code.co_argcount and code.co_varnames[0] in ("self", "cls"):
+                obj = self._receiver(frame, code)
+                if obj is not None and segments.is_logger_class(obj if isinstance(obj, type) else type(obj)):
+                    seg = "logging"  # a method of a logger class, whatever its name
             if seg is not None:
                 self._remember(frame, code, seg)
         self._seen_seg[code] = seg
