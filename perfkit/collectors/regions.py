@@ -7,7 +7,8 @@ wrapped. Its code is read once (``ast``), when the discovery window sees it call
 * **learner**: a statement of the loop that calls ``backward()``, ``zero_grad()`` or an optimizer's
   ``step()`` and not the env step (``for epoch in range(update_epochs): ...``), whole;
 * **logging**: a statement that calls a logger or writer (``print``, ``writer.add_scalar``,
-  ``wandb.log``, ``self.logger.log``, ``logging.info``), and a compound statement made only of those;
+  ``wandb.log``, ``self.logger.log``, ``logging.info``), a compound statement made only of those, and
+  a statement whose results only those read (``explained_var = ...``), unless it calls the learner;
 * **policy**: the action sampling — the statements before the env step, in the env step's loop body,
   that assign a name the env step's arguments read — and those arguments (``action.cpu().numpy()``);
 * the rest of the loop's code is named after the loop: ``other/<qualname>`` (a named remainder of
@@ -31,7 +32,7 @@ from types import CodeType, FrameType
 from typing import Iterator
 
 from perfkit.collectors import hub
-from perfkit.segments import segment_for_name
+from perfkit.segments import is_learner_name, segment_for_name
 
 _tables: dict[CodeType, tuple[dict[int, str], str]] = {}  # loop code -> ({instruction offset: segment}, default)
 MAX_DEPTH = 48  # frames walked up from an event to the loop's frame
@@ -263,12 +264,17 @@ def _for_logging(root: ast.AST, contains_step: set[int], regions: list) -> list[
             if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
                 reads.add(n.target.id)
             units.append((n, reads, _stores(n)))
+    def does_work(n: ast.AST) -> bool:  # calls the learner (``loss_dict = self.alg.update()``): not for logging
+        return any(isinstance(c, ast.Call) and (_is_learner_call(c) or is_learner_name(_dotted_last(c.func)))
+                   for c in _own(n))
+
+    busy = {id(n) for n, _, stores in units if stores and does_work(n)}
     found: set[int] = set()
     changed = True
     while changed:
         changed = False
         for n, _, stores in units:
-            if not stores or id(n) in found or id(n) in contains_step or in_logging(n):
+            if not stores or id(n) in found or id(n) in busy or id(n) in contains_step or in_logging(n):
                 continue
             readers = [m for m, reads, _ in units if m is not n and reads & stores]
             if readers and all(id(m) in found or in_logging(m) for m in readers):

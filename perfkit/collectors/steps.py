@@ -261,6 +261,9 @@ class Discovery:
     """The ``sys.setprofile`` function of the discovery window (see module doc)."""
 
     MAX_CALLEES = 32  # the env step's and the loop's callees that break "other" down
+    MAX_NESTED = 64  # their callees, and so on, found in the window (wrapped only below dominant ones)
+    MAX_DEPTH = 3  # callees of callees ..., kept below a callee that dominates its siblings
+    DOMINANT_SHARE = 0.5  # of its siblings' time in the window
 
     def __init__(self, clock: StepClock, patcher: Patcher, find_steps: bool, name_segments: dict[str, str],
                  step_methods: tuple[str, ...] = ("step",)):
@@ -280,6 +283,10 @@ class Discovery:
         self.disqualified: set = set()  # learner-named codes seen around an env step: a training loop
         self.modules_seen: set[str] = set()  # modules of program code that ran while the window was open
         self.loop_code: Any = None  # the code that calls the env step (collectors/regions.py reads it)
+        self._parent: dict[Any, Any] = {}  # callee code -> its caller's code ("step" / "loop" for the first level)
+        self._callee_time: dict[Any, float] = {}  # callee code -> seconds inside it while the window was open
+        self._nested: dict[Any, list] = {}  # callee code below the first level -> its wrap candidates
+        self._not_parts: set = set()  # callees that cannot be wrapped (property getters, ...) or past the caps
         self._loop_table: dict[int, str] = {}
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
@@ -317,14 +324,26 @@ class Discovery:
         name = code.co_name
         if name in self.step_methods and code not in self._rejected_step_codes and self._step_call(frame, code, name):
             return True
-        if code not in self._callees:
+        if code not in self._callees and code not in self._not_parts:
             if self._step_frames and self._called_by_step(frame):
-                self._callee(frame, code)
-            elif self.loop_code is not None:
+                self._callee(frame, code, "step")
+            elif self._open or self.loop_code is not None:
                 caller = hub.direct_caller(frame.f_back)
-                if caller is not None and caller.f_code is self.loop_code and caller.f_lasti not in self._loop_table:
-                    self._callee(frame, code)
-        seg = self._rule_segment(frame, code) or self._callees.get(code)
+                if caller is None:
+                    pass
+                elif caller.f_code is self.loop_code:
+                    if caller.f_lasti not in self._loop_table:
+                        self._callee(frame, code, "loop")
+                else:
+                    entry = self._open.get(id(caller))
+                    if entry is not None and len(entry) > 2 and self._depth(entry[1]) < self.MAX_DEPTH:
+                        self._callee(frame, code, entry[1])
+        seg = self._rule_segment(frame, code)
+        if seg is None:
+            seg = self._callees.get(code)
+            if seg is not None and code not in self.disqualified:  # a part of "other": timed, to find what dominates
+                self._open[id(frame)] = (segments.push(seg), code, perf_counter())
+                return True
         if seg is not None and code not in self.disqualified:
             self._open[id(frame)] = (segments.push(seg), code)
         return seg is not None or name in self.step_methods or is_program_file(code.co_filename)
@@ -341,6 +360,9 @@ class Discovery:
             self._step_frames.pop()
         else:
             segments.pop(entry[0])
+            if len(entry) > 2:
+                code = entry[1]
+                self._callee_time[code] = self._callee_time.get(code, 0.0) + perf_counter() - entry[2]
 
     def _rule_segment(self, frame: FrameType, code: Any) -> str | None:
         """The segment the rules give ``code`` (config names, then :func:`perfkit.segments.segment_for`),
@@ -425,15 +447,52 @@ class Discovery:
         caller = hub.direct_caller(frame.f_back)
         return caller is not None and id(caller) == self._step_frames[-1]
 
-    def _callee(self, frame: FrameType, code: Any) -> None:
-        """A direct callee of the innermost env step: what "other" is broken down by."""
-        if len(self._callees) >= self.MAX_CALLEES or not is_program_file(code.co_filename):
+    def _callee(self, frame: FrameType, code: Any, parent: Any) -> None:
+        """A direct callee of the innermost env step, of the training loop's own code, or of one of
+        those (``parent``: "step", "loop" or its caller's code): what "other" is broken down by.
+        Below the first level, ``other/<caller's part>/<qualname>``, wrapped only under a callee that
+        dominates its siblings (:meth:`_dominant_chain`)."""
+        if not is_program_file(code.co_filename) or code.co_name.startswith("<") or self._rule_segment(frame, code) is not None:
             return
-        if code.co_name.startswith("<") or self._rule_segment(frame, code) is not None:
+        top = parent in ("step", "loop")
+        if top:
+            label = callee_label(code)
+        else:
+            label = self._callees[parent] + "/" + callee_label(code)[len("other/"):]
+        found: list = []
+        self._remember(frame, code, label, into=found)
+        full = len(self._parent) - len(self._nested) >= self.MAX_CALLEES if top else len(self._nested) >= self.MAX_NESTED
+        if not found or full:
+            self._not_parts.add(code)
             return
-        label = callee_label(code)
         self._callees[code] = label
-        self._remember(frame, code, label)
+        self._parent[code] = parent
+        if top:
+            self.candidates.extend(found)
+        else:
+            self._nested[code] = found
+
+    def _depth(self, code: Any) -> int:
+        d = 0
+        while code in self._parent:
+            code = self._parent[code]
+            d += 1
+        return d
+
+    def _dominant(self, code: Any) -> bool:
+        """Whether ``code`` took at least :attr:`DOMINANT_SHARE` of its siblings' time in the window."""
+        parent = self._parent.get(code)
+        total = sum(self._callee_time.get(c, 0.0) for c, p in self._parent.items() if p == parent)
+        return total > 0 and self._callee_time.get(code, 0.0) >= self.DOMINANT_SHARE * total
+
+    def _kept(self, code: Any) -> bool:
+        """A nested callee is wrapped when every part above it dominates its siblings."""
+        parent = self._parent.get(code)
+        while parent not in (None, "step", "loop"):
+            if not self._dominant(parent):
+                return False
+            parent = self._parent.get(parent)
+        return True
 
     @staticmethod
     def _receiver(frame: FrameType, code: Any) -> Any:
@@ -441,16 +500,17 @@ class Discovery:
             return None
         return frame.f_locals.get(code.co_varnames[0])
 
-    def _remember(self, frame: FrameType, code: Any, seg: str) -> None:
+    def _remember(self, frame: FrameType, code: Any, seg: str, into: list | None = None) -> None:
+        candidates = self.candidates if into is None else into
         name = code.co_name
         g = frame.f_globals
         fn = g.get(name)
         if getattr(fn, "__code__", None) is code:
             mod = sys.modules.get(g.get("__name__", ""))
             if mod is not None and getattr(mod, "__dict__", None) is g:
-                self.candidates.append((mod, name, seg, "module"))
+                candidates.append((mod, name, seg, "module"))
             else:  # a module loaded without registering it: patch its namespace
-                self.candidates.append((g, name, seg, "dict"))
+                candidates.append((g, name, seg, "dict"))
             return
         obj = self._receiver(frame, code)
         if obj is None:
@@ -458,7 +518,7 @@ class Discovery:
         cls = obj if isinstance(obj, type) else type(obj)
         owner = defining_class(cls, name, code)
         if owner is not None:
-            self.candidates.append((owner, name, seg, "class"))
+            candidates.append((owner, name, seg, "class"))
 
     def start(self) -> bool:
         """Open the window: ``sys.monitoring`` where there is one (3.12+: each runtime function reports
@@ -568,7 +628,8 @@ class Discovery:
             from perfkit.collectors.segment_rules import wrap_attr, wrap_item
 
             skip = {getattr(c, "co_name", None) for c in self.disqualified}
-            for owner, name, seg, how in self.candidates:
+            nested = [c for code, cands in self._nested.items() if self._kept(code) for c in cands]
+            for owner, name, seg, how in [*self.candidates, *nested]:
                 if seg == "learner" and name in skip:
                     continue
                 if how == "dict":
@@ -576,3 +637,4 @@ class Discovery:
                 else:
                     wrap_attr(self.patcher, owner, name, seg, everywhere=how == "module")
         self.candidates.clear()
+        self._nested.clear()
