@@ -474,7 +474,7 @@ class Discovery:
 
     def _depth(self, code: Any) -> int:
         d = 0
-        while code in self._parent:
+        while code in self._parent and d <= self.MAX_DEPTH:
             code = self._parent[code]
             d += 1
         return d
@@ -488,11 +488,13 @@ class Discovery:
     def _kept(self, code: Any) -> bool:
         """A nested callee is wrapped when every part above it dominates its siblings."""
         parent = self._parent.get(code)
-        while parent not in (None, "step", "loop"):
+        for _ in range(self.MAX_DEPTH):
+            if parent in (None, "step", "loop"):
+                return True
             if not self._dominant(parent):
                 return False
             parent = self._parent.get(parent)
-        return True
+        return False
 
     @staticmethod
     def _receiver(frame: FrameType, code: Any) -> Any:
