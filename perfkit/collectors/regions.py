@@ -268,19 +268,25 @@ def _for_logging(root: ast.AST, contains_step: set[int], regions: list) -> list[
         return any(isinstance(c, ast.Call) and (_is_learner_call(c) or is_learner_name(_dotted_last(c.func)))
                    for c in _own(n))
 
-    busy = {id(n) for n, _, stores in units if stores and does_work(n)}
+    readers_of: dict[str, list[ast.AST]] = {}
+    for n, reads, _ in units:
+        for name in reads:
+            readers_of.setdefault(name, []).append(n)
+    logging_units = {id(n) for n, _, _ in units if in_logging(n)}
+    candidates = [(n, stores) for n, _, stores in units
+                  if stores and id(n) not in logging_units and id(n) not in contains_step and not does_work(n)]
     found: set[int] = set()
     changed = True
     while changed:
         changed = False
-        for n, _, stores in units:
-            if not stores or id(n) in found or id(n) in busy or id(n) in contains_step or in_logging(n):
+        for n, stores in candidates:
+            if id(n) in found:
                 continue
-            readers = [m for m, reads, _ in units if m is not n and reads & stores]
-            if readers and all(id(m) in found or in_logging(m) for m in readers):
+            readers = [m for name in stores for m in readers_of.get(name, ()) if m is not n]
+            if readers and all(id(m) in found or id(m) in logging_units for m in readers):
                 found.add(id(n))
                 changed = True
-    return [n for n, _, _ in units if id(n) in found]
+    return [n for n, _ in candidates if id(n) in found]
 
 
 def _ancestors(root: ast.AST, target: ast.AST) -> list[ast.AST]:
