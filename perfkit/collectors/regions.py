@@ -4,8 +4,9 @@ The function that calls the env step — rsl_rl's ``OnPolicyRunner.learn``, or a
 module-level code (CleanRL) — runs much of a training iteration inline, where no function call can be
 wrapped. Its code is read once (``ast``), when the discovery window sees it call the first step:
 
-* **learner**: a statement of the loop that calls ``backward()``, ``zero_grad()`` or an optimizer's
-  ``step()`` and not the env step (``for epoch in range(update_epochs): ...``), whole;
+* **learner**: a statement of the loop that calls ``backward()``, ``zero_grad()``, an optimizer's
+  ``step()`` or a function named like an update (``ppo.update(obs)``) and not the env step (CleanRL's
+  ``for epoch in range(update_epochs): ...``), whole;
 * **logging**: a statement that calls a logger or writer (``print``, ``writer.add_scalar``,
   ``wandb.log``, ``self.logger.log``, ``logging.info``), a compound statement made only of those, and
   a statement whose results only those read (``explained_var = ...``), unless it calls the learner;
@@ -159,10 +160,14 @@ def _is_logging_call(call: ast.Call) -> bool:
 
 
 def _is_learner_call(call: ast.Call) -> bool:
+    """``loss.backward()``, ``optimizer.zero_grad()``, ``optimizer.step()``, or a call of a function named
+    like an update (``ppo.update(obs)``, ``self.alg.update()``, ``train_step(batch)``)."""
     f = call.func
+    if isinstance(f, ast.Name):
+        return is_learner_name(f.id)
     if not isinstance(f, ast.Attribute):
         return False
-    if f.attr in ("backward", "zero_grad"):
+    if f.attr in ("backward", "zero_grad") or is_learner_name(f.attr):
         return True
     return f.attr == "step" and bool(_OPTIMIZER.search(_dotted_last(f.value)))
 
@@ -265,8 +270,7 @@ def _for_logging(root: ast.AST, contains_step: set[int], regions: list) -> list[
                 reads.add(n.target.id)
             units.append((n, reads, _stores(n)))
     def does_work(n: ast.AST) -> bool:  # calls the learner (``loss_dict = self.alg.update()``): not for logging
-        return any(isinstance(c, ast.Call) and (_is_learner_call(c) or is_learner_name(_dotted_last(c.func)))
-                   for c in _own(n))
+        return any(isinstance(c, ast.Call) and _is_learner_call(c) for c in _own(n))
 
     readers_of: dict[str, list[ast.AST]] = {}
     for n, reads, _ in units:
