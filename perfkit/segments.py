@@ -59,11 +59,6 @@ _LEARNER_CALLS = frozenset({"backward", "zero_grad"})
 _LOGGING_OWNER = re.compile(r"(^|_)(log|logs|logging|logger|loggers)$|Logger$|^Logger")
 
 
-def is_learner_name(name: str) -> bool:
-    """``update``, ``train``, ``_update_policy``, ``optimize``: a name the learner rule looks for."""
-    return bool(_LEARNER_NAME.match(name))
-
-
 def is_logger_class_name(name: str) -> bool:
     """``Logger``, ``EpisodeLogger``, ``logger``, ``wandb_log``: a class (or module) named like a logger."""
     return bool(_LOGGING_OWNER.search(name))

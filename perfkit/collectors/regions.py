@@ -11,7 +11,8 @@ wrapped. Its code is read once (``ast``), when the discovery window sees it call
   ``wandb.log``, ``self.logger.log``, ``logging.info``), a compound statement made only of those, and
   a statement whose results only those read (``explained_var = ...``), unless it calls the learner;
 * **policy**: the action sampling — the statements before the env step, in the env step's loop body,
-  that assign a name the env step's arguments read — and those arguments (``action.cpu().numpy()``);
+  that assign a name the env step's arguments are made from (transitively: SB3's ``actions =
+  actions.cpu().numpy()`` then ``clipped_actions = ...``) — and those arguments (``action.cpu().numpy()``);
 * the rest of the loop's code is named after the loop: ``other/<qualname>`` (a named remainder of
   "other", not an unexplained one).
 
@@ -33,7 +34,7 @@ from types import CodeType, FrameType
 from typing import Iterator
 
 from perfkit.collectors import hub
-from perfkit.segments import is_learner_name, segment_for_name
+from perfkit.segments import segment_for_name
 
 _tables: dict[CodeType, tuple[dict[int, str], str]] = {}  # loop code -> ({instruction offset: segment}, default)
 MAX_DEPTH = 48  # frames walked up from an event to the loop's frame
@@ -41,6 +42,10 @@ MAX_DEPTH = 48  # frames walked up from an event to the loop's frame
 _LOGGER_RECEIVER = re.compile(r"(^|_)(writer|logger|logging|log|wandb|summary|tb|tensorboard|mlflow|pbar|tqdm|progress)(_|$)|(Writer|Logger)$",
                               re.IGNORECASE)
 _WRITER_METHOD = re.compile(r"^add_(scalar|scalars|histogram|image|images|text|figure|video|hparams|graph)$")
+# what a training loop calls to run its update (only the name is known here: exact names, not
+# ``update_locals`` or ``_update_info_buffer``)
+_UPDATE_NAMES = frozenset({"update", "train", "learn", "optimize", "optimise", "train_step", "learn_step", "update_step",
+                           "update_policy", "update_model", "update_parameters", "train_on_batch"})
 _OPTIMIZER = re.compile(r"optim|(^|_)opt\d*(_|$)", re.IGNORECASE)
 
 
@@ -164,10 +169,10 @@ def _is_learner_call(call: ast.Call) -> bool:
     like an update (``ppo.update(obs)``, ``self.alg.update()``, ``train_step(batch)``)."""
     f = call.func
     if isinstance(f, ast.Name):
-        return is_learner_name(f.id)
+        return f.id.lstrip("_") in _UPDATE_NAMES
     if not isinstance(f, ast.Attribute):
         return False
-    if f.attr in ("backward", "zero_grad") or is_learner_name(f.attr):
+    if f.attr in ("backward", "zero_grad") or f.attr.lstrip("_") in _UPDATE_NAMES:
         return True
     return f.attr == "step" and bool(_OPTIMIZER.search(_dotted_last(f.value)))
 
@@ -231,11 +236,11 @@ def _regions(root: ast.AST, step_call: ast.Call) -> list[tuple[tuple[int, int], 
         if step_stmt is not None:
             reads = {n.id for a in [*step_call.args, *(k.value for k in step_call.keywords)]
                      for n in [a, *_own(a)] if isinstance(n, ast.Name)}
-            for s in stmts:
-                if s is step_stmt:
-                    break
-                if isinstance(s, ast.stmt) and _stores(s) & reads:
+            before = [s for s in stmts[:stmts.index(step_stmt)] if isinstance(s, ast.stmt)]
+            for s in reversed(before):  # back from the step: what its arguments are made from, transitively
+                if _stores(s) & reads:
                     add(s, "policy", depth)
+                    reads |= {n.id for n in _own(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
             for a in [*step_call.args, *(k.value for k in step_call.keywords)]:
                 add(a, "policy", depth + 1)
 

@@ -54,8 +54,8 @@ def loop_code(tmp_path):
     return ns["train"].__code__, LOOP.splitlines()
 
 
-def _segments_by_line(code, lines) -> dict[str, set]:
-    step_line = next(i for i, t in enumerate(lines, 1) if "envs.step(" in t)
+def _segments_by_line(code, lines, step_call="envs.step(") -> dict[str, set]:
+    step_line = next(i for i, t in enumerate(lines, 1) if step_call in t and i >= code.co_firstlineno)
     table = regions.table_for(code, step_line, frozenset({"step"}))
     out: dict[str, set] = {}
     for i, (line, *_rest) in enumerate(code.co_positions()):
@@ -146,3 +146,20 @@ def test_only_parts_under_a_dominant_part_are_kept():
     assert d._kept(a1) and d._kept(a2)  # a took 90 % of the step's parts
     assert not d._kept(b1)  # b did not dominate
     assert not d._kept(a1x)  # a dominated, but a1 (1/3 of a's parts) did not
+
+
+def test_sb3s_action_sampling_is_policy_back_to_the_policy_call():
+    """SB3's collect_rollouts: the action reaches env.step through `actions = actions.cpu().numpy()` and
+    `clipped_actions = ...`: each statement it is made from is policy; `callback.update_locals(...)` and
+    `self._update_info_buffer(...)` are not updates."""
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+    code = OnPolicyAlgorithm.collect_rollouts.__code__
+    import linecache
+
+    lines = [t.rstrip("\n") for t in linecache.getlines(code.co_filename)]
+    by = _segments_by_line(code, lines, "env.step(clipped_actions)")
+    for stmt in ("actions, values, log_probs = self.policy(obs_tensor)", "actions = actions.cpu().numpy()",
+                 "clipped_actions = actions"):
+        assert by.get(stmt) == {"policy"}, (stmt, by.get(stmt))
+    assert "callback.update_locals(locals())" not in by and "self._update_info_buffer(infos, dones)" not in by
