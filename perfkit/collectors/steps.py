@@ -20,6 +20,11 @@
     in that segment, and is remembered so that it can be wrapped where it lives (a class or module
     attribute) when the window closes.
 
+  * what "other" is made of: the env step's own body (``other/<Class>.step``, inside the boundary), its
+    callees, the callees of the code that calls the first step (the training loop, whose own code
+    :mod:`perfkit.collectors.regions` reads), and below a callee that took most of its siblings' time
+    in the window, its callees (``other/<part>/<sub>``).
+
   When the window closes the profile function is removed: steady state runs with wrappers only.
   Nested functions and lambdas cannot be wrapped in place; they keep their segment only during warm-up.
 """
@@ -451,7 +456,7 @@ class Discovery:
         """A direct callee of the innermost env step, of the training loop's own code, or of one of
         those (``parent``: "step", "loop" or its caller's code): what "other" is broken down by.
         Below the first level, ``other/<caller's part>/<qualname>``, wrapped only under a callee that
-        dominates its siblings (:meth:`_dominant_chain`)."""
+        dominates its siblings (:meth:`_kept`)."""
         if not is_program_file(code.co_filename) or code.co_name.startswith("<") or self._rule_segment(frame, code) is not None:
             return
         top = parent in ("step", "loop")
