@@ -18,7 +18,7 @@ from perfkit.record import (
 )
 
 
-def _child_rows(t: Table, s, depth: int) -> None:
+def _child_rows(t, s, depth: int) -> None:
     from rich.markup import escape
 
     for child, c in sorted((s.children or {}).items(), key=lambda kv: -(kv[1].gpu_ms_per_step or kv[1].cpu_ms_per_step)):

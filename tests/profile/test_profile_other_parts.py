@@ -3,8 +3,6 @@ the nested breakdown of other (snapshot.segment_stats) and which nested parts ar
 discovery window's dominance rule)."""
 from __future__ import annotations
 
-import sys
-import textwrap
 import types
 
 import pytest

@@ -3,7 +3,6 @@
 # 4 CartPole envs, a few iterations. Prints `SPS: <float>` last (env steps per second after the
 # first iteration).
 import argparse
-import os
 import random
 import shutil
 import tempfile
