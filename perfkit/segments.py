@@ -59,26 +59,40 @@ _LEARNER_CALLS = frozenset({"backward", "zero_grad"})
 _LOGGING_OWNER = re.compile(r"(^|_)(log|logs|logging|logger|loggers)$|Logger$|^Logger")
 
 
+def is_logger_class_name(name: str) -> bool:
+    """``Logger``, ``EpisodeLogger``, ``logger``, ``wandb_log``: a class (or module) named like a logger."""
+    return bool(_LOGGING_OWNER.search(name))
+
+
+def is_logger_class(cls: type) -> bool:
+    """A class named like a logger, one derived from one (``class Tracker(Logger)``), or a writer
+    derived from TensorBoard's ``SummaryWriter`` (rsl_rl's ``WandbSummaryWriter``): every method of
+    one is logging."""
+    return any(is_logger_class_name(k.__name__) or k.__name__ == "SummaryWriter" for k in cls.__mro__[:-1])
+
+
 def segment_for(name: str, module: str | None = None, qualname: str | None = None, code=None) -> str | None:
     """The segment a function belongs to by rule, library functions as user ones, or None:
 
+    * a method of a class named like a logger: every one is logging (``Logger.log``,
+      ``Logger.process_env_step``, ``EpisodeLogger.update_reward_stats``);
     * its name (:func:`segment_for_name`: ``compute_reward``, ``simulate``, ``log_metrics``);
     * a learner update: named like ``update``/``train``/``optimize`` and calling ``backward`` or
       ``zero_grad`` itself (``code``'s names);
-    * its class (``RewardManager.compute`` is reward; ``Logger.process_env_step`` is logging);
+    * its class (``RewardManager.compute`` is reward);
     * its module (reward terms in ``mdp/rewards.py``; ``rsl_rl/utils/logger.py``)."""
+    parts = (qualname or "").split(".")
+    owner = parts[-2] if len(parts) >= 2 and parts[-2] != "<locals>" else ""
+    if owner and is_logger_class_name(owner):
+        return "logging"
     seg = segment_for_name(name)
     if seg is not None:
         return seg
     if code is not None and _LEARNER_NAME.match(name) and _LEARNER_CALLS & set(getattr(code, "co_names", ())):
         return "learner"
-    parts = (qualname or "").split(".")
-    owner = parts[-2] if len(parts) >= 2 and parts[-2] != "<locals>" else ""
     if owner:
         if "reward" in owner.lower():
             return "reward"
-        if _LOGGING_OWNER.search(owner):
-            return "logging"
     leaf = (module or "").rsplit(".", 1)[-1]
     if leaf:
         if "reward" in leaf.lower():
@@ -89,9 +103,10 @@ def segment_for(name: str, module: str | None = None, qualname: str | None = Non
 
 
 def current() -> str:
-    """The innermost segment of the calling thread ('other' outside any)."""
+    """The innermost segment of the calling thread (outside any: 'other', or the segment of the
+    training loop's code running now, :mod:`perfkit.collectors.regions`)."""
     st = tls.stack
-    return st[-1] if st else "other"
+    return st[-1] if st else hub.outside_segment()
 
 
 def _check_name(name: Any) -> str:
@@ -132,7 +147,7 @@ class segment:
         del st[tok:]
         cb = on_transition
         if cb is not None and tls.main:
-            cb(st[-1] if st else "other")
+            cb(st[-1] if st else hub.outside_segment())
         return False
 
     def __call__(self, fn: Callable) -> Callable:
@@ -172,7 +187,7 @@ def wrap(fn: Callable, name: str) -> Callable:
             finally:
                 del st[tok:]
                 if cb is not None:
-                    cb(st[-1] if st else "other")
+                    cb(st[-1] if st else hub.outside_segment())
         st = tls.stack  # another thread: its own stack, no timing
         if st and st[-1] == name:
             return fn(*args, **kwargs)
@@ -208,4 +223,4 @@ def pop(token: int) -> None:
         del st[token:]
         cb = on_transition
         if cb is not None and tls.main:
-            cb(st[-1] if st else "other")
+            cb(st[-1] if st else hub.outside_segment())

@@ -324,8 +324,9 @@ def _sampled_rates(snap: Snapshot) -> dict[tuple, float]:
 
 
 def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, SegmentStats]:
-    """Per-segment costs per step; segments named ``other/<callee>`` (the env step's callees) are folded
-    into ``other`` (its totals include them) and listed as its ``children``."""
+    """Per-segment costs per step; segments named ``other/<part>`` (the env step's and the training
+    loop's callees and own code) are folded into ``other`` (its totals include them) and listed as its
+    ``children``; ``other/<part>/<sub>`` (below a part that dominates) likewise into the part."""
     stats: dict[str, SegmentStats] = {}
 
     def get(name: str) -> SegmentStats:
@@ -356,18 +357,16 @@ def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, Segmen
             s = get(seg)
             s.allocs_per_step += rate * k / cnt
             s.alloc_bytes_per_step += rate * k / cnt * (nbytes / cnt)
-    children = {name: st for name, st in stats.items() if name.startswith("other/")}
-    if children:
-        other = get("other")
-        other.children = {}
-        for name, st in children.items():
-            del stats[name]
-            other.children[name[len("other/"):]] = st
-            for f in ("cpu_ms_per_step", "syncs_per_step", "allocs_per_step", "alloc_bytes_per_step"):
-                setattr(other, f, getattr(other, f) + getattr(st, f))
-            if st.gpu_ms_per_step is not None:
-                other.gpu_ms_per_step = (other.gpu_ms_per_step or 0.0) + st.gpu_ms_per_step
-    for s in [*stats.values(), *(c for st in stats.values() for c in (st.children or {}).values())]:
+    parts = {name[len("other/"):]: stats.pop(name) for name in [n for n in stats if n.startswith("other/")]}
+    if parts:
+        # deepest first: other/A/B is a child of other/A (whose totals include it), other/A of other
+        for path in sorted(parts, key=lambda p: -p.count("/")):
+            head, _, leaf = path.rpartition("/")
+            parent = parts.get(head) if head else None
+            if parent is None:
+                parent, leaf = get("other"), path
+            _fold_into(parent, leaf, parts[path])
+    for s in _with_children(stats.values()):
         s.cpu_ms_per_step = round(s.cpu_ms_per_step, 6)
         s.syncs_per_step = round(s.syncs_per_step, 6)
         s.allocs_per_step = round(s.allocs_per_step, 6)
@@ -376,6 +375,25 @@ def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, Segmen
             s.gpu_ms_per_step = round(s.gpu_ms_per_step, 6)
     order = [s for s in SEGMENTS if s in stats] + sorted(s for s in stats if s not in SEGMENTS)
     return {k: stats[k] for k in order}
+
+
+def _fold_into(parent: SegmentStats, name: str, child: SegmentStats) -> None:
+    """``child`` listed in ``parent.children`` as ``name``, its costs added to the parent's."""
+    if parent.children is None:
+        parent.children = {}
+    parent.children[name] = child
+    for f in ("cpu_ms_per_step", "syncs_per_step", "allocs_per_step", "alloc_bytes_per_step"):
+        setattr(parent, f, getattr(parent, f) + getattr(child, f))
+    if child.gpu_ms_per_step is not None:
+        parent.gpu_ms_per_step = (parent.gpu_ms_per_step or 0.0) + child.gpu_ms_per_step
+
+
+def _with_children(stats) -> list[SegmentStats]:
+    out = []
+    for s in stats:
+        out.append(s)
+        out.extend(_with_children((s.children or {}).values()))
+    return out
 
 
 def _top_segment(segs: dict[str, int]) -> str:

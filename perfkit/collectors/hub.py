@@ -145,9 +145,18 @@ def counts(cuda: bool, caller: FrameType | None) -> bool:
     return cuda or (count_cpu and caller is not None and counts_on_cpu(caller.f_code.co_filename))
 
 
+def _no_segment() -> str:
+    return "other"
+
+
+# The segment of time and events while no segment is open: "other", or the segment of the training
+# loop's own code running now (collectors/regions.py sets it while a session knows the loop).
+outside_segment: Callable[[], str] = _no_segment
+
+
 def current_segment() -> str:
     st = tls.stack
-    return st[-1] if st else "other"
+    return st[-1] if st else outside_segment()
 
 
 def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, would: bool = False,

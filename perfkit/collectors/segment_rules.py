@@ -174,6 +174,10 @@ class SegmentRules:
         Returns ``"module:qualname"`` of each wrapped one."""
         names = dict(name_segments or {})
         wanted = set(modules or ())
+        # a library's modules that did not run in the window but belong to one that did (a logger's
+        # writer module first used by the once-per-iteration log())
+        packages = {m.partition(".")[0] for m in wanted}
+        wanted |= {m for m in list(sys.modules) if m.partition(".")[0] in packages}
         skip = skip or set()
         spaces: dict[int, tuple[Any, dict]] = {}
         for modname, mod in list(sys.modules.items()):
@@ -204,11 +208,13 @@ class SegmentRules:
                     elif wrap_attr(self.patcher, mod, attr, seg, everywhere=True):
                         done.append(f"{modname}:{attr}")
                 elif isinstance(val, type) and val.__module__ == modname:
+                    logger = segments.is_logger_class(val)
                     for mname, raw in list(vars(val).items()):
                         fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
                         if not inspect.isfunction(fn) or fn.__code__ in skip:
                             continue
-                        seg = _named_segment(mname, fn, names)
+                        # every method of a logger class (one named like it, or a subclass) is logging
+                        seg = _named_segment(mname, fn, {**names, mname: "logging"} if logger else names)
                         if seg is not None and wrap_attr(self.patcher, val, mname, seg):
                             done.append(f"{modname}:{val.__qualname__}.{mname}")
         return done
@@ -223,20 +229,26 @@ class SegmentRules:
         discovery.watch_modules(call.__code__, torch.is_grad_enabled, self.policy_classes)
 
     def finish_policy_discovery(self) -> None:
-        """Wrap the found policy classes' ``forward`` (the window that found them is closing)."""
+        """Wrap the found policy classes' ``forward`` (the window that found them is closing).
+
+        A wrapper module is the policy like any other: ``DistributedDataParallel`` (whose ``forward``
+        perfkit's comm collector has wrapped already: wrapped again, on top) and ``torch.compile``'s
+        ``OptimizedModule`` (it sets ``forward`` per instance, to the compiled callable: its class's
+        ``__call__`` is wrapped instead — the compiled code inside never runs the module's Python)."""
         if not self.policy_classes:
             return
         import torch
 
         is_grad_enabled = torch.is_grad_enabled
         for cls in self.policy_classes:
-            owner = next((k for k in cls.__mro__ if "forward" in vars(k)), None)
-            if owner is None or owner is torch.nn.Module:
+            found = _policy_entry(cls, torch.nn.Module)
+            if found is None:
                 continue
-            orig = vars(owner)["forward"]
-            if getattr(orig, "__perfkit_wrapped__", None) is not None:
+            owner, attr = found
+            orig = vars(owner)[attr]
+            if getattr(orig, "__perfkit_policy__", False):
                 continue
-            self.patcher.set(owner, "forward", _policy_forward(orig, is_grad_enabled))
+            self.patcher.set(owner, attr, _policy_forward(orig, is_grad_enabled))
 
     def remove(self) -> None:
         for _, h in self._handles:
@@ -253,6 +265,18 @@ def _named_segment(name: str, fn: Any, names: dict[str, str]) -> str | None:
     if code is None or not is_program_file(code.co_filename) or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return None
     return names.get(name) or segments.segment_for(name, getattr(fn, "__module__", None), getattr(fn, "__qualname__", name), code)
+
+
+def _policy_entry(cls: type, module_base: type) -> tuple[type, str] | None:
+    """(class, attribute) to wrap so that calls of ``cls`` modules run in the policy segment: the
+    nearest ``forward`` defined below ``nn.Module``, else the nearest ``__call__`` (a wrapper module
+    whose ``forward`` is an instance attribute, as ``torch.compile``'s), else None."""
+    below = [k for k in cls.__mro__ if k is not module_base and issubclass(k, module_base)]
+    for attr in ("forward", "__call__"):
+        owner = next((k for k in below if inspect.isfunction(vars(k).get(attr))), None)
+        if owner is not None:
+            return owner, attr
+    return None
 
 
 def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Callable:
@@ -275,9 +299,10 @@ def _policy_forward(orig: Callable, is_grad_enabled: Callable[[], bool]) -> Call
         finally:
             del st[tok:]
             if cb is not None:
-                cb(st[-1] if st else "other")
+                cb(st[-1] if st else hub.outside_segment())
 
     forward.__perfkit_wrapped__ = orig  # type: ignore[attr-defined]
+    forward.__perfkit_policy__ = True  # type: ignore[attr-defined]
     forward.__wrapped__ = orig  # type: ignore[attr-defined]
     forward.__name__ = getattr(orig, "__name__", "forward")
     forward.__qualname__ = getattr(orig, "__qualname__", "forward")

@@ -20,6 +20,11 @@
     in that segment, and is remembered so that it can be wrapped where it lives (a class or module
     attribute) when the window closes.
 
+  * what "other" is made of: the env step's own body (``other/<Class>.step``, inside the boundary), its
+    callees, the callees of the code that calls the first step (the training loop, whose own code
+    :mod:`perfkit.collectors.regions` reads), and below a callee that took most of its siblings' time
+    in the window, its callees (``other/<part>/<sub>``).
+
   When the window closes the profile function is removed: steady state runs with wrappers only.
   Nested functions and lambdas cannot be wrapped in place; they keep their segment only during warm-up.
 """
@@ -267,7 +272,9 @@ def defining_class(cls: type, name: str, code: Any = None) -> type | None:
     return None
 
 
-def patch_step_method(patcher: Patcher, cls: type, name: str) -> bool:
+def patch_step_method(patcher: Patcher, cls: type, name: str, label: str | None = None) -> bool:
+    """Wrap ``cls``'s ``name`` method as the env step; with ``label``, its body runs in that segment
+    (inside the boundary: the step's own code is a named part of "other")."""
     owner = defining_class(cls, name)
     if owner is None:
         return False
@@ -276,14 +283,22 @@ def patch_step_method(patcher: Patcher, cls: type, name: str) -> bool:
         return False
     if isinstance(raw, (staticmethod, classmethod)):
         return False
-    patcher.set(owner, name, step_wrapper(raw))
+    patcher.set(owner, name, step_wrapper(segments.wrap(raw, label) if label else raw))
     return True
+
+
+def callee_label(code: Any) -> str:
+    """The name of a function's part of "other": ``other/<qualname>``."""
+    return "other/" + getattr(code, "co_qualname", code.co_name).replace(".<locals>", "")
 
 
 class Discovery:
     """The ``sys.setprofile`` function of the discovery window (see module doc)."""
 
-    MAX_CALLEES = 16  # the env step's callees that break "other" down
+    MAX_CALLEES = 32  # the env step's and the loop's callees that break "other" down
+    MAX_NESTED = 64  # their callees, and so on, found in the window (wrapped only below dominant ones)
+    MAX_DEPTH = 3  # callees of callees ..., kept below a callee that dominates its siblings
+    DOMINANT_SHARE = 0.5  # of its siblings' time in the window
 
     def __init__(self, clock: StepClock, patcher: Patcher, find_steps: bool, name_segments: dict[str, str],
                  step_methods: tuple[str, ...] = ("step",)):
@@ -302,6 +317,12 @@ class Discovery:
         self._callees: dict[Any, str] = {}  # code -> "other/<qualname>" of the env step's direct callees
         self.disqualified: set = set()  # learner-named codes seen around an env step: a training loop
         self.modules_seen: set[str] = set()  # modules of program code that ran while the window was open
+        self.loop_code: Any = None  # the code that calls the env step (collectors/regions.py reads it)
+        self._parent: dict[Any, Any] = {}  # callee code -> its caller's code ("step" / "loop" for the first level)
+        self._callee_time: dict[Any, float] = {}  # callee code -> seconds inside it while the window was open
+        self._nested: dict[Any, list] = {}  # callee code below the first level -> its wrap candidates
+        self._not_parts: set = set()  # callees that cannot be wrapped (property getters, ...) or past the caps
+        self._loop_table: dict[int, str] = {}
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         """The ``sys.setprofile`` function (Python before 3.12, or when another tool holds
@@ -338,9 +359,26 @@ class Discovery:
         name = code.co_name
         if name in self.step_methods and code not in self._rejected_step_codes and self._step_call(frame, code, name):
             return True
-        if self._step_frames and code not in self._callees and self._called_by_step(frame):
-            self._callee(frame, code)
-        seg = self._rule_segment(frame, code) or self._callees.get(code)
+        if code not in self._callees and code not in self._not_parts:
+            if self._step_frames and self._called_by_step(frame):
+                self._callee(frame, code, "step")
+            elif self._open or self.loop_code is not None:
+                caller = hub.direct_caller(frame.f_back)
+                if caller is None:
+                    pass
+                elif caller.f_code is self.loop_code:
+                    if caller.f_lasti not in self._loop_table:
+                        self._callee(frame, code, "loop")
+                else:
+                    entry = self._open.get(id(caller))
+                    if entry is not None and len(entry) > 2 and self._depth(entry[1]) < self.MAX_DEPTH:
+                        self._callee(frame, code, entry[1])
+        seg = self._rule_segment(frame, code)
+        if seg is None:
+            seg = self._callees.get(code)
+            if seg is not None and code not in self.disqualified:  # a part of "other": timed, to find what dominates
+                self._open[id(frame)] = (segments.push(seg), code, perf_counter())
+                return True
         if seg is not None and code not in self.disqualified:
             self._open[id(frame)] = (segments.push(seg), code)
         return seg is not None or name in self.step_methods or is_program_file(code.co_filename)
@@ -357,6 +395,9 @@ class Discovery:
             self._step_frames.pop()
         else:
             segments.pop(entry[0])
+            if len(entry) > 2:
+                code = entry[1]
+                self._callee_time[code] = self._callee_time.get(code, 0.0) + perf_counter() - entry[2]
 
     def _rule_segment(self, frame: FrameType, code: Any) -> str | None:
         """The segment the rules give ``code`` (config names, then :func:`perfkit.segments.segment_for`),
@@ -371,6 +412,10 @@ class Discovery:
                 self.modules_seen.add(module)
             name = code.co_name
             seg = self.name_segments.get(name) or segments.segment_for(name, module, getattr(code, "co_qualname", name), code)
+            if seg != "logging" and not name.startswith("__") and code.co_argcount and code.co_varnames[0] in ("self", "cls"):
+                obj = self._receiver(frame, code)
+                if obj is not None and segments.is_logger_class(obj if isinstance(obj, type) else type(obj)):
+                    seg = "logging"  # a method of a logger class, whatever its name
             if seg is not None:
                 self._remember(frame, code, seg)
         self._seen_seg[code] = seg
@@ -389,18 +434,40 @@ class Discovery:
         if c.in_step:  # a step inside the step (a wrapper's env, or the wrapped method itself)
             self._open[id(frame)] = ("inner",)
             self._step_frames.append(id(frame))
+            if code not in self._callees:  # its own code: a named part of "other"
+                self._callees[code] = callee_label(code)
+                self._remember(frame, code, self._callees[code])
             return True
         cls = type(obj)
-        if patch_step_method(self.patcher, cls, name):
+        if patch_step_method(self.patcher, cls, name, callee_label(code)):
             self.step_classes.append(cls)
         if not c.owns(obj):
             return True
+        if self.loop_code is None:
+            self._find_loop(frame, name)
         self._disqualify_open_learners()
         c.in_step = True
         c.begin(obj)
         self._open[id(frame)] = ("step",)
         self._step_frames.append(id(frame))
         return True
+
+    def _find_loop(self, step_frame: FrameType, name: str) -> None:
+        """The code that called the first env step is the training loop: its own code's segments come
+        from its source (:mod:`perfkit.collectors.regions`), known until the session's end."""
+        from perfkit.collectors import regions
+
+        loop = hub.direct_caller(step_frame.f_back)
+        if loop is None or not is_program_file(loop.f_code.co_filename):
+            return
+        code = loop.f_code
+        try:
+            table = regions.table_for(code, loop.f_lineno, self.step_methods | {name})
+        except Exception:  # pragma: no cover - unreadable source: the loop is named, not split
+            table = {}
+        self.loop_code, self._loop_table = code, table
+        regions.install(code, table, regions.loop_label(code))
+        self.patcher.on_undo(regions.clear)
 
     def _disqualify_open_learners(self) -> None:
         """A learner-named function open around an env step is a training loop, not a learner update."""
@@ -415,15 +482,54 @@ class Discovery:
         caller = hub.direct_caller(frame.f_back)
         return caller is not None and id(caller) == self._step_frames[-1]
 
-    def _callee(self, frame: FrameType, code: Any) -> None:
-        """A direct callee of the innermost env step: what "other" is broken down by."""
-        if len(self._callees) >= self.MAX_CALLEES or not is_program_file(code.co_filename):
+    def _callee(self, frame: FrameType, code: Any, parent: Any) -> None:
+        """A direct callee of the innermost env step, of the training loop's own code, or of one of
+        those (``parent``: "step", "loop" or its caller's code): what "other" is broken down by.
+        Below the first level, ``other/<caller's part>/<qualname>``, wrapped only under a callee that
+        dominates its siblings (:meth:`_kept`)."""
+        if not is_program_file(code.co_filename) or code.co_name.startswith("<") or self._rule_segment(frame, code) is not None:
             return
-        if code.co_name.startswith("<") or self._rule_segment(frame, code) is not None:
+        top = parent in ("step", "loop")
+        if top:
+            label = callee_label(code)
+        else:
+            label = self._callees[parent] + "/" + callee_label(code)[len("other/"):]
+        found: list = []
+        self._remember(frame, code, label, into=found)
+        full = len(self._parent) - len(self._nested) >= self.MAX_CALLEES if top else len(self._nested) >= self.MAX_NESTED
+        if not found or full:
+            self._not_parts.add(code)
             return
-        label = "other/" + getattr(code, "co_qualname", code.co_name).replace(".<locals>", "")
         self._callees[code] = label
-        self._remember(frame, code, label)
+        self._parent[code] = parent
+        if top:
+            self.candidates.extend(found)
+        else:
+            self._nested[code] = found
+
+    def _depth(self, code: Any) -> int:
+        d = 0
+        while code in self._parent and d <= self.MAX_DEPTH:
+            code = self._parent[code]
+            d += 1
+        return d
+
+    def _dominant(self, code: Any) -> bool:
+        """Whether ``code`` took at least :attr:`DOMINANT_SHARE` of its siblings' time in the window."""
+        parent = self._parent.get(code)
+        total = sum(self._callee_time.get(c, 0.0) for c, p in self._parent.items() if p == parent)
+        return total > 0 and self._callee_time.get(code, 0.0) >= self.DOMINANT_SHARE * total
+
+    def _kept(self, code: Any) -> bool:
+        """A nested callee is wrapped when every part above it dominates its siblings."""
+        parent = self._parent.get(code)
+        for _ in range(self.MAX_DEPTH):
+            if parent in (None, "step", "loop"):
+                return True
+            if not self._dominant(parent):
+                return False
+            parent = self._parent.get(parent)
+        return False
 
     @staticmethod
     def _receiver(frame: FrameType, code: Any) -> Any:
@@ -431,16 +537,17 @@ class Discovery:
             return None
         return frame.f_locals.get(code.co_varnames[0])
 
-    def _remember(self, frame: FrameType, code: Any, seg: str) -> None:
+    def _remember(self, frame: FrameType, code: Any, seg: str, into: list | None = None) -> None:
+        candidates = self.candidates if into is None else into
         name = code.co_name
         g = frame.f_globals
         fn = g.get(name)
         if getattr(fn, "__code__", None) is code:
             mod = sys.modules.get(g.get("__name__", ""))
             if mod is not None and getattr(mod, "__dict__", None) is g:
-                self.candidates.append((mod, name, seg, "module"))
+                candidates.append((mod, name, seg, "module"))
             else:  # a module loaded without registering it: patch its namespace
-                self.candidates.append((g, name, seg, "dict"))
+                candidates.append((g, name, seg, "dict"))
             return
         obj = self._receiver(frame, code)
         if obj is None:
@@ -448,7 +555,7 @@ class Discovery:
         cls = obj if isinstance(obj, type) else type(obj)
         owner = defining_class(cls, name, code)
         if owner is not None:
-            self.candidates.append((owner, name, seg, "class"))
+            candidates.append((owner, name, seg, "class"))
 
     def start(self) -> bool:
         """Open the window: ``sys.monitoring`` where there is one (3.12+: each runtime function reports
@@ -558,7 +665,8 @@ class Discovery:
             from perfkit.collectors.segment_rules import wrap_attr, wrap_item
 
             skip = {getattr(c, "co_name", None) for c in self.disqualified}
-            for owner, name, seg, how in self.candidates:
+            nested = [c for code, cands in self._nested.items() if self._kept(code) for c in cands]
+            for owner, name, seg, how in [*self.candidates, *nested]:
                 if seg == "learner" and name in skip:
                     continue
                 if how == "dict":
@@ -566,3 +674,4 @@ class Discovery:
                 else:
                     wrap_attr(self.patcher, owner, name, seg, everywhere=how == "module")
         self.candidates.clear()
+        self._nested.clear()

@@ -19,6 +19,15 @@ from perfkit.record import (
 )
 
 
+def _child_rows(t, s, depth: int) -> None:
+    from rich.markup import escape
+
+    for child, c in sorted((s.children or {}).items(), key=lambda kv: -(kv[1].gpu_ms_per_step or kv[1].cpu_ms_per_step)):
+        t.add_row(f"{'  ' * depth}{escape(child)}", _fmt(c.cpu_ms_per_step), _fmt(c.gpu_ms_per_step), _fmt(c.syncs_per_step),
+                  _fmt(c.allocs_per_step), _fmt(c.calls_per_step), style="dim")
+        _child_rows(t, c, depth + 1)
+
+
 def _fmt(v: float | None, digits: int = 3) -> str:
     if v is None:
         return "-"
@@ -55,12 +64,11 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
         for name, s in run.segments.items():
             t.add_row(name, _fmt(s.cpu_ms_per_step), _fmt(s.gpu_ms_per_step), _fmt(s.syncs_per_step),
                       _fmt(s.allocs_per_step), _fmt(s.calls_per_step))
-            for child, c in sorted((s.children or {}).items(), key=lambda kv: -(kv[1].gpu_ms_per_step or kv[1].cpu_ms_per_step)):
-                t.add_row(f"  {escape(child)}", _fmt(c.cpu_ms_per_step), _fmt(c.gpu_ms_per_step), _fmt(c.syncs_per_step),
-                          _fmt(c.allocs_per_step), _fmt(c.calls_per_step), style="dim")
+            _child_rows(t, s, 1)
         con.print(t)
         if any(s.children for s in run.segments.values()):
-            con.print("  [dim](indented: what 'other' holds, by the env step's own callees)[/]")
+            con.print("  [dim](indented: what 'other' holds, by name: the env step's callees, deeper under one that "
+                      "dominates, and the env step's and the training loop's own code)[/]")
         con.print("  [dim]calls/step: times per steady-state step the loop entered the segment from another one[/]")
     if run.steps and run.num_envs is None:
         con.print("  [dim]steps/s counts loop steps: the stepped object has no num_envs; give it with "

@@ -341,3 +341,17 @@ def test_logging_methods_first_called_after_discovery_are_logging_and_env_fields
     assert run.segments["logging"].calls_per_step > 0
     assert mod.Trainer.logits.__name__ == "logits" and not hasattr(mod.Trainer.logits, "__perfkit_segment__")
     assert run.env["max_episode_steps"] == 500 and run.env["device"] == "cpu"
+
+
+def test_every_method_of_a_logger_class_is_logging():
+    """A logger's log() once per iteration after the update (first called after the warm-up window),
+    its methods named like reward or learner work, and a subclass not named like a logger."""
+    mod = load("logger_classes")
+    path = mod.__file__
+    with Session(warmup_steps=3, count_cpu_tensors=True) as s:
+        mod.main(40)
+    syncs = {f.line: f for f in s.run.findings_of("sync")}
+    for mark in ("every step", "reward-named", "update-named", "log", "subclass"):
+        f = syncs[line_of(path, f"# <- {mark}")]
+        assert f.segment == "logging", (mark, f.segment)
+    assert s.run.segments["logging"].syncs_per_step == pytest.approx(1 + 4 / 8, abs=2 / s.run.steps)

@@ -205,3 +205,26 @@ def test_other_is_broken_down_by_the_env_steps_callees(nojit_run):
     assert child_stats(other, "ObservationManager.compute")["syncs_per_step"] == 0
     assert child_stats(other, "ObservationManager.compute")["cpu_ms_per_step"] > 0
     assert child_stats(other, "TerminationManager.compute")["syncs_per_step"] == 0
+
+
+def test_other_is_explained_by_name(nojit_run):
+    """The breakdown of other — the env steps' callees, the env steps' own code, the training loop's
+    callees and its own code (a named remainder) — covers >= 90 % of other's CPU time, and the
+    managers' work is each visible by name."""
+    other = nojit_run.segments["other"]
+    names = set(other.children)
+    for part in ("ObservationManager.compute", "ManagerBasedRLEnv._reset_idx", "EventManager.apply",
+                 "CommandManager.compute", "TerminationManager.compute", "ManagerBasedRLEnv.step",
+                 "RslRlVecEnvWrapper.step", "OnPolicyRunner.learn"):
+        assert any(n.endswith(part) for n in names), (part, sorted(names))
+    covered = sum(c.cpu_ms_per_step for c in other.children.values())
+    assert covered >= 0.9 * other.cpu_ms_per_step, (covered, other.cpu_ms_per_step, sorted(names))
+    # the loop's own code is the remainder: named, and not most of other
+    assert other.children["OnPolicyRunner.learn"].cpu_ms_per_step < 0.5 * other.cpu_ms_per_step
+
+
+def test_the_logger_is_logging_and_the_action_sampling_policy(nojit_run):
+    # rsl_rl's Logger.log runs once per iteration after the update (past a warm-up of one iteration)
+    f = sync_at(nojit_run, "rsl_rl/utils/logger.py", "infotensor = torch.tensor([], device=self.device)")
+    assert f.segment == "logging" and f.function == "log"
+    assert nojit_run.segments["policy"].cpu_ms_per_step > 0
