@@ -254,6 +254,49 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
     }
 
 
+def measure_sources(env_kind: str, num_envs: int, device: str, rounds: int, steps: int, name: str = "ant",
+                    sources: tuple[str, ...] = ("hooks", "auto"), warmup: int = 20, warm_steps: int = 10) -> dict[str, Any]:
+    """The cost of each way of counting syncs, in one process (issue 23's before/after): per round a
+    plain span and one span under a session per ``[tool.perfkit] sync_source`` (``"hooks"``: a Python
+    hook on every sync-prone op, as before; ``"auto"``: on CUDA the runtime reports syncs and only the
+    always-sync ops are hooked), in a rotating order; the ratio of each to the round's plain span."""
+    from perfkit.config import Config
+    from perfkit.record import EXTRA_SYNC_SOURCE
+    from perfkit.session import Session
+
+    loop, env, label = make_loop(env_kind, num_envs, device, name)
+    loop(warmup)
+    _sync(device)
+
+    def span() -> float:
+        loop(warm_steps)
+        _sync(device)
+        gc.collect()
+        t0 = time.perf_counter()
+        loop(steps)
+        _sync(device)
+        return steps * num_envs / (time.perf_counter() - t0)
+
+    arms = ("plain", *sources)
+    sps: dict[str, list[float]] = {a: [] for a in arms}
+    counted: dict[str, Any] = {}
+    for r in range(rounds):
+        order = arms[r % len(arms):] + arms[:r % len(arms)]
+        for a in order:
+            if a == "plain":
+                sps[a].append(span())
+                continue
+            with Session(command=["benchmarks/overhead.py"], config=Config(sync_source=a)) as s:
+                sps[a].append(span())
+            counted[a] = {"source": s.run.extra.get(EXTRA_SYNC_SOURCE),
+                          "syncs_per_step": round(sum(f.per_step for f in s.run.findings if f.kind == "sync"), 3)}
+    ratios = {a: [b / p for b, p in zip(sps[a], sps["plain"])] for a in sources}
+    return {"env": label, "num_envs": num_envs, "device": device, "rounds": rounds, "steps_per_arm": steps,
+            "sps_median": {a: statistics.median(v) for a, v in sps.items()},
+            "ratio_median": {a: statistics.median(v) for a, v in ratios.items()},
+            "ratios": {a: [round(x, 4) for x in v] for a, v in ratios.items()}, "counted": counted}
+
+
 # ---- deterministic estimate: wrapper calls per step x per-call cost ---------------------------------
 _WRAPPERS = {  # (file suffix, function name) of perfkit's per-call wrappers -> the cost class to price it with
     ("perfkit/segments.py", "in_segment"): "segment",
@@ -366,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--estimate", action="store_true",
                    help="also price perfkit's wrapper calls per step (cProfile counts x best-of-N per-call cost): "
                         "a figure that a busy machine does not blur")
+    p.add_argument("--sync-sources", nargs="+", default=None, metavar="SOURCE",
+                   help="instead of the A/B: plain against a session per sync_source (hooks, auto), interleaved")
     a = p.parse_args(argv)
     import torch
 
@@ -373,6 +418,18 @@ def main(argv: list[str] | None = None) -> int:
     if a.threads:
         torch.set_num_threads(a.threads)
     results = []
+    if a.sync_sources:
+        for n in a.num_envs:
+            res = measure_sources(a.env, n, device, a.rounds, a.steps, a.name, tuple(a.sync_sources),
+                                  warm_steps=a.warm_steps)
+            results.append(res)
+            print(f"{res['env']} {n} envs on {device}: plain {res['sps_median']['plain']:,.0f} env-steps/s; "
+                  + "; ".join(f"sync_source={k}: ratio {v:.4f} (rounds {res['ratios'][k]}, {res['counted'].get(k)})"
+                              for k, v in res["ratio_median"].items()), flush=True)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"probe": "overhead-sync-sources", "results": results}, f, indent=1)
+        return 0
     for n in a.num_envs:
         clock = a.clock or ("wall" if device.startswith("cuda") else ("thread" if a.threads == 1 else "wall"))
         res = measure(a.env, n, device, a.rounds, a.steps, a.name, clock=clock, warm_steps=a.warm_steps,

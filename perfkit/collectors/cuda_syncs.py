@@ -166,11 +166,11 @@ def _label_of(code: CodeType, lasti: int) -> str:
         opname = ""
     expr = _expression_at(code, lasti)
     if opname == "STORE_SUBSCR" or (isinstance(expr, ast.Subscript) and opname.startswith("STORE")):
-        return "t[...] = v"
+        return _write_label(code, lasti, expr)
     if isinstance(expr, ast.Call):
         return _call_label(expr.func)
     if isinstance(expr, ast.Subscript):
-        return "t[...]"
+        return _index_label(expr.slice) or "t[...]"
     if opname.startswith(("POP_JUMP", "TO_BOOL", "JUMP_IF", "UNARY_NOT")):
         return "bool(t)"
     if opname in ("FORMAT_VALUE", "FORMAT_SIMPLE", "CONVERT_VALUE"):
@@ -178,6 +178,49 @@ def _label_of(code: CodeType, lasti: int) -> str:
     if isinstance(expr, (ast.BinOp, ast.Compare, ast.UnaryOp)):
         return "t op scalar"
     return "sync (runtime)"
+
+
+def _index_label(index: ast.expr) -> str | None:
+    """``t[list]`` / ``t[bool_mask]`` where the index's own expression says which, else None."""
+    if isinstance(index, ast.List):
+        return "t[list]"
+    if isinstance(index, ast.Compare) or (isinstance(index, ast.UnaryOp) and isinstance(index.op, (ast.Invert, ast.Not))) \
+            or (isinstance(index, ast.BinOp) and isinstance(index.op, (ast.BitAnd, ast.BitOr, ast.BitXor))):
+        return "t[bool_mask]"
+    name = index.id if isinstance(index, ast.Name) else index.attr if isinstance(index, ast.Attribute) else ""
+    if "mask" in name.lower():
+        return "t[bool_mask]"
+    return None
+
+
+def _write_label(code: CodeType, lasti: int, target: ast.AST | None) -> str:
+    """An index write: ``t[idx] = scalar`` / ``t[i] = scalar`` when the statement assigns a number,
+    ``t[bool_mask] = v`` / ``t[list] = v`` by the index, else ``t[...] = v``."""
+    index = target.slice if isinstance(target, ast.Subscript) else None
+    stmt = _statement_at(code, lasti)
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, (int, float)):
+        single = isinstance(index, ast.Constant) and isinstance(index.value, int)
+        return "t[i] = scalar" if single else "t[idx] = scalar"
+    label = _index_label(index) if index is not None else None
+    return f"{label} = v" if label else "t[...] = v"
+
+
+def _statement_at(code: CodeType, lasti: int) -> ast.stmt | None:
+    """The one-line statement holding the instruction at ``lasti`` (None where it spans lines)."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return None
+    try:
+        line = list(positions())[lasti // 2][0]
+    except IndexError:
+        return None
+    if line is None:
+        return None
+    try:
+        body = ast.parse(linecache.getline(code.co_filename, line).strip()).body
+    except SyntaxError:
+        return None
+    return body[0] if len(body) == 1 else None
 
 
 def _call_label(func: ast.expr) -> str:
