@@ -92,11 +92,11 @@ class RuntimeSyncs:
         show = self._showwarnmsg(original)
         warnings.filterwarnings("always", message=MESSAGE, category=UserWarning)
         added = warnings.filters[0]
-        torch.cuda.set_sync_debug_mode("warn")
+        _quietly(torch.cuda.set_sync_debug_mode, "warn")
         patcher.set(warnings, "_showwarnmsg", show)
 
         def restore() -> None:
-            torch.cuda.set_sync_debug_mode(prev)
+            _quietly(torch.cuda.set_sync_debug_mode, prev)
             try:
                 warnings.filters.remove(added)
             except ValueError:
@@ -113,10 +113,11 @@ class RuntimeSyncs:
         return True
 
     def _showwarnmsg(self, original: Callable) -> Callable:
+        """``warnings._showwarnmsg`` that keeps the runtime's sync reports and passes every other on."""
         report, inside, count_in_hook = self._report, self._inside, self._count_in_hook
 
         def showwarnmsg(msg: Any) -> None:
-            if msg.category is UserWarning and str(msg.message) == MESSAGE:
+            if msg.category is UserWarning and str(msg.message).startswith(MESSAGE):  # + " (Triggered internally at ...)"
                 try:
                     if inside():
                         count_in_hook()
@@ -128,6 +129,14 @@ class RuntimeSyncs:
             original(msg)
 
         return showwarnmsg
+
+
+def _quietly(fn: Callable, *args: Any) -> None:
+    """Call ``fn`` without the warning torch gives on setting the mode ("a prototype feature"): perfkit's
+    switch is not the program's, and its stderr must stay as it is without perfkit."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn(*args)
 
 
 # ---- labels: which expression made the sync -----------------------------------------------------------

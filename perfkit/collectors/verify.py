@@ -38,6 +38,7 @@ SYNC_API = {
     "cuMemcpy", "cuMemcpy_v2",
 }
 SYNC_PREFIX = "perfkit.sync:"
+NO_STACK = "(no Python stack)"  # the site of a runtime sync the profiler gave no stack
 STEP_PREFIX = "perfkit.step#"
 MAX_SITES = 50  # per-site rows kept in the block (the most runtime syncs first)
 MAX_STACK = 8  # frames kept per unattributed site
@@ -231,7 +232,7 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
         n_un += 1
         stack = _stack_of(e)
         frame = _program_frame(stack)
-        site = f"{relpath(frame[0])}:{frame[1]}" if frame else "(no Python stack)"
+        site = f"{relpath(frame[0])}:{frame[1]}" if frame else NO_STACK
         u = unattributed.setdefault(site, {"site": site, "function": frame[2] if frame else "", "count": 0, "apis": {},
                                            "stack": stack[:MAX_STACK]})
         u["count"] += 1
@@ -239,13 +240,20 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
 
     n_reported = n_report_empty = 0
     report_rows = []
-    for site, n in sorted((reported or {}).items()):
-        u = unattributed.get(site)
+
+    def take(key: str, n: int) -> int:
+        u = unattributed.get(key)
         m = min(n, u["count"]) if u else 0
         if u is not None:
             u["count"] -= m
             if not u["count"]:
-                del unattributed[site]
+                del unattributed[key]
+        return m
+
+    for site, n in sorted((reported or {}).items()):
+        m = take(site, n)
+        # a runtime call the profiler gave no Python stack: matched to what perfkit reported, by count
+        m += take(NO_STACK, n - m)
         n_un -= m
         n_reported += m
         n_report_empty += n - m

@@ -30,7 +30,7 @@ def _array_hook(orig: Callable, op: str) -> Callable:
         cuda = bool(getattr(device, "is_cuda", False))
         if not hub.counts(cuda, caller):
             return orig(self, *args, **kwargs)
-        return sync_call(orig, op, caller, (self, *args), kwargs, would=not cuda)
+        return sync_call(orig, op, caller, (self, *args), kwargs, would=not cuda, confirm=False)  # Warp's waits are not torch's to report
 
     return hook
 

@@ -31,9 +31,10 @@ mkdir -p "$dir"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$dir" \
-  rsl-rl-lib==5.5.1 tensordict==0.15.3 pyvers==0.2.3 GitPython==3.2.1 gitdb==4.0.12 smmap==5.0.3
+  rsl-rl-lib==5.5.1 tensordict==0.15.3 pyvers==0.2.3 GitPython==3.2.1 gitdb==4.0.12 smmap==5.0.3 \
+  gymnasium==1.4.0 farama-notifications==0.0.4 cloudpickle==3.1.2
 n=$(ls "$dir"/*.whl | wc -l)
-[ "$n" -eq 6 ] || { echo "stage-stack-wheels: expected 6 wheels in $dir, got $n" >&2; exit 1; }
+[ "$n" -eq 9 ] || { echo "stage-stack-wheels: expected 9 wheels in $dir, got $n" >&2; exit 1; }
 if unzip -l "$dir"/tensordict-*.whl | grep -q '\.so$'; then
   echo "stage-stack-wheels: the tensordict wheel has compiled parts (tied to one torch); expected a pure one" >&2
   exit 1

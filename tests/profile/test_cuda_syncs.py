@@ -26,7 +26,9 @@ class FakeCuda:
     def get_sync_debug_mode(self):
         return self.mode
 
-    def set_sync_debug_mode(self, mode):
+    def set_sync_debug_mode(self, mode):  # torch warns on every call that the mode is a prototype
+        warnings.warn("Synchronization debug mode is a prototype feature and does not yet detect all "
+                      "synchronizing operations", UserWarning)
         self.mode = {"warn": 1, "default": 0}.get(mode, mode)
 
 
@@ -35,8 +37,10 @@ class FakeTorch:
         self.cuda = FakeCuda(mode)
 
 
-# a C-level callable that warns as torch does after a synchronizing op (the warning names the caller)
-synchronizing = functools.partial(warnings.warn, cuda_syncs.MESSAGE, UserWarning)
+# a C-level callable that warns as torch does after a synchronizing op (the warning names the caller;
+# torch's C++ warnings carry where they were raised after the message)
+synchronizing = functools.partial(warnings.warn, cuda_syncs.MESSAGE + " (Triggered internally at "
+                                  "/pytorch/c10/cuda/CUDAFunctions.cpp:171.)", UserWarning)
 
 
 class Tensorish:
@@ -98,6 +102,16 @@ def test_other_warnings_pass_through_and_everything_is_put_back():
     assert [str(w.message) for w in caught] == ["something else"] and events == []
     p.undo()
     assert warnings.filters == before_filters and warnings._showwarnmsg is before_show
+
+
+def test_switching_the_mode_says_nothing_on_the_programs_stderr(capfd):
+    rs, _, _ = _session()
+    p = Patcher()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        rs.install(p, FakeTorch())
+        p.undo()
+    assert capfd.readouterr().err == ""
 
 
 def test_a_sync_debug_mode_the_user_set_is_left_alone():

@@ -14,6 +14,16 @@ from _helpers import line_of, load, marked_line, script
 pytestmark = pytest.mark.gpu
 
 
+@pytest.fixture
+def hooks(monkeypatch):
+    """Every hook decides from the call ([tool.perfkit] sync_source = "hooks"; also what a program with its
+    own sync-debug mode gets): the tables' exact labels and decisions are checked here; the default on
+    CUDA, the runtime's own reports, is checked against it below and against CUPTI by --verify."""
+    from perfkit.collectors import hub
+
+    monkeypatch.setattr(hub, "sync_source", "hooks")
+
+
 @pytest.fixture(scope="module")
 def cuda_cases():
     os.environ["PK_CASES_DEVICE"] = "cuda"
@@ -32,7 +42,7 @@ SYNC_NAMES = ["item", "cpu", "cpu_numpy", "to_cpu", "to_cpu_numpy", "tolist", "b
 
 
 @pytest.mark.parametrize("name", SYNC_NAMES)
-def test_each_sync_kind_is_caught_on_cuda(cuda_cases, name):
+def test_each_sync_kind_is_caught_on_cuda(cuda_cases, name, hooks):
     fn = getattr(cuda_cases, name)
     line, op = marked_line(fn)
     with budget(count_cpu_tensors=False) as b:
@@ -47,7 +57,34 @@ def test_each_sync_kind_is_caught_on_cuda(cuda_cases, name):
                                   "clean_to_dtype", "clean_tensor_empty", "clean_tensor_empty_nested",
                                   "clean_empty_list_index", "clean_empty_ndarray_index", "clean_empty_list_write",
                                   "clean_to_cpu_non_blocking", "clean_to_cpu_empty"])
-def test_sync_free_calls_on_cuda_count_zero(cuda_cases, name):
+def test_sync_free_calls_on_cuda_count_zero(cuda_cases, name, hooks):
+    with budget(syncs=0, count_cpu_tensors=False):
+        getattr(cuda_cases, name)()
+
+
+@pytest.mark.parametrize("name", SYNC_NAMES)
+def test_each_sync_kind_the_runtime_reports_is_counted_once_at_its_line(cuda_cases, name):
+    """The default on CUDA: the runtime's own report counts the sync (collectors/cuda_syncs.py) — at the
+    marked line, once, named as the table names it or by the expression's kind (t[...], .to(...))."""
+    from perfkit.collectors import hub
+    from perfkit.collectors.cuda_syncs import RUNTIME_OPS
+
+    fn = getattr(cuda_cases, name)
+    line, op = marked_line(fn)
+    with budget(count_cpu_tensors=False) as b:
+        fn()
+    assert hub.installed_sync_source == "runtime"
+    syncs = [s for s in b.sites if s.kind == "sync"]
+    assert [(s.line, s.count) for s in syncs] == [(line, 1)], syncs
+    assert syncs[0].op == op or syncs[0].op in RUNTIME_OPS, syncs
+
+
+@pytest.mark.parametrize("name", ["clean_where3", "clean_index_tensor", "clean_slice", "clean_repeat_sized",
+                                  "clean_tensor_no_device", "clean_inplace", "clean_mask_fill_scalar",
+                                  "clean_to_dtype", "clean_tensor_empty", "clean_tensor_empty_nested",
+                                  "clean_empty_list_index", "clean_empty_ndarray_index", "clean_empty_list_write",
+                                  "clean_to_cpu_non_blocking", "clean_to_cpu_empty"])
+def test_sync_free_calls_the_runtime_does_not_report_count_zero(cuda_cases, name):
     with budget(syncs=0, count_cpu_tensors=False):
         getattr(cuda_cases, name)()
 
@@ -69,7 +106,7 @@ def test_explicit_cuda_syncs():
                           ("Stream.synchronize()", line_of(here, "st.synchronize()  # <- c"))])
 
 
-def test_blocking_copy_to_host_is_a_sync_and_non_blocking_is_not():
+def test_blocking_copy_to_host_is_a_sync_and_non_blocking_is_not(hooks):
     import torch
 
     d = torch.ones(8, device="cuda")

@@ -147,3 +147,10 @@ def test_syncs_the_runtime_reported_outside_the_hooks_are_attributed_to_their_li
     assert [u["site"] for u in v["unattributed_sites"]] == ["/w/ppo.py:91"]
     rows = {r["site"]: r for r in v["reported_sites"]}
     assert rows["/w/ppo.py:88"]["runtime_syncs"] == 2 and rows["/w/env.py:7"]["reported_without_runtime_sync"] == 1
+
+
+def test_a_runtime_sync_without_a_stack_is_matched_to_a_report_by_count():
+    evs = _window(steps=2, per_step=1, gpu_copies=False)
+    evs += [Ev("cudaStreamSynchronize", 1060.0, 1064.0), Ev("cudaStreamSynchronize", 1160.0, 1164.0)]
+    v = analyze(evs, reported={"/w/env.py:7": 2})
+    assert (v["unattributed"], v["runtime_reported"], v["reported_without_runtime_sync"]) == (0, 2, 0)
