@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from perfkit.collectors.cuda_syncs import RUNTIME_OPS, RuntimeSyncs, sync_label
 from perfkit.collectors.patches import Patcher, SyncOp, wraps
-from perfkit.collectors.sites import counts_on_cpu, made_by_perfkit, site_of
+from perfkit.collectors.sites import counts_on_cpu, outside_perfkit, site_of
 
 
 MAIN_IDENT = threading.main_thread().ident
@@ -204,8 +204,12 @@ def _confirmed_sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwar
 
 
 def _runtime_sync(frame: FrameType) -> None:
-    """A sync the runtime reported outside every hook: one event at its line (not one perfkit made)."""
-    if not sinks or is_compiling() or made_by_perfkit(frame):
+    """A sync the runtime reported outside every hook: one event at its line, named from the expression
+    of the program's frame that made it (past perfkit's pass-through frames: a sampled step's allocation
+    mode runs every op from its own frame). perfkit's own syncs run inside its hooks or its scheduler,
+    where ``tls.depth`` > 0, and never get here."""
+    frame = outside_perfkit(frame)
+    if frame is None or not sinks or is_compiling():
         return
     site = emit("sync", sync_label(frame, _known_label), frame)
     tls.sync_site = None

@@ -167,9 +167,11 @@ def counts_on_cpu(filename: str) -> bool:
 _perfkit_code: dict[str, bool] = {}
 
 
-def made_by_perfkit(frame: FrameType | None) -> bool:
-    """Whether perfkit's own instrumentation made the call running in ``frame``: walking outwards, a
-    frame of perfkit (not its ``envs/``/``rl/`` programs) comes before any frame of the program."""
+def outside_perfkit(frame: FrameType | None) -> FrameType | None:
+    """``frame``, or the first frame outwards that is not perfkit's instrumentation (its ``envs/`` and
+    ``rl/`` programs are not): the frame whose call made an op that a perfkit frame passed on (the
+    allocation mode's ``__torch_function__`` runs the program's op for it). None where only perfkit's
+    frames are left."""
     while frame is not None:
         fn = frame.f_code.co_filename
         mine = _perfkit_code.get(fn)
@@ -177,12 +179,10 @@ def made_by_perfkit(frame: FrameType | None) -> bool:
             real = os.path.realpath(fn) if fn and not fn.startswith("<") else ""
             mine = _perfkit_code[fn] = real.startswith(_PERFKIT_DIR + os.sep) and not real.startswith(
                 _PERFKIT_PROGRAM_DIRS)
-        if mine:
-            return True
-        if kind_of(fn) != "runtime":
-            return False
+        if not mine:
+            return frame
         frame = frame.f_back
-    return False
+    return None
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:

@@ -265,9 +265,30 @@ def test_a_sync_outside_every_hook_is_one_finding_at_its_line_named_in_the_vocab
 
 def test_a_sync_perfkit_itself_makes_is_not_the_programs(runtime_hub):
     hub, sink = runtime_hub
+    hub.tls.depth += 1  # perfkit's own work (the scheduler, the record) runs with the hooks quiet
+    try:
+        synchronizing()
+    finally:
+        hub.tls.depth -= 1
+    assert sink.counts == {}
+
+
+def test_an_op_perfkit_passes_on_is_the_programs_at_the_programs_line(runtime_hub, tmp_path):
+    """On a sampled step the allocation mode's __torch_function__ (a perfkit frame) runs each op: a sync
+    there is the program's, at its line, named from its expression — not dropped, not 'call()'."""
+    hub, sink = runtime_hub
     from perfkit.collectors import sites
 
-    ns = {"synchronizing": synchronizing}
-    exec(compile("def own():\n    synchronizing()\n", os.path.join(os.path.dirname(sites.__file__), "x.py"), "exec"), ns)
-    ns["own"]()
-    assert sink.counts == {}
+    ns = {"synchronizing": synchronizing}  # a perfkit frame that runs the op for the program
+    exec(compile("def torch_function(*a):\n    return synchronizing()\n",
+                 os.path.join(os.path.dirname(sites.__file__), "x.py"), "exec"), ns)
+    user = tmp_path / "user_loop.py"
+    user.write_text("def step(x):\n    return x.item()\n")
+    un = {}
+    exec(compile(user.read_text(), str(user), "exec"), un)
+
+    class T:
+        item = staticmethod(ns["torch_function"])
+
+    un["step"](T())
+    assert [(op, line) for (op, line) in _events(sink)] == [(".item()", 2)]
