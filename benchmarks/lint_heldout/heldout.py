@@ -5,8 +5,8 @@ labelled by a second labeller who did not read the rules' code, and per-step syn
     python benchmarks/lint_heldout/heldout.py lint      # -> benchmarks/lint_heldout/out/findings.json (ignored by git)
     python benchmarks/lint_heldout/heldout.py sample    # the sample to label -> out/sample.json, printed with context
 
-The 8 PyPI codebases of ``benchmarks/lint_real`` share its cache (``~/.cache/perfkit-lint-real`` or
-``$PERFKIT_LINT_REAL_CACHE``) and its fetch and lint code; a codebase pinned to a repository and commit
+The PyPI codebases (lint_real's 8 and 3 new ones) share ``benchmarks/lint_real``'s cache
+(``~/.cache/perfkit-lint-real`` or ``$PERFKIT_LINT_REAL_CACHE``) and its fetch and lint code; a codebase pinned to a repository and commit
 (``"repo"``, ``"version"`` = the commit) is exported with ``git archive`` from a clone you point at with
 ``--git NAME=PATH`` (any clone that has the commit), since a wheel of it is not published.
 """
