@@ -27,6 +27,24 @@ def _codes(values, what):
     return codes
 
 
+def _check_baseline_target(target, paths, exclude, root):
+    """``--write-baseline`` must not name a file being linted (it would replace the source) and must be
+    writable: refused (exit 2) before anything is linted or written."""
+    from perfkit.cli.errors import BadInput
+    from perfkit.lint.files import discover
+    from perfkit.outputs import OutputError, check_writable, describe_error
+
+    real = os.path.realpath(target)
+    for path, problem in discover(paths, exclude, root):
+        if not problem and os.path.realpath(path) == real:
+            raise BadInput(f"--write-baseline {target} is one of the files being linted; "
+                           "choose another path (nothing was written)")
+    try:
+        check_writable(target)
+    except OutputError as e:
+        raise BadInput(f"cannot write baseline {target!r}: {e.strerror}") from None
+
+
 @click.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="text", show_default=True,
@@ -58,6 +76,7 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
     from perfkit.lint import config as config_mod
     from perfkit.lint.docs import explain_text
     from perfkit.lint.engine import Options
+    from perfkit.lint.files import discover
     from perfkit.lint.formats import render
     from perfkit.lint.rules import all_rules, get_rule
     from perfkit.lint.run import lint_paths
@@ -93,7 +112,11 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
             raise BadInput(str(e)) from None
 
     root = os.path.dirname(os.path.abspath(cfg.source)) if cfg.source else None
+    if write_baseline:
+        _check_baseline_target(write_baseline, paths, cfg.exclude, root)
     result = lint_paths(paths, options, exclude=cfg.exclude, root=root)
+    if not result.files and not result.errors and not any(True for _ in discover(paths)):  # not: all excluded
+        raise BadInput(f"no Python files to lint in {', '.join(paths)} (give .py files or folders holding them)")
     for err in result.errors:
         click.echo(f"perfkit lint: {err}", err=True)
     if write_baseline:

@@ -81,6 +81,18 @@ def render_markdown() -> str:
         "`.tolist()` results; inside `if isinstance(x, np.ndarray):` (or the `else` of an "
         "`isinstance(x, torch.Tensor)` test) `x` is host data.",
         "",
+        "## Where a tensor lives",
+        "",
+        "The linter reads code as it runs on the GPU machine. A factory without `device=` (`torch.zeros(n)`, "
+        "`torch.tensor(data)`, a `dtype=torch.bool` mask, `torch.cat` of such tensors) makes a host tensor there, "
+        "and reading a host tensor never syncs: no finding. Unless the process sets a default device: "
+        "`torch.set_default_device(\"cuda\")` or Genesis' `gs.init(...)` in any linted module makes every "
+        "module's factories device tensors. A `register_buffer` buffer is a device tensor whatever it was made "
+        "with: it moves with its module's `.to(device)`. `perfkit profile` on a CPU-only machine cannot tell a "
+        "tensor made without a device from one made for the GPU and reports a sync-prone call on either as "
+        "*would sync on GPU*; on a GPU it counts only what really syncs, as the linter does. `perfkit lint "
+        "--profile run.json` lists such a runtime finding with no static finding as *runtime-only*.",
+        "",
         "## Confidence and severity",
         "",
         "Every finding has a confidence, `high` or `medium` (SARIF `rank` 90 / 60; `[medium]` after the message in "

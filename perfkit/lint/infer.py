@@ -295,8 +295,9 @@ class Typer:
                 and f.value.id == self.unit.self_name and len(node.args) >= 2:
             name = node.args[0]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                k = self.kind(node.args[1])
-                self._attrs[name.value] = k if k in TORCH else TENSOR
+                k = self.kind(node.args[1])  # made without device=, it moves with the module's .to(device)
+                self._attrs[name.value] = BOOL if k == BOOL or (k == CPU and _bool_dtype(self.mod, node.args[1])) \
+                    else TENSOR
 
     def _set(self, name, kind, pos=(0, 0)):
         self.binds.setdefault(name, []).append((pos, kind))
@@ -480,7 +481,8 @@ class Typer:
             if q.startswith("torch."):
                 k = _torch_call_kind(self.mod, q, e)
                 if k in DEVICE and e.args and not any(kw.arg == "device" for kw in e.keywords):
-                    arg_kinds = [self.kind(a) for a in e.args]
+                    args = [x for a in e.args for x in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+                    arg_kinds = [self.kind(a) for a in args]  # torch.cat([a, b]): the listed tensors
                     if CPU in arg_kinds and not any(a in DEVICE for a in arg_kinds):
                         return CPU  # torch.prod(host_tensor) stays on the host
                 return k
@@ -611,14 +613,22 @@ def _torch_call_kind(mod, q: str, e: ast.Call):
     return _TORCH_DEVICE_RULES(mod, name, e)
 
 
+def _bool_dtype(mod, e) -> bool:
+    return isinstance(e, ast.Call) and any(kw.arg == "dtype" and mod.qual(kw.value) == "torch.bool"
+                                           for kw in e.keywords)
+
+
 def _TORCH_DEVICE_RULES(mod, name, e):  # noqa: N802
     if name in _BOOL_FUNCS:
         return BOOL
     for kw in e.keywords:
-        if kw.arg == "dtype" and mod.qual(kw.value) == "torch.bool":
-            return BOOL
         if kw.arg == "device" and isinstance(kw.value, ast.Constant) and kw.value.value == "cpu":
             return CPU
+    if _bool_dtype(mod, e):  # a mask, on the host when made without device= and no default device is set
+        if name in _HOST_FACTORIES and not any(kw.arg == "device" for kw in e.keywords) \
+                and not mod.sets_default_device:
+            return CPU
+        return BOOL
     if name in ("tensor", "as_tensor") and not any(kw.arg == "device" for kw in e.keywords):
         return CPU  # default device; a later .to(device) / .cuda() is the host-to-device copy
     if name in _HOST_FACTORIES and not any(kw.arg == "device" for kw in e.keywords) and not mod.sets_default_device:

@@ -427,7 +427,9 @@ def test_calls_recorded_into_a_cuda_graph_do_not_make_their_callees_hot(tmp_path
     assert got == [("physics.py", 7, "PK204")]
 
 
-def test_a_write_through_nonzero_ids_is_covered_by_the_nonzero_finding():
+def test_a_scalar_write_through_nonzero_ids_is_its_own_sync_as_the_profiler_counts_it():
+    # issue 18: `ret[ids] = 0.0` with ids from .nonzero() syncs a second time (the scalar's copy); the
+    # profiler reports both sites, so the linter does too, as it does for a parameter named env_ids
     src = """
     import torch
     class Env:
@@ -435,8 +437,10 @@ def test_a_write_through_nonzero_ids_is_covered_by_the_nonzero_finding():
             ids = done.nonzero(as_tuple=True)[0]
             ret[ids] = 0.0
             ret[env_ids] = 0.0
+            self_ids = self.reset_buf.nonzero().squeeze(-1)
+            ret[self_ids] = 0.0
     """
-    assert lint(src) == [(5, "PK106"), (7, "PK113")]
+    assert lint(src) == [(5, "PK106"), (6, "PK113"), (7, "PK113"), (8, "PK106"), (9, "PK113")]
 
 
 def test_calls_of_the_iteration_loop_around_a_step_loop_are_not_per_step(tmp_path):

@@ -498,9 +498,8 @@ def index_writes(ctx, node: ast.Assign):
             continue
         if not _python_value(ctx, node.value):
             continue
-        index_tensor = any(ctx.kind(p) == TENSOR for p in parts)
-        if index_tensor and any(_from_nonzero(ctx, p) for p in parts):
-            continue  # ids = mask.nonzero(): PK106 is the finding, and its fix (use the mask) removes this write too
+        # ids = mask.nonzero() is an index tensor too: the write is its own sync (the profiler counts both)
+        index_tensor = any(ctx.kind(p) == TENSOR or _from_nonzero(ctx, p) for p in parts)
         if index_tensor:
             ctx.report("PK113", t, what="writing a Python scalar through an index tensor (`x[idx] = 0.0`)",
                        fix="use `x.index_fill_(dim, idx, value)`, or write a 0-dim device tensor made once")
