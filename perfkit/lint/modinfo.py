@@ -81,6 +81,7 @@ class ModuleInfo:
         roots = {v.split(".")[0] for v in self.aliases.values()}
         self.uses_torch = "torch" in roots
         self.uses_warp = "warp" in roots or "mujoco_warp" in roots
+        self.uses_gym = "gym" in roots or "gymnasium" in roots  # CPU envs: step() returns numpy
         # Warp and torch share memory here (zero-copy views), so their streams must agree.
         self.shares_torch_warp = self.uses_torch and self.uses_warp and (
             "to_torch" in text or "from_torch" in text or "__cuda_array_interface__" in text

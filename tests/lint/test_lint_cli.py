@@ -288,7 +288,8 @@ def test_files_that_cannot_be_linted_are_in_json_and_sarif(tree):
 
 
 def test_sarif_rank_and_min_confidence(tree):
-    (tree / "pkg" / "unknown.py").write_text("import torch\nclass E:\n    def step(self, a):\n        return self.buf.item()\n")
+    # forward: hot by its name alone, so an unknown receiver stays medium (in step() it would be high)
+    (tree / "pkg" / "unknown.py").write_text("import torch\nclass E:\n    def forward(self, a):\n        return self.buf.item()\n")
     doc = json.loads(run("pkg", "--format", "sarif").stdout)
     ranks = {(x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], x["ruleId"]): x["rank"]
              for x in doc["runs"][0]["results"]}

@@ -360,6 +360,11 @@ _TRUTH_WHAT = {ast.If: "`if` on a tensor", ast.While: "`while` on a tensor (a sy
 def _truth(ctx, e):
     """Confidence that Python's truth test of ``e`` reads a device tensor: 'high', 'medium' (``x.any()`` /
     ``x.all()`` on a receiver of unknown type in a torch module) or None."""
+    if isinstance(e, ast.BoolOp):  # tested as a whole: every operand's truth is read, the last one's too
+        confs = [_truth(ctx, v) for v in e.values]
+        return "high" if "high" in confs else "medium" if "medium" in confs else None
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        return _truth(ctx, e.operand)
     if _dev(ctx, e):
         return "high"
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("any", "all") \
