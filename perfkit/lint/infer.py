@@ -616,6 +616,14 @@ class Typer:
                     target = c.methods.get(m)
                     if target is not None:
                         return return_kind(self.mod, target)
+            # obj.method(...) of a class in another linted module (self.storage = Storage(...)): its annotated
+            # return type, else what its returns are; one kind for every method the call may run
+            if self.mod.project is not None and not self.unit.is_module:
+                targets = self.mod.project.resolve_call(self.mod, self.unit, e)
+                if targets and len(targets) <= 4:
+                    kinds = {return_kind(t.mod, t) if t.mod is not None else None for t in targets}
+                    if len(kinds) == 1 and None not in kinds:
+                        return kinds.pop()
         elif isinstance(func, ast.Name):
             name = func.id
             if name in self.mod.classes:
