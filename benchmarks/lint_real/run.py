@@ -73,12 +73,12 @@ def fetch(_args):
         print(f"{cb['name']} {cb['version']}: {wheels[0]} -> {dest}")
 
 
-def lint(_args):
+def lint(args):
     sys.path.insert(0, ROOT)
     from perfkit.lint import lint_paths
 
     rows, stats = [], []
-    for cb in load_codebases():
+    for cb in load_codebases(getattr(args, "codebases", None)):
         src = source_dir(cb)
         if not os.path.isdir(src):
             raise SystemExit(f"{src} missing: run `python benchmarks/lint_real/run.py fetch` first")
@@ -93,10 +93,11 @@ def lint(_args):
                       "findings": len(result.violations), "errors": len(result.errors), "seconds": round(dt, 2)})
         print(f"{cb['name']:18s} {cb['version']:8s} {result.files:5d} files {result.lines:7d} lines "
               f"{len(result.violations):4d} findings {len(result.errors)} unlintable  {dt:.2f} s", flush=True)
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "findings.json"), "w") as fh:
+    out = getattr(args, "findings", None) or os.path.join(OUT, "findings.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as fh:
         json.dump({"codebases": stats, "findings": rows}, fh, indent=1)
-    print(f"{len(rows)} findings -> {os.path.join(OUT, 'findings.json')}")
+    print(f"{len(rows)} findings -> {out}")
 
 
 def _findings(path: str | None = None) -> list:
@@ -231,7 +232,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("fetch").set_defaults(fn=fetch)
-    sub.add_parser("lint").set_defaults(fn=lint)
+    lp = sub.add_parser("lint")
+    lp.add_argument("--codebases", help="codebases file (default: codebases.json here)")
+    lp.add_argument("--findings", help="where to write the findings (default: out/findings.json)")
+    lp.set_defaults(fn=lint)
     sp = sub.add_parser("score")
     sp.add_argument("-v", "--verbose", action="store_true")
     sp.add_argument("--min-confidence", choices=tuple(LEVELS), default="all",
