@@ -320,3 +320,19 @@ def test_output_is_identical_under_two_hash_seeds(tmp_path):
         outs.append(subprocess.run([sys.executable, "-c", code, *targets], env=env, capture_output=True, text=True,
                                    check=True, timeout=120).stdout)
     assert outs[0] == outs[1] and outs[0].count("\n") > 20
+
+
+def test_clone_of_an_unknown_receiver_in_a_gym_wrapper_is_a_medium_allocation():
+    # a gymnasium wrapper of a torch env: the wrapped env's type is unknown, so its results are not typed
+    # tensors, but `.clone()` is torch's (numpy's is `.copy()`): a medium PK202, not silence
+    src = """
+    import gymnasium
+    import torch
+    class Repeat(gymnasium.Wrapper):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            total = reward.clone()
+            host = obs.copy()
+            return obs, total, terminated, truncated, info
+    """
+    assert conf(src) == [(7, "PK202", "medium")]

@@ -8,7 +8,7 @@ import re
 from perfkit.lint.infer import CPU, DEVICE
 from perfkit.lint.modinfo import dotted, unit_nodes
 from perfkit.lint.registry import Rule, check, register
-from perfkit.lint.rules.common import kwarg, last_name
+from perfkit.lint.rules.common import kwarg, last_name, receiver_is_module
 
 _COUNTER = re.compile(r"(count|counter|step|steps|iter|iters|iteration|calls|_n|^n)$", re.I)
 
@@ -167,11 +167,15 @@ def factories(ctx, node: ast.Call):
         elif name in _LIKE:
             ctx.report("PK202", node, what=f"`torch.{name}()`")
     elif isinstance(f, ast.Attribute) and f.attr in ("clone",) + tuple(_NEW):
-        if ctx.kind(f.value) in DEVICE:
+        k = ctx.kind(f.value)
+        if k in DEVICE:
             if f.attr == "clone":
                 ctx.report("PK202", node, what="`.clone()`")
             else:
                 ctx.report("PK201", node, what=f"`.{f.attr}()`")
+        elif k is None and f.attr == "clone" and ctx.mod.uses_torch and not receiver_is_module(ctx, f):
+            # a receiver of unknown type (a wrapped env's reward): `.clone()` is torch's, numpy's is `.copy()`
+            ctx.report("PK202", node, what="`.clone()`", confidence="medium")
 
 
 def _allocating_value(ctx, value) -> bool:
