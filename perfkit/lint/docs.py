@@ -125,6 +125,17 @@ def render_markdown() -> str:
         "distribution parameters (`self.mean = self.actor(obs)`: its output, not a state buffer). PK401 does not "
         "count a sync that only a CPU env's branch makes (`if device == \"cpu\":`) as ending a timed interval.",
         "",
+        "## Ranked by a profile",
+        "",
+        "`perfkit lint PATHS --profile run.json` joins the findings with a `perfkit profile` record of the code: "
+        "a finding whose line the profile priced shows that line's measured ms/step and events per step (runtime "
+        "findings matched by the rule they name, `lint_rule`, when the record has it, else by line and kind: "
+        "sync, alloc, loop, stream), ranked costliest first; a finding in a file the profile ran (a runtime "
+        "finding or its call chain passes through it) but whose line it never priced is *not hot in this run*; "
+        "one in a file the profile never entered is *not run in this profile*. Runtime findings no static "
+        "finding matches are listed as *runtime-only*: a gap in the linter when their file was linted, code it "
+        "did not read otherwise. Text and JSON (`{ranked: [finding + measured], runtime_only: [...]}`).",
+        "",
         "## Configuration",
         "",
         "```toml",
