@@ -105,7 +105,8 @@ def _line(node) -> int:
     return line
 
 
-def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_proven: bool = False):
+def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_proven: bool = False,
+               cold_spans=()):
     """Dispatch every node of ``unit`` to the checks registered for its type."""
     table = NODE_CHECKS
     for node in unit_nodes(unit):
@@ -118,6 +119,10 @@ def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_
             line = _line(node)
             in_loop = any(s <= line <= e for s, e in loop_spans)
             hot, proven = hot or in_loop, proven or in_loop
+        if cold_spans and hot:
+            line = _line(node)
+            if any(s <= line <= e for s, e in cold_spans):
+                hot = proven = False  # a block no hot caller runs (`if verbose:` called with verbose=False)
         ctx.hot = hot
         ctx.proven = proven
         for fn, everywhere in checks:
@@ -162,7 +167,7 @@ def check_module(mod: ModuleInfo, dirs, hp: HotPaths, options: Options) -> list:
             if wanted is None or unit in wanted:
                 fn(ctx)
         if hot or cold_node_checks or unit in hp.loop_units:
-            _walk_unit(ctx, unit, hot, hp.loop_spans.get(unit, ()), proven)
+            _walk_unit(ctx, unit, hot, hp.loop_spans.get(unit, ()), proven, hp.cold_spans.get(unit, ()))
     out.sort(key=Violation.sort_key)
     return out
 

@@ -50,6 +50,9 @@ class HotPaths:
     # learner's update that runs backward, code marked hot; not code hot by a name pattern alone (forward, act,
     # compute_*): a sync-prone call there with a receiver of unknown type is still a `high` finding
     proven: set = field(default_factory=set)
+    # unit -> [(first, last line)] of `if flag:` blocks that no hot caller runs: every hot call passes the
+    # parameter a constant that skips the block (`self._log(x, verbose=False)`), and the unit is no seed
+    cold_spans: dict = field(default_factory=dict)
 
 
 _STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
@@ -238,6 +241,7 @@ def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
     ``into`` (default: ``hp.units``)."""
     units = hp.units if into is None else into
     todo = list(seeds)
+    calls = {} if into is None else None  # callee -> [(call, caller)] from hot code
     while todo:
         unit = todo.pop()
         if unit in units or unit.kernel:
@@ -250,9 +254,67 @@ def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
                 if captured and any(a <= node.lineno <= b for a, b in captured):
                     continue  # recorded once into a CUDA graph, replayed with capture_launch: not per-step Python
                 for callee in resolve_call(mod, unit, node):
+                    if calls is not None:
+                        calls.setdefault(callee, []).append((node, unit))
                     if callee not in units and callee.name not in INIT_NAMES:
                         todo.append(callee)
+    if calls is not None:
+        seeded = set(seeds)
+        for callee, sites in calls.items():
+            if callee not in seeded and callee in units:
+                spans = _cold_spans(callee, sites)
+                if spans:
+                    hp.cold_spans[callee] = spans
     return hp
+
+
+def _passed(callee: Unit, call: ast.Call, caller: Unit):
+    """{parameter: the constant passed (or defaulted) at ``call``, or _UNKNOWN}."""
+    args = callee.node.args
+    params = [a.arg for a in args.posonlyargs + args.args]
+    if callee.self_name and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    defaults = dict(zip([a.arg for a in args.posonlyargs + args.args][-len(args.defaults):] if args.defaults else [],
+                        args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return None  # *args / **kwargs: cannot tell
+    given = dict(zip(params, call.args))
+    given.update({kw.arg: kw.value for kw in call.keywords})
+    out = {}
+    for p in params + [a.arg for a in args.kwonlyargs]:
+        v = given.get(p, defaults.get(p))
+        out[p] = v.value if isinstance(v, ast.Constant) else _UNKNOWN
+    return out
+
+
+_UNKNOWN = object()
+
+
+def _cold_spans(callee: Unit, sites) -> list:
+    if not isinstance(callee.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    passed = [_passed(callee, call, caller) for call, caller in sites]
+    if not passed or any(p is None for p in passed):
+        return []
+    spans = []
+    for n in unit_nodes(callee):
+        if not isinstance(n, ast.If):
+            continue
+        test, negate = n.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negate = test.operand, True
+        if not isinstance(test, ast.Name):
+            continue
+        values = [p.get(test.id, _UNKNOWN) for p in passed]
+        if any(v is _UNKNOWN for v in values) or test.id not in passed[0]:
+            continue
+        truth = {bool(v) != negate for v in values}
+        if truth == {False}:  # no hot call runs the body
+            spans.append((n.body[0].lineno, n.body[-1].end_lineno))
+        elif truth == {True} and n.orelse:
+            spans.append((n.orelse[0].lineno, n.orelse[-1].end_lineno))
+    return spans
 
 
 def find_hot_project(project, directives_of, hot_patterns=(), all_functions=False) -> HotPaths:

@@ -336,3 +336,27 @@ def test_clone_of_an_unknown_receiver_in_a_gym_wrapper_is_a_medium_allocation():
             return obs, total, terminated, truncated, info
     """
     assert conf(src) == [(7, "PK202", "medium")]
+
+
+def test_hotness_does_not_reach_a_block_no_hot_caller_runs():
+    src = """
+    import torch
+    class Env:
+        def _log(self, x, verbose=False):
+            if verbose:
+                print(x.item())
+            return x.sum()
+        def _check(self, x, strict):
+            if not strict:
+                return x
+            return x.any().item()
+        def _reset(self, x, full):
+            if full:
+                x.item()
+        def step(self, a: torch.Tensor):
+            self._log(a)
+            self._log(a, verbose=False)
+            self._check(a, True)
+            self._reset(a, full=self.cfg.full)
+    """
+    assert lint(src) == [(11, "PK101"), (14, "PK101")]
