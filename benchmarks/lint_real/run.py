@@ -228,6 +228,19 @@ def unlabelled(args):
             print(f"{'>>' if i == f['line'] - 1 else '  '}{i + 1:5d} {lines[i]}")
 
 
+def heldout(args):
+    """Lint and score a held-out set made like this one (a folder with codebases.json, labels.json and
+    known_syncs.json in this folder's formats), with this file's lint and scoring code."""
+    d = os.path.abspath(args.dir)
+    ns = argparse.Namespace(codebases=os.path.join(d, "codebases.json"),
+                            findings=os.path.join(OUT, f"findings-{os.path.basename(d)}.json"),
+                            labels=os.path.join(d, "labels.json"), known=os.path.join(d, "known_syncs.json"),
+                            min_confidence="all", verbose=args.verbose)
+    if not args.no_lint:
+        lint(ns)
+    score(ns)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -245,6 +258,11 @@ def main(argv=None):
     sp.add_argument("--known", help="known per-step sync sites (default: known_syncs.json here)")
     sp.add_argument("--codebases", help="codebases file (default: codebases.json here)")
     sp.set_defaults(fn=score)
+    hp = sub.add_parser("heldout", help="lint and score a held-out set (its own codebases, labels, known syncs)")
+    hp.add_argument("dir", help="the held-out set's folder, e.g. benchmarks/lint_heldout")
+    hp.add_argument("--no-lint", action="store_true", help="score the findings already written")
+    hp.add_argument("-v", "--verbose", action="store_true")
+    hp.set_defaults(fn=heldout)
     up = sub.add_parser("unlabelled")
     up.add_argument("--codebase")
     up.add_argument("--rule")
