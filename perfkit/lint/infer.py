@@ -680,7 +680,7 @@ def _tdict_item(key):
 
 
 def _tdict_method(m: str, e: ast.Call):
-    if m in ("get", "pop", "get_at") and e.args:
+    if m in ("get", "pop", "get_at", "_get_str", "_get_tuple", "_get_at_str", "_get_at_tuple") and e.args:
         return _tdict_item(e.args[0])
     if m in ("cpu", "numpy", "tolist"):
         return HOST

@@ -360,3 +360,20 @@ def test_hotness_does_not_reach_a_block_no_hot_caller_runs():
             self._reset(a, full=self.cfg.full)
     """
     assert lint(src) == [(11, "PK101"), (14, "PK101")]
+
+
+def test_a_mask_read_joined_with_a_false_default_is_still_a_tensor_truth_test():
+    # `any_done = done.any()` in one branch, `any_done = False` in the other: `if any_done:` syncs on the first
+    src = """
+    import torch
+    class Env:
+        def step(self, tensordict):
+            done = tensordict._get_str("done", default=None)
+            if done is not None:
+                any_done = done.any()
+            else:
+                any_done = False
+            if any_done:
+                pass
+    """
+    assert conf(src) == [(10, "PK103", "high")]
