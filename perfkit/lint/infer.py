@@ -232,7 +232,15 @@ class Typer:
             for a in (args.vararg, args.kwarg):
                 if a is not None:
                     self.env[a.arg] = self.binds.setdefault(a.arg, [((0, 0), HOST)])[0][1]
-        for node in unit_nodes(u):
+        nodes = unit_nodes(u)
+        for node in nodes:  # first the branches and narrowings, which the kinds of the bindings below read
+            t = type(node)
+            if t is ast.If:
+                self._isinstance_test(node)
+                self._branch(node)
+            elif t is ast.IfExp or t is ast.BoolOp:
+                self._expr_narrowing(node)
+        for node in nodes:
             t = type(node)
             if t is ast.Assign:
                 pos = (node.end_lineno, node.end_col_offset)
@@ -269,11 +277,6 @@ class Typer:
             elif t is ast.withitem and node.optional_vars is not None:
                 e = node.context_expr
                 self._bind(node.optional_vars, e, (e.end_lineno, e.end_col_offset))
-            elif t is ast.If:
-                self._isinstance_test(node)
-                self._branch(node)
-            elif t is ast.IfExp or t is ast.BoolOp:
-                self._expr_narrowing(node)
             elif t is ast.Call and self._attrs is not None:
                 self._register_buffer(node)
 
