@@ -314,6 +314,10 @@ def _cold_spans(callee: Unit, sites) -> list:
             spans.append((n.body[0].lineno, n.body[-1].end_lineno))
         elif truth == {True} and n.orelse:
             spans.append((n.orelse[0].lineno, n.orelse[-1].end_lineno))
+        elif truth == {True} and n in callee.node.body and isinstance(n.body[-1], (ast.Return, ast.Raise)):
+            rest = callee.node.body[callee.node.body.index(n) + 1:]  # `if not strict: return x` returns early
+            if rest:
+                spans.append((rest[0].lineno, rest[-1].end_lineno))
     return spans
 
 
