@@ -49,6 +49,11 @@ def source_dir(cb: dict) -> str:
     return os.path.join(CACHE, "src", f"{cb['name']}-{cb['version']}")
 
 
+def lint_root(cb: dict) -> str:
+    """The folder linted as one project: the unpacked release, or its ``subdir`` (cleanrl's ``cleanrl/``)."""
+    return os.path.join(source_dir(cb), cb.get("subdir", ""))
+
+
 def fetch(_args):
     dl = os.path.join(CACHE, "dl")
     os.makedirs(dl, exist_ok=True)
@@ -79,7 +84,7 @@ def lint(args):
 
     rows, stats = [], []
     for cb in load_codebases(getattr(args, "codebases", None)):
-        src = source_dir(cb)
+        src = lint_root(cb)
         if not os.path.isdir(src):
             raise SystemExit(f"{src} missing: run `python benchmarks/lint_real/run.py fetch` first")
         t0 = time.perf_counter()
