@@ -40,13 +40,18 @@ OUT = os.path.join(HERE, "out")
 TEST_CODE = ["tests", "test", "testing", "test_*.py", "*_test.py", "conftest.py"]
 
 
-def load_codebases() -> list:
-    with open(os.path.join(HERE, "codebases.json")) as fh:
+def load_codebases(path: str | None = None) -> list:
+    with open(path or os.path.join(HERE, "codebases.json")) as fh:
         return json.load(fh)
 
 
 def source_dir(cb: dict) -> str:
     return os.path.join(CACHE, "src", f"{cb['name']}-{cb['version']}")
+
+
+def lint_root(cb: dict) -> str:
+    """The folder linted as one project: the unpacked release, or its ``subdir`` (cleanrl's ``cleanrl/``)."""
+    return os.path.join(source_dir(cb), cb.get("subdir", ""))
 
 
 def fetch(_args):
@@ -73,13 +78,13 @@ def fetch(_args):
         print(f"{cb['name']} {cb['version']}: {wheels[0]} -> {dest}")
 
 
-def lint(_args):
+def lint(args):
     sys.path.insert(0, ROOT)
     from perfkit.lint import lint_paths
 
     rows, stats = [], []
-    for cb in load_codebases():
-        src = source_dir(cb)
+    for cb in load_codebases(getattr(args, "codebases", None)):
+        src = lint_root(cb)
         if not os.path.isdir(src):
             raise SystemExit(f"{src} missing: run `python benchmarks/lint_real/run.py fetch` first")
         t0 = time.perf_counter()
@@ -93,27 +98,28 @@ def lint(_args):
                       "findings": len(result.violations), "errors": len(result.errors), "seconds": round(dt, 2)})
         print(f"{cb['name']:18s} {cb['version']:8s} {result.files:5d} files {result.lines:7d} lines "
               f"{len(result.violations):4d} findings {len(result.errors)} unlintable  {dt:.2f} s", flush=True)
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "findings.json"), "w") as fh:
+    out = getattr(args, "findings", None) or os.path.join(OUT, "findings.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as fh:
         json.dump({"codebases": stats, "findings": rows}, fh, indent=1)
-    print(f"{len(rows)} findings -> {os.path.join(OUT, 'findings.json')}")
+    print(f"{len(rows)} findings -> {out}")
 
 
-def _findings() -> list:
-    path = os.path.join(OUT, "findings.json")
+def _findings(path: str | None = None) -> list:
+    path = path or os.path.join(OUT, "findings.json")
     if not os.path.exists(path):
-        raise SystemExit("run `python benchmarks/lint_real/run.py lint` first")
+        raise SystemExit(f"{path} missing: run `python benchmarks/lint_real/run.py lint` first")
     with open(path) as fh:
         return json.load(fh)["findings"]
 
 
-def _labels() -> list:
-    with open(os.path.join(HERE, "labels.json")) as fh:
+def _labels(path: str | None = None) -> list:
+    with open(path or os.path.join(HERE, "labels.json")) as fh:
         return json.load(fh)["labels"]
 
 
-def _known() -> list:
-    with open(os.path.join(HERE, "known_syncs.json")) as fh:
+def _known(path: str | None = None) -> list:
+    with open(path or os.path.join(HERE, "known_syncs.json")) as fh:
         return json.load(fh)["syncs"]
 
 
@@ -121,40 +127,62 @@ def label_key(d: dict) -> tuple:
     return (d["codebase"], d["path"], d["rule"], d["source"].strip())
 
 
-def score(args):
-    found = _findings()
-    labels = {label_key(lb): lb for lb in _labels()}
-    if args.min_confidence == "high":
-        found = [f for f in found if f["confidence"] == "high"]
+LEVELS = {"all": ("high", "medium", "low"), "high": ("high",), "medium": ("medium",)}
+
+
+def measure(found: list, labels: list, known: list, level: str = "all") -> dict:
+    """Precision and recall of the findings at one confidence level (``all``: every finding; ``high``: what
+    ``--min-confidence high`` reports; ``medium``: the medium ones alone) against hand labels (``true`` /
+    ``harmless`` / ``wrong``, matched by codebase, path, rule and source line) and known per-step sync sites
+    (matched by codebase, path and source line). Returns per-codebase label counts, the overall counts, the
+    precision TRUE/(TRUE+WRONG), and the known sites with whether each was reported."""
+    found = [f for f in found if f["confidence"] in LEVELS[level]]
+    by_key = {label_key(lb): lb for lb in labels}
     per = collections.defaultdict(collections.Counter)
-    stale = set(labels)
+    matched = set()
     for f in found:
-        lb = labels.get(label_key(f))
+        lb = by_key.get(label_key(f))
         if lb is None:
             per[f["codebase"]]["unlabelled"] += 1
             continue
-        stale.discard(label_key(f))
+        matched.add(label_key(f))
         per[f["codebase"]][lb["label"]] += 1
     total = collections.Counter()
+    for c in per.values():
+        total.update(c)
+    sites = {(f["codebase"], f["path"], f["source"].strip()) for f in found}
+    hits = [((k["codebase"], k["path"], k["source"].strip()) in sites, k) for k in known]
+    t, w = total["true"], total["wrong"]
+    return {"level": level, "per_codebase": per, "total": total, "precision": t / (t + w) if t + w else float("nan"),
+            "known": hits, "recall": sum(ok for ok, _ in hits) / max(1, len(hits)),
+            "stale": sorted(set(by_key) - matched)}
+
+
+def score(args):
+    found = _findings(args.findings)
+    labels, known = _labels(args.labels), _known(args.known)
+    names = [cb["name"] for cb in load_codebases(args.codebases)]
+    m = measure(found, labels, known, args.min_confidence)
     print(f"{'codebase':18s} {'found':>5s} {'label':>5s} {'true':>4s} {'harm':>4s} {'wrong':>5s}  "
           f"{'t/(t+w)':>7s}  {'(t+h)/all':>9s}")
-    for cb in load_codebases():
-        c = per[cb["name"]]
-        total.update(c)
-        _row(cb["name"], c)
-    _row("overall", total)
-    known = _known()
-    hit = []
-    sites = {(f["codebase"], f["path"], f["source"].strip()) for f in found}
-    for k in known:
-        ok = (k["codebase"], k["path"], k["source"].strip()) in sites
-        hit.append(ok)
+    for name in names + sorted(set(m["per_codebase"]) - set(names)):
+        _row(name, m["per_codebase"][name])
+    _row("overall", m["total"])
+    for ok, k in m["known"]:
         if not ok or args.verbose:
             print(f"  {'reported' if ok else 'MISSED  '} {k['codebase']} {k['path']}: {k['source']}")
-    print(f"recall on known per-step syncs: {sum(hit)}/{len(hit)} = {sum(hit) / max(1, len(hit)):.3f}")
-    if stale and args.verbose:
-        print(f"{len(stale)} labels match no finding now (code no longer reported):")
-        for s in sorted(stale):
+    hit = sum(ok for ok, _ in m["known"])
+    print(f"recall on known per-step syncs: {hit}/{len(m['known'])} = {m['recall']:.3f}")
+    print("by confidence level:")
+    for level in LEVELS:
+        lm = measure(found, labels, known, level)
+        c = lm["total"]
+        print(f"  {level:6s} TRUE {c['true']:3d}  harmless {c['harmless']:3d}  WRONG {c['wrong']:3d}  "
+              f"precision {lm['precision']:.3f}  per-step recall {lm['recall']:.3f} "
+              f"({sum(ok for ok, _ in lm['known'])}/{len(lm['known'])})")
+    if m["stale"] and args.verbose:
+        print(f"{len(m['stale'])} labels match no finding now (code no longer reported):")
+        for s in m["stale"]:
             print("  ", s)
 
 
@@ -205,15 +233,41 @@ def unlabelled(args):
             print(f"{'>>' if i == f['line'] - 1 else '  '}{i + 1:5d} {lines[i]}")
 
 
+def heldout(args):
+    """Lint and score a held-out set made like this one (a folder with codebases.json, labels.json and
+    known_syncs.json in this folder's formats), with this file's lint and scoring code."""
+    d = os.path.abspath(args.dir)
+    ns = argparse.Namespace(codebases=os.path.join(d, "codebases.json"),
+                            findings=os.path.join(OUT, f"findings-{os.path.basename(d)}.json"),
+                            labels=os.path.join(d, "labels.json"), known=os.path.join(d, "known_syncs.json"),
+                            min_confidence="all", verbose=args.verbose)
+    if not args.no_lint:
+        lint(ns)
+    score(ns)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("fetch").set_defaults(fn=fetch)
-    sub.add_parser("lint").set_defaults(fn=lint)
+    lp = sub.add_parser("lint")
+    lp.add_argument("--codebases", help="codebases file (default: codebases.json here)")
+    lp.add_argument("--findings", help="where to write the findings (default: out/findings.json)")
+    lp.set_defaults(fn=lint)
     sp = sub.add_parser("score")
     sp.add_argument("-v", "--verbose", action="store_true")
-    sp.add_argument("--min-confidence", choices=("low", "high"), default="low")
+    sp.add_argument("--min-confidence", choices=tuple(LEVELS), default="all",
+                    help="score only the findings of this confidence level (default all)")
+    sp.add_argument("--findings", help="findings.json to score (default: out/findings.json)")
+    sp.add_argument("--labels", help="labels file (default: labels.json here)")
+    sp.add_argument("--known", help="known per-step sync sites (default: known_syncs.json here)")
+    sp.add_argument("--codebases", help="codebases file (default: codebases.json here)")
     sp.set_defaults(fn=score)
+    hp = sub.add_parser("heldout", help="lint and score a held-out set (its own codebases, labels, known syncs)")
+    hp.add_argument("dir", help="the held-out set's folder, e.g. benchmarks/lint_heldout")
+    hp.add_argument("--no-lint", action="store_true", help="score the findings already written")
+    hp.add_argument("-v", "--verbose", action="store_true")
+    hp.set_defaults(fn=heldout)
     up = sub.add_parser("unlabelled")
     up.add_argument("--codebase")
     up.add_argument("--rule")

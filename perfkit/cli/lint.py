@@ -27,6 +27,40 @@ def _codes(values, what):
     return codes
 
 
+def _check_baseline_target(target, paths, exclude, root):
+    """``--write-baseline`` must not name a file being linted (it would replace the source) and must be
+    writable: refused (exit 2) before anything is linted or written."""
+    from perfkit.cli.errors import BadInput
+    from perfkit.lint.files import discover
+    from perfkit.outputs import OutputError, check_writable, describe_error
+
+    real = os.path.realpath(target)
+    for path, problem in discover(paths, exclude, root):
+        if not problem and os.path.realpath(path) == real:
+            raise BadInput(f"--write-baseline {target} is one of the files being linted; "
+                           "choose another path (nothing was written)")
+    try:
+        check_writable(target)
+    except OutputError as e:
+        raise BadInput(f"cannot write baseline {target!r}: {e.strerror}") from None
+
+
+def _measured(fmt, violations, result, run, source) -> str:
+    """The findings ranked by what ``run`` measured at their lines (perfkit.lint.measured)."""
+    import json
+
+    from perfkit.lint import measured
+    from perfkit.lint.formats import text as plain_text
+
+    joined = measured.join(violations, run, result.checked)
+    if fmt == "json":
+        doc = measured.to_json(joined)
+        doc["errors"] = [e.to_json() for e in result.errors]
+        return json.dumps(doc, indent=1) + "\n"
+    summary = plain_text(violations, result.files).splitlines()[-1:] if violations else []
+    return measured.text(joined, source) + "".join(line + "\n" for line in summary)
+
+
 @click.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="text", show_default=True,
@@ -46,8 +80,11 @@ def _codes(values, what):
 @click.option("--min-confidence", type=click.Choice(("low", "medium", "high")), default="low", show_default=True,
               help="Report only findings at least this confident (CI can gate on high).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False), metavar="RUN.json",
+              help="Rank the findings by the cost a `perfkit profile` record measured at their lines, and list "
+                   "the runtime findings no static finding matches (text or json format).")
 def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, explain, config_path, hot,
-         min_confidence, exit_zero):
+         min_confidence, exit_zero, profile_path):
     """Report host-device syncs, allocations and per-env loops on hot paths, and timing bugs anywhere.
 
     Reads Python source (AST); never imports it. Exit status: 0 clean, 1 findings remain (or a file
@@ -58,6 +95,7 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
     from perfkit.lint import config as config_mod
     from perfkit.lint.docs import explain_text
     from perfkit.lint.engine import Options
+    from perfkit.lint.files import discover
     from perfkit.lint.formats import render
     from perfkit.lint.rules import all_rules, get_rule
     from perfkit.lint.run import lint_paths
@@ -85,6 +123,16 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
         all_functions=all_functions or cfg.all,
         min_confidence=min_confidence,
     )
+    run = None
+    if profile_path:
+        if fmt not in ("text", "json"):
+            raise click.UsageError("--profile ranks findings in the text or json format")
+        from perfkit.record import RecordError, Run
+
+        try:
+            run = Run.load(profile_path)
+        except RecordError as e:
+            raise BadInput(str(e)) from None
     known = None
     if baseline:
         try:
@@ -93,7 +141,11 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
             raise BadInput(str(e)) from None
 
     root = os.path.dirname(os.path.abspath(cfg.source)) if cfg.source else None
+    if write_baseline:
+        _check_baseline_target(write_baseline, paths, cfg.exclude, root)
     result = lint_paths(paths, options, exclude=cfg.exclude, root=root)
+    if not result.files and not result.errors and not any(True for _ in discover(paths)):  # not: all excluded
+        raise BadInput(f"no Python files to lint in {', '.join(paths)} (give .py files or folders holding them)")
     for err in result.errors:
         click.echo(f"perfkit lint: {err}", err=True)
     if write_baseline:
@@ -106,7 +158,10 @@ def lint(paths, fmt, all_functions, select, ignore, baseline, write_baseline, ex
     violations = result.violations
     if known is not None:
         violations = baseline_mod.filter_new(violations, known)
-    out = render(fmt, violations, result.errors, result.files)
+    if run is not None:
+        out = _measured(fmt, violations, result, run, profile_path)
+    else:
+        out = render(fmt, violations, result.errors, result.files)
     if out:
         click.echo(out, nl=False)
     if fmt == "text" and not violations and not result.errors:

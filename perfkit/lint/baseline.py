@@ -21,10 +21,11 @@ def _key(v) -> tuple:
 
 
 def write(path: str, violations) -> int:
+    """Record ``violations`` at ``path`` (its folder created; written atomically, see perfkit.outputs)."""
+    from perfkit.outputs import write_text
+
     entries = [{"path": v.path, "rule": v.rule, "line": v.line, "source": v.source} for v in violations]
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump({"schema": SCHEMA, "findings": entries}, fh, indent=1)
-        fh.write("\n")
+    write_text(path, json.dumps({"schema": SCHEMA, "findings": entries}, indent=1) + "\n")
     return len(entries)
 
 

@@ -55,7 +55,7 @@ def render_markdown() -> str:
         f"`{HOT_NAME.pattern}` (`step`, `reset*`, `compute_*`, `_reward_*`, `_get_observations`, "
         f"`_pre_physics_step`, `_apply_action`, `act`, `update`, `forward`), methods named `{HOT_METHOD.pattern}` "
         "(a manager's `compute`/`apply`, a term's `__call__` in a module that imports torch, an algorithm's "
-        "`train(self)`), functions decorated `@perfkit.hot` or marked `# perfkit: hot` on (or just above) their "
+        "`train(self)` or off-policy `train(self, gradient_steps, ...)`), functions decorated `@perfkit.hot` or marked `# perfkit: hot` on (or just above) their "
         "`def` line, names listed in `[tool.perfkit.lint] hot`, the body of any *rollout loop* (a loop that calls "
         "an env's `.step()` — not an optimizer's or a scheduler's — or `env_step(...)`, `step_env(...)`, "
         "`step_and_maybe_reset(...)`), and every function those call, transitively, **across the linted files**: "
@@ -70,31 +70,71 @@ def render_markdown() -> str:
         "are device code and are skipped. Code that is per-step but not reached this way can be named in "
         "`[tool.perfkit.lint] hot` (below).",
         "",
-        "Rules fire on tensors, not Python data: a light inference tracks names bound from torch/Warp calls "
-        "(a name has the kind of its latest assignment before the use: `x = float(x)` makes it a number), "
+        "Rules fire on tensors, not Python data: a light, flow-sensitive inference tracks names bound from "
+        "torch/Warp calls (a name has the kinds of the assignments that reach the use: the last one on every path "
+        "to it — `x = float(x)` makes it a number — joined with those in branches that end before it, where a "
+        "device tensor on one path makes a device tensor; an `if`/`else` that assigns in both branches replaces "
+        "what came before), "
         "`self` attributes assigned tensors in any method of the class or its bases (in other modules too) and "
         "`register_buffer` buffers, parameters annotated as tensors (or passed tensors by hot callers, or named "
         "like `actions`/`obs`/`dones`), TensorDict values (`td[\"obs\"]`, `td.get(...)`), results of tensor "
-        "methods and operators, returns of project functions, and the outputs of `env.step()` / `env.reset()`. "
-        "Host data never syncs: NumPy arrays (also what a CPU vector env's `step` returns, i.e. when its actions "
-        "are NumPy, or its type is a `VecEnv`), Python numbers, strings, lists and tuples, `.cpu()` / `.numpy()` / "
-        "`.tolist()` results; inside `if isinstance(x, np.ndarray):` (or the `else` of an "
-        "`isinstance(x, torch.Tensor)` test) `x` is host data.",
+        "methods and operators, returns of project functions and of methods of objects whose class is in "
+        "another linted module (the annotation first, then what the method returns), and the outputs of "
+        "`env.step()` / `env.reset()` (a device tensor in a torch module, unknown in one that imports gym or "
+        "gymnasium). A union annotation with a tensor member (`Sequence[int] | torch.Tensor`) is a tensor: it "
+        "syncs when it is one. Host data never syncs: NumPy arrays (also what a CPU vector env's `step` returns, "
+        "i.e. when its actions are NumPy, or its type is a `VecEnv` or it was made by `gym.make` / "
+        "`gymnasium.make`), Python numbers, strings, lists and tuples, `.cpu()` / `.numpy()` / `.tolist()` "
+        "results, the results of predicates (`is_*(x)`, `has_*(x)`); inside `if isinstance(x, np.ndarray):` (or "
+        "the `else` of an `isinstance(x, torch.Tensor)` test, or the matching side of a conditional expression "
+        "or of `and`/`or`) `x` is host data.",
+        "",
+        "## Where a tensor lives",
+        "",
+        "The linter reads code as it runs on the GPU machine. A factory without `device=` (`torch.zeros(n)`, "
+        "`torch.tensor(data)`, a `dtype=torch.bool` mask, `torch.cat` of such tensors) makes a host tensor there, "
+        "and reading a host tensor never syncs: no finding. Unless the process sets a default device: "
+        "`torch.set_default_device(\"cuda\")` or Genesis' `gs.init(...)` in any linted module makes every "
+        "module's factories device tensors. A `register_buffer` buffer is a device tensor whatever it was made "
+        "with: it moves with its module's `.to(device)`. `perfkit profile` on a CPU-only machine cannot tell a "
+        "tensor made without a device from one made for the GPU and reports a sync-prone call on either as "
+        "*would sync on GPU*; on a GPU it counts only what really syncs, as the linter does. `perfkit lint "
+        "--profile run.json` lists such a runtime finding with no static finding as *runtime-only*.",
         "",
         "## Confidence and severity",
         "",
         "Every finding has a confidence, `high` or `medium` (SARIF `rank` 90 / 60; `[medium]` after the message in "
         "text output; a `confidence` key in JSON). *High*: the code shows a device tensor (or the sync itself, "
-        "like `torch.cuda.synchronize()`). *Medium*: the receiver's type is unknown and the sync-prone method "
-        "(`.item()`, `.cpu()`, `.nonzero()`, `x.any()` in an `if`) in a module that imports torch is the evidence. "
+        "like `torch.cuda.synchronize()`), or the site is on a proven per-step path — an env's `step` / "
+        "`*_step` method, a rollout loop's body and what it calls, a learner's `update`/`train` that runs "
+        "`backward()`, code marked hot — and a sync-prone method (`.item()`, `.cpu()`, `.nonzero()`, `x.any()` "
+        "in an `if`) is called on a receiver of unknown type in a module that imports torch. *Medium*: that same "
+        "evidence on code hot by its name alone (`forward`, `act`, `compute_*`, ...). The measured precision "
+        "and recall per level are in `benchmarks/lint_real/README.md`. "
         "PK1xx–PK3xx findings are warnings (they cost time, they are not bugs). PK4xx and PK5xx are errors when "
         "certain and warnings otherwise: PK401 is an error when the timed interval holds known device work (a "
         "tensor op, a Warp launch) and a warning when the work is inferred from a method name; PK501 follows the "
         "measured semantics (below). `--min-confidence high` reports only high-confidence findings, for a CI gate.",
         "",
         "Loop rules (PK301–PK303) fire only when the loop body launches device work with the loop variable "
-        "(indexes a device tensor with it, or passes it to a tensor op): loops over seeds, agents, action heads, "
-        "RNN-state tuples, NumPy arrays or sequential CPU envs stay quiet.",
+        "(indexes a device tensor with it, or passes it to a tensor op): loops over seeds, agents (`num_agents`, "
+        "`self.agents`: not envs), action heads, RNN-state tuples, NumPy arrays or sequential CPU envs stay quiet. "
+        "Allocation rules skip first-call initialisation: `if x is None:`, and `if not X:` when the block sets "
+        "`X` up (assigns it, or the attribute a `hasattr` asks for) or `X` is an init flag (`self._initialized`) "
+        "— not `if not cfg.deterministic:` around a per-step `torch.randn`. PK203 skips a forward pass's "
+        "distribution parameters (`self.mean = self.actor(obs)`: its output, not a state buffer). PK401 does not "
+        "count a sync that only a CPU env's branch makes (`if device == \"cpu\":`) as ending a timed interval.",
+        "",
+        "## Ranked by a profile",
+        "",
+        "`perfkit lint PATHS --profile run.json` joins the findings with a `perfkit profile` record of the code: "
+        "a finding whose line the profile priced shows that line's measured ms/step and events per step (runtime "
+        "findings matched by the rule they name, `lint_rule`, when the record has it, else by line and kind: "
+        "sync, alloc, loop, stream), ranked costliest first; a finding in a file the profile ran (a runtime "
+        "finding or its call chain passes through it) but whose line it never priced is *not hot in this run*; "
+        "one in a file the profile never entered is *not run in this profile*. Runtime findings no static "
+        "finding matches are listed as *runtime-only*: a gap in the linter when their file was linted, code it "
+        "did not read otherwise. Text and JSON (`{ranked: [finding + measured], runtime_only: [...]}`).",
         "",
         "## Configuration",
         "",

@@ -43,6 +43,7 @@ class Context:
     lines: list
     out: list
     hot: bool = False
+    proven: bool = False  # on a proven per-step path (hotpaths.HotPaths.proven, or inside a rollout loop)
     setup: bool = False  # __init__ and friends: allocation is the point
     _typer: object = None
     _seen: set = field(default_factory=set)
@@ -70,6 +71,8 @@ class Context:
             return  # __init__, _init_buffers, build_*: allocating is their point
         if not self.options.enabled(rule_id):
             return
+        if confidence == "medium" and self.proven and rule.category == "sync":
+            confidence = "high"  # a sync-prone call on code that runs every step: the likely reading is a tensor
         if CONFIDENCES.index(confidence) > CONFIDENCES.index(self.options.min_confidence):
             return
         line = getattr(node, "lineno", 1)
@@ -102,7 +105,8 @@ def _line(node) -> int:
     return line
 
 
-def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list):
+def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_proven: bool = False,
+               cold_spans=()):
     """Dispatch every node of ``unit`` to the checks registered for its type."""
     table = NODE_CHECKS
     for node in unit_nodes(unit):
@@ -110,10 +114,17 @@ def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list):
         if not checks:
             continue
         hot = unit_hot
-        if not hot and loop_spans:
+        proven = unit_proven
+        if loop_spans and not (hot and proven):
             line = _line(node)
-            hot = any(s <= line <= e for s, e in loop_spans)
+            in_loop = any(s <= line <= e for s, e in loop_spans)
+            hot, proven = hot or in_loop, proven or in_loop
+        if cold_spans and hot:
+            line = _line(node)
+            if any(s <= line <= e for s, e in cold_spans):
+                hot = proven = False  # a block no hot caller runs (`if verbose:` called with verbose=False)
         ctx.hot = hot
+        ctx.proven = proven
         for fn, everywhere in checks:
             if hot or everywhere:
                 fn(ctx, node)
@@ -150,12 +161,13 @@ def check_module(mod: ModuleInfo, dirs, hp: HotPaths, options: Options) -> list:
         if unit.kernel:
             continue
         hot = unit in hp.units
-        ctx = Context(mod, unit, options, dirs, lines, out, hot=hot, setup=unit in hp.setup_units)
+        proven = unit in hp.proven
+        ctx = Context(mod, unit, options, dirs, lines, out, hot=hot, proven=proven, setup=unit in hp.setup_units)
         for fn, wanted in unit_checks:
             if wanted is None or unit in wanted:
                 fn(ctx)
         if hot or cold_node_checks or unit in hp.loop_units:
-            _walk_unit(ctx, unit, hot, hp.loop_spans.get(unit, ()))
+            _walk_unit(ctx, unit, hot, hp.loop_spans.get(unit, ()), proven, hp.cold_spans.get(unit, ()))
     out.sort(key=Violation.sort_key)
     return out
 

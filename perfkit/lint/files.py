@@ -59,6 +59,9 @@ def discover(paths, exclude=(), root: str | None = None):
                 seen.add(top)
                 yield top, None
             continue
+        if not os.path.isdir(top):  # a FIFO, a device, a socket: not source to read
+            yield top, "not a regular file or a directory"
+            continue
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(
                 d for d in dirnames

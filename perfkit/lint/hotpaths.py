@@ -25,6 +25,9 @@ HOT_NAME = re.compile(
 HOT_METHOD = re.compile(r"^(compute|apply|__call__|train)$")
 # named like a hot path but set-up: nn.Module.reset_parameters() and friends
 _NOT_HOT_NAME = re.compile(r"^_*reset_\w*parameters$|^_*reset_(seed|cache|keys|spec|specs|stats|states?_dict)$")
+# SB3/TD3/SAC/DQN style: train(self, gradient_steps, batch_size) runs the gradient steps of one env step
+_OFF_POLICY_TRAIN = re.compile(r"^(gradient_steps|n_?updates|num_updates|n_?gradient_steps|batch_size|n_?steps|"
+                               r"iterations?|num_iterations|updates?)$")
 _MANAGER_CLASS = re.compile(r"(Manager|Term)s?$")
 # receivers whose .step() is not an environment step
 _NOT_ENV_STEP = re.compile(r"(^|\.|_)(opt|optim|optimizer|optimiser|scheduler|sched|scaler|lr_scheduler)$", re.I)
@@ -43,6 +46,13 @@ class HotPaths:
     setup_units: set = field(default_factory=set)  # allocation is the point here (__init__, --all setup fns)
     loop_units: set = field(default_factory=set)  # units holding a hot loop
     loop_spans: dict = field(default_factory=dict)  # unit -> [(first, last line of a hot loop's body)]
+    # proven per-step (or per-iteration) code: a rollout loop's body and what it calls, an env's step method, a
+    # learner's update that runs backward, code marked hot; not code hot by a name pattern alone (forward, act,
+    # compute_*): a sync-prone call there with a receiver of unknown type is still a `high` finding
+    proven: set = field(default_factory=set)
+    # unit -> [(first, last line)] of `if flag:` blocks that no hot caller runs: every hot call passes the
+    # parameter a constant that skips the block (`self._log(x, verbose=False)`), and the unit is no seed
+    cold_spans: dict = field(default_factory=dict)
 
 
 _STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
@@ -101,8 +111,9 @@ def name_hot(unit: Unit) -> bool:
     if HOT_METHOD.match(unit.name):
         args = unit.node.args
         params = [a.arg for a in args.posonlyargs + args.args][1:] + [a.arg for a in args.kwonlyargs]
-        if unit.name == "train":  # an algorithm's train(self), not nn.Module.train(mode)
-            return not params and args.vararg is None
+        if unit.name == "train":  # an algorithm's train(self) / off-policy train(self, gradient_steps, ...),
+            return (not params and args.vararg is None) or (  # not nn.Module.train(mode)
+                bool(params) and bool(_OFF_POLICY_TRAIN.match(params[0])))
         if unit.name == "__call__":  # a term evaluated on the env: __call__(self, env, ...)
             return bool(params) and params[0] in ("env", "envs") and unit.mod is not None and unit.mod.uses_torch
         names = [unit.cls.name] + list(unit.cls.bases)
@@ -134,9 +145,28 @@ def is_setup(unit: Unit) -> bool:
     return unit.name in INIT_NAMES or bool(_SETUP_NAME.match(unit.name))
 
 
-def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False, hp=None):
-    """(HotPaths with this module's setup units and rollout loops, [seed units], [units hot by name only])."""
+_STEP_METHOD = re.compile(r"^_*(step|step_\w+|\w+_step|pre_physics_step|post_physics_step)$")
+_LEARNER_NAME = re.compile(r"^_*(update|train|learn_step|train_step|update_step)$")
+
+
+def proven_per_step(unit: Unit) -> bool:
+    """An env's step method (a method named ``step``/``*_step``, not a classmethod, not an optimizer's), or a
+    learner's ``update``/``train`` whose body runs ``backward()``."""
+    if unit.cls is None or _is_classmethod(unit):
+        return False
+    if _STEP_METHOD.match(unit.name):
+        return not _NOT_ENV_STEP.search(unit.cls.name) and "Optim" not in unit.cls.name
+    if _LEARNER_NAME.match(unit.name):
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+                   for n in unit_nodes(unit))
+    return False
+
+
+def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False, hp=None, proven=None):
+    """(HotPaths with this module's setup units and rollout loops, [seed units], [units hot by name only]);
+    ``proven`` (a list) gets the seeds that are proven per-step (see HotPaths.proven)."""
     hp = hp or HotPaths()
+    proven = proven if proven is not None else []
     seeds, by_name = [], []
     for unit in mod.units:
         if unit.is_module or unit.kernel:
@@ -152,8 +182,11 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
             fnmatch.fnmatchcase(unit.name, p) or fnmatch.fnmatchcase(unit.qualname, p) for p in hot_patterns
         ):
             seeds.append(unit)
+            proven.append(unit)
         elif name_hot(unit):
             by_name.append(unit)
+            if proven_per_step(unit):
+                proven.append(unit)
     # rollout loops: any loop calling an env step, in any unit
     step_units = mod.units_matching(_STEP_TEXT) if "step" in mod.text else ()
     for unit in mod.units:
@@ -170,7 +203,9 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
                 continue  # an iteration loop around a step loop: its own calls run once per iteration
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Call):
-                    seeds.extend(resolve_call(mod, unit, sub))
+                    called = resolve_call(mod, unit, sub)
+                    seeds.extend(called)
+                    proven.extend(called)
     return hp, seeds, by_name
 
 
@@ -201,14 +236,17 @@ def _setup_only(project, candidates: list) -> set:
     return {u for u, cs in callers.items() if cs and all(is_setup(c) for c in cs)}
 
 
-def spread(hp: HotPaths, seeds) -> HotPaths:
-    """Everything the seeds call, transitively, across the linted files (set-up callees excluded)."""
+def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
+    """Everything the seeds call, transitively, across the linted files (set-up callees excluded), added to
+    ``into`` (default: ``hp.units``)."""
+    units = hp.units if into is None else into
     todo = list(seeds)
+    calls = {} if into is None else None  # callee -> [(call, caller)] from hot code
     while todo:
         unit = todo.pop()
-        if unit in hp.units or unit.kernel:
+        if unit in units or unit.kernel:
             continue
-        hp.units.add(unit)
+        units.add(unit)
         mod = unit.mod
         captured = capture_spans(unit)
         for node in unit_nodes(unit):
@@ -216,22 +254,88 @@ def spread(hp: HotPaths, seeds) -> HotPaths:
                 if captured and any(a <= node.lineno <= b for a, b in captured):
                     continue  # recorded once into a CUDA graph, replayed with capture_launch: not per-step Python
                 for callee in resolve_call(mod, unit, node):
-                    if callee not in hp.units and callee.name not in INIT_NAMES:
+                    if calls is not None:
+                        calls.setdefault(callee, []).append((node, unit))
+                    if callee not in units and callee.name not in INIT_NAMES:
                         todo.append(callee)
+    if calls is not None:
+        seeded = set(seeds)
+        for callee, sites in calls.items():
+            if callee not in seeded and callee in units:
+                spans = _cold_spans(callee, sites)
+                if spans:
+                    hp.cold_spans[callee] = spans
     return hp
+
+
+def _passed(callee: Unit, call: ast.Call, caller: Unit):
+    """{parameter: the constant passed (or defaulted) at ``call``, or _UNKNOWN}."""
+    args = callee.node.args
+    params = [a.arg for a in args.posonlyargs + args.args]
+    if callee.self_name and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    defaults = dict(zip([a.arg for a in args.posonlyargs + args.args][-len(args.defaults):] if args.defaults else [],
+                        args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return None  # *args / **kwargs: cannot tell
+    given = dict(zip(params, call.args))
+    given.update({kw.arg: kw.value for kw in call.keywords})
+    out = {}
+    for p in params + [a.arg for a in args.kwonlyargs]:
+        v = given.get(p, defaults.get(p))
+        out[p] = v.value if isinstance(v, ast.Constant) else _UNKNOWN
+    return out
+
+
+_UNKNOWN = object()
+
+
+def _cold_spans(callee: Unit, sites) -> list:
+    if not isinstance(callee.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    passed = [_passed(callee, call, caller) for call, caller in sites]
+    if not passed or any(p is None for p in passed):
+        return []
+    spans = []
+    for n in unit_nodes(callee):
+        if not isinstance(n, ast.If):
+            continue
+        test, negate = n.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negate = test.operand, True
+        if not isinstance(test, ast.Name):
+            continue
+        values = [p.get(test.id, _UNKNOWN) for p in passed]
+        if any(v is _UNKNOWN for v in values) or test.id not in passed[0]:
+            continue
+        truth = {bool(v) != negate for v in values}
+        if truth == {False}:  # no hot call runs the body
+            spans.append((n.body[0].lineno, n.body[-1].end_lineno))
+        elif truth == {True} and n.orelse:
+            spans.append((n.orelse[0].lineno, n.orelse[-1].end_lineno))
+        elif truth == {True} and n in callee.node.body and isinstance(n.body[-1], (ast.Return, ast.Raise)):
+            rest = callee.node.body[callee.node.body.index(n) + 1:]  # `if not strict: return x` returns early
+            if rest:
+                spans.append((rest[0].lineno, rest[-1].end_lineno))
+    return spans
 
 
 def find_hot_project(project, directives_of, hot_patterns=(), all_functions=False) -> HotPaths:
     """One HotPaths for all the modules of ``project`` (``directives_of(mod)`` -> its Directives)."""
     hp = HotPaths()
-    seeds, by_name = [], []
+    seeds, by_name, proven = [], [], []
     for mod in project.mods:
-        _, s, n = module_seeds(mod, directives_of(mod), hot_patterns, all_functions, hp)
+        _, s, n = module_seeds(mod, directives_of(mod), hot_patterns, all_functions, hp, proven)
         seeds += s
         by_name += n
     cold = _setup_only(project, by_name)
     seeds += [u for u in by_name if u not in cold]
-    return spread(hp, seeds)
+    spread(hp, seeds)
+    if not all_functions:
+        spread(hp, [u for u in proven if u not in cold], into=hp.proven)
+        hp.proven &= hp.units
+    return hp
 
 
 def find_hot(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False) -> HotPaths:

@@ -82,7 +82,7 @@ _CONTAINERS = {"list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence", "It
                "type", "Type", "OrderedDict", "DefaultDict", "defaultdict", "Collection", "MutableMapping"}
 
 
-_HOST_TYPES = {"int", "float", "str", "bool", "bytes", "complex", "list", "tuple", "dict", "set", "frozenset",
+_HOST_TYPES = {"int", "float", "str", "bool", "bytes", "complex", "list", "tuple", "dict", "set", "frozenset", "slice", "range",
                "List", "Tuple", "Dict", "Set", "Sequence", "Mapping", "numbers.Number", "numbers.Real", "Number",
                "Real", "numpy.number", "numpy.generic", "numpy.floating", "numpy.integer", "numpy.bool_",
                "numpy.float32", "numpy.float64", "numpy.int64", "numpy.int32"}
@@ -111,6 +111,16 @@ def type_kind(mod: ModuleInfo, t) -> str | None:
     if q.rsplit(".", 1)[-1] in _TDICT_NAMES:
         return TDICT
     return None
+
+
+def _union_kind(kinds: set) -> str | None:
+    """``Sequence[int] | torch.Tensor | None``: a device tensor when one member is (reading it syncs when it
+    is one; ``isinstance`` tests narrow it), else the one kind of every member, else unknown."""
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    if kinds & DEVICE:
+        return join_kinds(kinds & DEVICE)
+    return TENSOR if kinds and kinds <= TORCH else None
 
 
 def annotation_kind(mod: ModuleInfo, ann) -> str | None:
@@ -143,9 +153,7 @@ def annotation_kind(mod: ModuleInfo, ann) -> str | None:
         if outer in ("Union", "Optional"):  # one kind for every member, else unknown
             kinds = {annotation_kind(mod, e) for e in elts
                      if not (isinstance(e, ast.Constant) and e.value is None) and dotted(e) != "None"}
-            if len(kinds) == 1:
-                return kinds.pop()
-            return TENSOR if kinds and kinds <= TORCH else None
+            return _union_kind(kinds)
         for e in elts:
             k = annotation_kind(mod, e)
             if k:
@@ -153,10 +161,7 @@ def annotation_kind(mod: ModuleInfo, ann) -> str | None:
         return None
     if isinstance(ann, ast.BinOp):  # Tensor | None, np.ndarray | Tensor
         members = [x for x in (ann.left, ann.right) if not (isinstance(x, ast.Constant) and x.value is None)]
-        kinds = {annotation_kind(mod, x) for x in members}
-        if len(kinds) == 1:
-            return kinds.pop()
-        return TENSOR if kinds <= TORCH else None
+        return _union_kind({annotation_kind(mod, x) for x in members})
     q = mod.qual(ann)
     if not q:
         return None
@@ -196,6 +201,8 @@ class Typer:
         self.refine: list = []  # (name, first line, last line, kind) from isinstance() tests
         self._memo: dict[int, str | None] = {}
         self._attrs = building_attrs  # while a class's attributes are being inferred
+        self.branches: list = []  # (id of an If, 0 body / 1 else, first pos, last pos): where joins happen
+        self._paths: dict = {}
         self._build()
 
     # -- the unit's local names --------------------------------------------------------------
@@ -225,7 +232,15 @@ class Typer:
             for a in (args.vararg, args.kwarg):
                 if a is not None:
                     self.env[a.arg] = self.binds.setdefault(a.arg, [((0, 0), HOST)])[0][1]
-        for node in unit_nodes(u):
+        nodes = unit_nodes(u)
+        for node in nodes:  # first the branches and narrowings, which the kinds of the bindings below read
+            t = type(node)
+            if t is ast.If:
+                self._isinstance_test(node)
+                self._branch(node)
+            elif t is ast.IfExp or t is ast.BoolOp:
+                self._expr_narrowing(node)
+        for node in nodes:
             t = type(node)
             if t is ast.Assign:
                 pos = (node.end_lineno, node.end_col_offset)
@@ -262,8 +277,6 @@ class Typer:
             elif t is ast.withitem and node.optional_vars is not None:
                 e = node.context_expr
                 self._bind(node.optional_vars, e, (e.end_lineno, e.end_col_offset))
-            elif t is ast.If:
-                self._isinstance_test(node)
             elif t is ast.Call and self._attrs is not None:
                 self._register_buffer(node)
 
@@ -280,8 +293,8 @@ class Typer:
             if k is None:
                 continue
             name = tst.args[0].id
-            yes = (node.body[0].lineno, node.body[-1].end_lineno)
-            no = (node.orelse[0].lineno, node.orelse[-1].end_lineno) if node.orelse else None
+            yes = ((node.body[0].lineno, 0), (node.body[-1].end_lineno, 1 << 30))
+            no = ((node.orelse[0].lineno, 0), (node.orelse[-1].end_lineno, 1 << 30)) if node.orelse else None
             if negate:
                 yes, no = no, yes
             if yes:
@@ -289,14 +302,86 @@ class Typer:
             if no and k in TORCH and len(tests) == 1:
                 self.refine.append((name, no[0], no[1], HOST))  # not a tensor
 
+    def _branch(self, node: ast.If):
+        for i, block in enumerate((node.body, node.orelse)):
+            if block:
+                self.branches.append((id(node), i, (block[0].lineno, block[0].col_offset),
+                                      (block[-1].end_lineno, block[-1].end_col_offset)))
+
+    def _expr_narrowing(self, node):
+        """``a.item() if isinstance(a, T) else a`` and ``isinstance(a, T) and a.item()``: narrowed by position."""
+        if isinstance(node, ast.IfExp):
+            test, spans = node.test, [(node.body, True), (node.orelse, False)]
+        elif isinstance(node.op, ast.And):
+            test, spans = node.values[0], [(v, True) for v in node.values[1:]]
+        else:  # isinstance(a, T) or a.item(): the later operands run when the test failed
+            test, spans = node.values[0], [(v, False) for v in node.values[1:]]
+        negate = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        if negate:
+            test = test.operand
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+                and len(test.args) == 2 and isinstance(test.args[0], ast.Name)):
+            return
+        k = type_kind(self.mod, test.args[1])
+        if k is None:
+            return
+        name = test.args[0].id
+        for expr, yes in spans:
+            if yes != negate:
+                kind = k
+            elif k in TORCH:
+                kind = HOST  # not a tensor
+            else:
+                continue
+            self.refine.append((name, (expr.lineno, expr.col_offset), (expr.end_lineno, expr.end_col_offset), kind))
+
+    def _path(self, pos) -> tuple:
+        """The (If, branch) pairs whose block holds ``pos``, outermost first."""
+        p = self._paths.get(pos)
+        if p is None:
+            p = self._paths[pos] = tuple((b[0], b[1]) for b in self.branches if b[2] <= pos <= b[3])
+        return p
+
+    def _reaching(self, binds, pos):
+        """The bindings of a name that may reach ``pos``: the last one on every path to it (a binding
+        in an enclosing block), and the later ones in branches that end before it (not the other branch
+        of an ``if`` that holds ``pos``). Bindings in an ``if``'s both branches kill the ones before it."""
+        before = [b for b in binds if b[0] < pos]
+        if len(before) <= 1 or not self.branches:
+            return before[-1:]
+        here = self._path(pos)
+        dom = 0
+        for i, b in enumerate(before):
+            bp = self._path(b[0])
+            if here[:len(bp)] == bp:
+                dom = i
+        out = [before[dom]]
+        both: dict = {}
+        for b in before[dom + 1:]:
+            bp = self._path(b[0])
+            n = 0
+            while n < len(bp) and n < len(here) and bp[n] == here[n]:
+                n += 1
+            if n < len(bp) and n < len(here) and bp[n][0] == here[n][0]:
+                continue  # the other branch of an if that holds the use
+            out.append(b)
+            if len(bp) == n + 1:  # directly in a branch of an if that ended before the use
+                both.setdefault(bp[n][0], set()).add(bp[n][1])
+        complete = [i for i, br in both.items() if br == {0, 1}]
+        if complete:  # if/else both assign: what came before the (last such) if does not reach
+            start = max(b[2] for b in self.branches if b[0] in complete and b[1] == 0)
+            out = [b for b in out if b[0] >= start]
+        return out
+
     def _register_buffer(self, node: ast.Call):
         f = node.func
         if isinstance(f, ast.Attribute) and f.attr == "register_buffer" and isinstance(f.value, ast.Name) \
                 and f.value.id == self.unit.self_name and len(node.args) >= 2:
             name = node.args[0]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                k = self.kind(node.args[1])
-                self._attrs[name.value] = k if k in TORCH else TENSOR
+                k = self.kind(node.args[1])  # made without device=, it moves with the module's .to(device)
+                self._attrs[name.value] = BOOL if k == BOOL or (k == CPU and _bool_dtype(self.mod, node.args[1])) \
+                    else TENSOR
 
     def _set(self, name, kind, pos=(0, 0)):
         self.binds.setdefault(name, []).append((pos, kind))
@@ -316,7 +401,7 @@ class Typer:
                     self._bind(t, v, pos)
                 return
             k = self.kind(value)
-            if k is None and self.mod.uses_torch and self._is_env_call(value):
+            if k is None and self.mod.uses_torch and not self.mod.uses_gym and self._is_env_call(value):
                 k = TENSOR
             if k in TORCH or k == NDARRAY:
                 for t in target.elts:
@@ -336,7 +421,13 @@ class Typer:
         elif isinstance(target, ast.Attribute) and self._attrs is not None:
             if isinstance(target.value, ast.Name) and target.value.id == self.unit.self_name:
                 k = self.kind(value)
-                if k and (target.attr not in self._attrs or self._attrs[target.attr] in (CPU, BOOL, HOST, None)):
+                old = self._attrs.get(target.attr)
+                if not k:
+                    pass
+                elif old in DEVICE:  # `else: self.flag = True` does not erase a device mask
+                    if k in DEVICE:
+                        self._attrs[target.attr] = join_kinds((old, k))
+                elif target.attr not in self._attrs or old in (CPU, HOST, None):
                     self._attrs[target.attr] = k
 
     def name_kind(self, e: ast.Name):
@@ -344,22 +435,16 @@ class Typer:
         name = e.id
         binds = self.binds.get(name)
         pos = (e.lineno, e.col_offset)
-        last = None
-        if binds:
-            for b in binds:
-                if b[0] < pos:
-                    last = b
-                else:
-                    break
+        reach = self._reaching(binds, pos) if binds else []
         if self.refine:
             best = None
             for r in self.refine:
-                if r[0] == name and r[1] <= e.lineno <= r[2] and (best is None or r[1] >= best[1]):
+                if r[0] == name and r[1] <= pos <= r[2] and (best is None or r[1] >= best[1]):
                     best = r
-            if best is not None and (last is None or last[0] < (best[1], 0)):
+            if best is not None and all(b[0] < best[1] for b in reach):
                 return best[3]
-        if last is not None:
-            return last[1]
+        if reach:
+            return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
 
     def _is_env_call(self, value) -> bool:
@@ -480,7 +565,8 @@ class Typer:
             if q.startswith("torch."):
                 k = _torch_call_kind(self.mod, q, e)
                 if k in DEVICE and e.args and not any(kw.arg == "device" for kw in e.keywords):
-                    arg_kinds = [self.kind(a) for a in e.args]
+                    args = [x for a in e.args for x in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+                    arg_kinds = [self.kind(a) for a in args]  # torch.cat([a, b]): the listed tensors
                     if CPU in arg_kinds and not any(a in DEVICE for a in arg_kinds):
                         return CPU  # torch.prod(host_tensor) stays on the host
                 return k
@@ -498,6 +584,8 @@ class Typer:
                 return None
             if q.startswith(("numpy.", "np.")):
                 return NDARRAY
+            if q.startswith(("gym.", "gymnasium.")):
+                return HOSTENV if q.rsplit(".", 1)[-1] in _GYM_ENV_MAKERS else None
             if q.rsplit(".", 1)[-1] in _TDICT_NAMES:
                 return TDICT
         if isinstance(func, ast.Attribute):
@@ -522,6 +610,8 @@ class Typer:
             if self.mod.uses_torch and m in ("step", "reset") and ENV_RECEIVER.search(dotted(func.value) or ""):
                 if m == "step" and e.args and self.kind(e.args[0]) in HOSTISH:
                     return NDARRAY  # numpy actions in, numpy observations out (a CPU VecEnv)
+                if self.mod.uses_gym:
+                    return None  # a gym/gymnasium env of unknown type: its step returns numpy unless it is a torch env
                 return TENSOR
             # self.method(...) / Class.method(...) in this module: what it returns
             if isinstance(func.value, ast.Name) and func.value.id == self.unit.self_name and self.unit.cls:
@@ -529,6 +619,14 @@ class Typer:
                     target = c.methods.get(m)
                     if target is not None:
                         return return_kind(self.mod, target)
+            # obj.method(...) of a class in another linted module (self.storage = Storage(...)): its annotated
+            # return type, else what its returns are; one kind for every method the call may run
+            if self.mod.project is not None and not self.unit.is_module:
+                targets = self.mod.project.resolve_call(self.mod, self.unit, e)
+                if targets and len(targets) <= 4:
+                    kinds = {return_kind(t.mod, t) if t.mod is not None else None for t in targets}
+                    if len(kinds) == 1 and None not in kinds:
+                        return kinds.pop()
         elif isinstance(func, ast.Name):
             name = func.id
             if name in self.mod.classes:
@@ -544,7 +642,8 @@ class Typer:
                 obj = self.mod.project.symbol(self.mod, name)
                 if isinstance(obj, list) and obj:
                     return return_kind(obj[0].mod, obj[0])
-        if self.mod.uses_torch and q not in ("print",):
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if self.mod.uses_torch and q not in ("print",) and not _PREDICATE.match(called):
             # an unknown callable fed a tensor (a policy, a reward term): assume a tensor comes back
             for a in e.args:
                 if self.kind(a) in DEVICE:
@@ -584,7 +683,7 @@ def _tdict_item(key):
 
 
 def _tdict_method(m: str, e: ast.Call):
-    if m in ("get", "pop", "get_at") and e.args:
+    if m in ("get", "pop", "get_at", "_get_str", "_get_tuple", "_get_at_str", "_get_at_tuple") and e.args:
         return _tdict_item(e.args[0])
     if m in ("cpu", "numpy", "tolist"):
         return HOST
@@ -597,6 +696,8 @@ def _tdict_method(m: str, e: ast.Call):
 
 _TORCH_TENSOR_SUBMODULES = ("torch.nn.functional.", "torch.nn.init.", "torch.linalg.", "torch.fft.", "torch.special.",
                             "torch.sparse.", "torch.masked.", "torch.nested.")
+_GYM_ENV_MAKERS = {"make", "make_vec", "SyncVectorEnv", "AsyncVectorEnv", "Env", "VectorEnv"}
+_PREDICATE = re.compile(r"^_*(is|are|has|have|should|can|was|were)_")  # is_dataclass(x): a Python bool
 _NON_TENSOR_NAME = re.compile(r"^(is_|are_|get_|set_|has_|use_|_)")
 
 
@@ -611,14 +712,22 @@ def _torch_call_kind(mod, q: str, e: ast.Call):
     return _TORCH_DEVICE_RULES(mod, name, e)
 
 
+def _bool_dtype(mod, e) -> bool:
+    return isinstance(e, ast.Call) and any(kw.arg == "dtype" and mod.qual(kw.value) == "torch.bool"
+                                           for kw in e.keywords)
+
+
 def _TORCH_DEVICE_RULES(mod, name, e):  # noqa: N802
     if name in _BOOL_FUNCS:
         return BOOL
     for kw in e.keywords:
-        if kw.arg == "dtype" and mod.qual(kw.value) == "torch.bool":
-            return BOOL
         if kw.arg == "device" and isinstance(kw.value, ast.Constant) and kw.value.value == "cpu":
             return CPU
+    if _bool_dtype(mod, e):  # a mask, on the host when made without device= and no default device is set
+        if name in _HOST_FACTORIES and not any(kw.arg == "device" for kw in e.keywords) \
+                and not mod.sets_default_device:
+            return CPU
+        return BOOL
     if name in ("tensor", "as_tensor") and not any(kw.arg == "device" for kw in e.keywords):
         return CPU  # default device; a later .to(device) / .cuda() is the host-to-device copy
     if name in _HOST_FACTORIES and not any(kw.arg == "device" for kw in e.keywords) and not mod.sets_default_device:
@@ -762,7 +871,10 @@ def param_hints(mod: ModuleInfo) -> dict:
     from perfkit.lint.hotpaths import resolve_call
 
     holder._param_hints = hints = {}  # while computing: no hints (first-pass typers)
-    callers = list(holder.__dict__.get("_callers", ()))
+    seen: dict = {}  # callee -> {parameter: {kinds passed}}: joined once all are known, in no order
+    # in source order, not the set's (hash/address) order: the typers built on the way are cached
+    callers = sorted(holder.__dict__.get("_callers", ()),
+                     key=lambda u: (u.mod.path if u.mod is not None else "", u.lineno, u.qualname))
     for unit in callers:
         if unit.kernel or unit.mod is None:
             continue
@@ -787,12 +899,9 @@ def param_hints(mod: ModuleInfo) -> dict:
                 for name, value in got:
                     k = t.kind(value)
                     if k in TORCH or k == WARP or k in HOSTISH:
-                        slot = hints.setdefault(callee, {})
-                        old = slot.get(name)
-                        if old is None:
-                            slot[name] = k
-                        elif old != k:
-                            slot[name] = _join(old, k)
+                        seen.setdefault(callee, {}).setdefault(name, set()).add(k)
+    for callee, params in seen.items():
+        hints[callee] = {name: join_kinds(kinds) for name, kinds in params.items()}
     for unit in hints:  # first-pass typers of these units are stale
         if unit.mod is not None:
             unit.mod.__dict__.get("_typers", {}).pop(unit, None)
@@ -800,10 +909,14 @@ def param_hints(mod: ModuleInfo) -> dict:
     return hints
 
 
-def _join(a, b):
-    """One kind for a parameter passed both: a device tensor wins; host and device disagree -> unknown."""
-    if a in DEVICE and b in DEVICE:
-        return TENSOR if TENSOR in (a, b) else BOOL
-    if a in DEVICE or b in DEVICE:
-        return a if a in DEVICE else b
-    return a if a == b else None
+def join_kinds(kinds) -> str | None:
+    """One kind for a value that may be any of ``kinds`` (a parameter passed several, a name assigned in
+    several branches): a device tensor wins (the sync happens on that path), a mask only when every device
+    kind is a mask; host kinds that disagree, or any unknown, -> unknown. Independent of the order."""
+    kinds = set(kinds)
+    dev = kinds & DEVICE
+    if dev:
+        return BOOL if dev == {BOOL} else TENSOR
+    if len(kinds) == 1:
+        return next(iter(kinds))
+    return None

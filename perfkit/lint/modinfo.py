@@ -7,6 +7,7 @@ A *unit* is a piece of code analysed as one: the module's top-level code, or one
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 FUNC_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -60,6 +61,9 @@ def dotted(expr) -> str | None:
 _KERNEL_DECORATORS = {"warp.kernel", "warp.func", "warp.func_native", "warp.func_grad", "warp.func_replay"}
 
 
+_DEFAULT_DEVICE = re.compile(r"set_default_device\((?!\s*['\"]cpu['\"])|set_default_tensor_type\([^)]*cuda")
+
+
 class ModuleInfo:
     def __init__(self, tree: ast.Module, text: str, path: str = "<string>"):
         self.tree = tree
@@ -77,12 +81,16 @@ class ModuleInfo:
         roots = {v.split(".")[0] for v in self.aliases.values()}
         self.uses_torch = "torch" in roots
         self.uses_warp = "warp" in roots or "mujoco_warp" in roots
+        self.uses_gym = "gym" in roots or "gymnasium" in roots  # CPU envs: step() returns numpy
         # Warp and torch share memory here (zero-copy views), so their streams must agree.
         self.shares_torch_warp = self.uses_torch and self.uses_warp and (
             "to_torch" in text or "from_torch" in text or "__cuda_array_interface__" in text
         )
         self._return_kinds: dict = {}
-        self.sets_default_device = "set_default_device" in text or "set_default_tensor_type" in text
+        # a factory without device= allocates on the default device: the GPU where the code (or, once linted
+        # as a project, any module of it) sets one: torch.set_default_device("cuda"), Genesis' gs.init(...)
+        self.sets_default_device = bool(_DEFAULT_DEVICE.search(text)) or (
+            "genesis" in roots and ".init(" in text)
         self.project = None  # the Project (perfkit.lint.project) when linted with other files
         self.modname = ""  # dotted module name within its package tree (set by the Project)
 

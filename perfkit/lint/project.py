@@ -67,6 +67,9 @@ class Project:
             self.by_name.setdefault(m.modname, m)
             for name, units in m.methods.items():
                 self.methods.setdefault(name, []).extend(units)
+        if any(m.sets_default_device for m in self.mods):  # a process-wide setting: every module's factories
+            for m in self.mods:
+                m.sets_default_device = True
         self._chains: dict = {}
         self._subclasses = None
         self._attr_classes: dict = {}

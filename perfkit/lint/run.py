@@ -18,6 +18,7 @@ class LintResult:
     violations: list = field(default_factory=list)
     errors: list = field(default_factory=list)  # FileError: files that could not be checked
     files: int = 0  # files checked
+    checked: list = field(default_factory=list)  # their paths, as shown
     lines: int = 0  # lines checked
 
 
@@ -73,6 +74,7 @@ def _lint_paths(paths, options, exclude, root, result) -> LintResult:
     for mod, d in parsed:
         if d.ignore_file:
             result.files += 1
+            result.checked.append(mod.path)
             result.lines += mod.text.count("\n") + 1
             continue
         if hp is None:
@@ -83,6 +85,7 @@ def _lint_paths(paths, options, exclude, root, result) -> LintResult:
             result.errors.append(err)
             continue
         result.files += 1
+        result.checked.append(mod.path)
         result.lines += mod.text.count("\n") + 1
         result.violations.extend(found)
     result.errors.sort(key=lambda e: e.path)

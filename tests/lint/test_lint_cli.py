@@ -264,7 +264,7 @@ def test_unknown_rule_code_is_a_usage_error(tree):
 
 
 def test_unwritable_baseline_is_one_error_line_exit_2(tree):
-    r = CliRunner().invoke(lint, ["pkg", "--write-baseline", str(tree / "no" / "such" / "dir" / "base.json")])
+    r = CliRunner().invoke(lint, ["pkg", "--write-baseline", str(tree / "pkg" / "bad.py" / "dir" / "base.json")])
     assert r.exit_code == 2
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error: ") and "base.json" in lines[0], r.output
@@ -288,7 +288,8 @@ def test_files_that_cannot_be_linted_are_in_json_and_sarif(tree):
 
 
 def test_sarif_rank_and_min_confidence(tree):
-    (tree / "pkg" / "unknown.py").write_text("import torch\nclass E:\n    def step(self, a):\n        return self.buf.item()\n")
+    # forward: hot by its name alone, so an unknown receiver stays medium (in step() it would be high)
+    (tree / "pkg" / "unknown.py").write_text("import torch\nclass E:\n    def forward(self, a):\n        return self.buf.item()\n")
     doc = json.loads(run("pkg", "--format", "sarif").stdout)
     ranks = {(x["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], x["ruleId"]): x["rank"]
              for x in doc["runs"][0]["results"]}
@@ -311,3 +312,31 @@ def test_the_lint_path_needs_no_torch_warp_or_mujoco(tree):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tree, env=env, timeout=60)
     assert p.returncode == 1, p.stderr
     assert [d["rule"] for d in json.loads(p.stdout)] == ["PK101", "PK103"]
+
+
+def test_write_baseline_creates_its_folder_as_other_commands_do(tree):
+    r = run("pkg", "--write-baseline", "nodir/sub/b.json")
+    assert r.exit_code == 0, r.output
+    assert json.loads((tree / "nodir" / "sub" / "b.json").read_text())["schema"] == "perfkit.lint-baseline/1"
+
+
+@pytest.mark.parametrize("target", ["pkg/bad.py", "./pkg/../pkg/bad.py", "link.py"])
+def test_write_baseline_over_a_linted_file_is_refused_and_writes_nothing(tree, target):
+    (tree / "link.py").symlink_to(tree / "pkg" / "bad.py")
+    before = (tree / "pkg" / "bad.py").read_text()
+    for args in (["pkg", "--write-baseline", target], ["pkg/bad.py", "--write-baseline", target]):
+        r = CliRunner().invoke(lint, args)
+        assert r.exit_code == 2 and r.output.startswith("Error: ") and "being linted" in r.output, r.output
+        assert (tree / "pkg" / "bad.py").read_text() == before
+
+
+def test_an_empty_folder_or_a_fifo_is_an_error_not_all_clear(tree):
+    import os
+
+    (tree / "empty").mkdir()
+    r = CliRunner().invoke(lint, ["empty"])
+    assert r.exit_code == 2 and "no Python files" in r.output and "All clear" not in r.output, r.output
+    os.mkfifo(tree / "fifo")
+    r = CliRunner().invoke(lint, ["fifo"])
+    assert r.exit_code == 1 and "fifo: cannot lint: not a regular file" in r.output, r.output
+    assert "All clear" not in r.output

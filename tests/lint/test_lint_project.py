@@ -34,4 +34,11 @@ def test_every_planted_anti_pattern_in_train_naive_is_found():
     result = lint_paths([str(path)])
     found = {v.line for v in result.violations}
     assert planted <= found, f"missed planted lines {sorted(planted - found)}"
-    assert found <= planted, f"reported unplanted lines {sorted(found - planted)}"
+    # the nonzero_reset pattern syncs twice, as the profiler counts it: at .nonzero() and at the scalar write
+    # through its ids on the next line (`ep_return[finished] = 0.0`, PK113)
+    lines = text.splitlines()
+    nonzero = next(i for i in planted if "ANTI-PATTERN nonzero_reset" in lines[i - 1])
+    assert "[finished] = 0.0" in lines[nonzero]
+    second = {nonzero + 1}
+    assert {(v.line, v.rule) for v in result.violations if v.line in second} == {(nonzero + 1, "PK113")}
+    assert found <= planted | second, f"reported unplanted lines {sorted(found - planted - second)}"

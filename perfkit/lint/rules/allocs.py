@@ -6,9 +6,9 @@ import ast
 import re
 
 from perfkit.lint.infer import CPU, DEVICE
-from perfkit.lint.modinfo import unit_nodes
+from perfkit.lint.modinfo import dotted, unit_nodes
 from perfkit.lint.registry import Rule, check, register
-from perfkit.lint.rules.common import kwarg, last_name
+from perfkit.lint.rules.common import kwarg, last_name, receiver_is_module
 
 _COUNTER = re.compile(r"(count|counter|step|steps|iter|iters|iteration|calls|_n|^n)$", re.I)
 
@@ -73,12 +73,47 @@ _VIEWS = {"view", "view_as", "reshape", "reshape_as", "unsqueeze", "squeeze", "t
           "chunk", "movedim", "swapaxes", "contiguous", "type_as", "to", "cuda"}
 
 
-def _is_lazy_test(test) -> bool:
-    """``x is None``, ``not x``, ``len(state) == 0``, ``"k" not in state``: a first-call initialisation guard."""
+_DIST_PARAM = re.compile(r"^_*(action_)?(mean|means|mu|std|stds|stddev|sigma|log_std|logstd|var|loc|scale|logits|"
+                         r"probs|alpha|beta|concentration\w*|distribution|dist)$")
+_INIT_FLAG = re.compile(r"(init|initialized|initialised|built|ready|setup|allocated|first|started|warm|"
+                        r"compiled|captured|cache|cached)\w*$", re.I)
+
+
+def _assigned(body) -> set:
+    """Dotted names the statements assign (``self.buf = ...``, ``buf = ...``)."""
+    out = set()
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    for x in ast.walk(t):
+                        d = dotted(x)
+                        if d:
+                            out.add(d)
+    return out
+
+
+def _is_init_not(operand, body) -> bool:
+    """``if not X:`` guards a first-call initialisation only when the block sets X up (assigns it, or the
+    attribute a ``hasattr`` asks for) or X is an init flag (``self._initialized``); ``if not cfg.fast:``
+    around a per-step allocation is not one."""
+    if isinstance(operand, ast.Call) and getattr(operand.func, "id", "") in ("hasattr", "getattr") and \
+            len(operand.args) >= 2 and isinstance(operand.args[1], ast.Constant):
+        obj = dotted(operand.args[0])
+        return obj is not None and f"{obj}.{operand.args[1].value}" in _assigned(body)
+    name = dotted(operand)
+    if name is None:
+        return False
+    return bool(_INIT_FLAG.search(name.rsplit(".", 1)[-1])) or name in _assigned(body)
+
+
+def _is_lazy_test(test, body=()) -> bool:
+    """``x is None``, ``not x`` (see _is_init_not), ``len(state) == 0``, ``"k" not in state``: a first-call
+    initialisation guard of the block ``body``."""
     if isinstance(test, ast.BoolOp):
-        return any(_is_lazy_test(v) for v in test.values)
+        return any(_is_lazy_test(v, body) for v in test.values)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return True
+        return _is_init_not(test.operand, body)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, right = test.ops[0], test.comparators[0]
         if isinstance(op, (ast.Is, ast.NotIn)):
@@ -102,7 +137,7 @@ def _lazy_spans(ctx) -> list:
     spans = cache.get(ctx.unit)
     if spans is None:
         spans = cache[ctx.unit] = [(n.body[0].lineno, n.body[-1].end_lineno) for n in unit_nodes(ctx.unit)
-                                   if isinstance(n, ast.If) and _is_lazy_test(n.test)] + \
+                                   if isinstance(n, ast.If) and _is_lazy_test(n.test, n.body)] + \
                                   [(n.orelse[0].lineno, n.orelse[-1].end_lineno) for n in unit_nodes(ctx.unit)
                                    if isinstance(n, ast.If) and n.orelse and _is_lazy_else(n.test)]
     return spans
@@ -132,11 +167,15 @@ def factories(ctx, node: ast.Call):
         elif name in _LIKE:
             ctx.report("PK202", node, what=f"`torch.{name}()`")
     elif isinstance(f, ast.Attribute) and f.attr in ("clone",) + tuple(_NEW):
-        if ctx.kind(f.value) in DEVICE:
+        k = ctx.kind(f.value)
+        if k in DEVICE:
             if f.attr == "clone":
                 ctx.report("PK202", node, what="`.clone()`")
             else:
                 ctx.report("PK201", node, what=f"`.{f.attr}()`")
+        elif k is None and f.attr == "clone" and ctx.mod.uses_torch and not receiver_is_module(ctx, f):
+            # a receiver of unknown type (a wrapped env's reward): `.clone()` is torch's, numpy's is `.copy()`
+            ctx.report("PK202", node, what="`.clone()`", confidence="medium")
 
 
 def _allocating_value(ctx, value) -> bool:
@@ -169,6 +208,8 @@ def rebind_buffers(ctx, node: ast.Assign):
         return
     if ctx.kind(t) not in DEVICE:
         return
+    if _DIST_PARAM.match(t.attr) and not any(dotted(n) == f"{t.value.id}.{t.attr}" for n in ast.walk(node.value)):
+        return  # a distribution's parameters made by this forward pass: its output, not a state buffer
     if _allocating_value(ctx, node.value) and not _lazy_init(ctx, node):
         ctx.report("PK203", node, attr=t.attr)
 

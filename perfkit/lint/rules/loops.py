@@ -47,10 +47,11 @@ register(Rule(
     good="actions.clamp_(-1.0, 1.0)",
 ))
 
+# agents are not envs: a multi-agent env's few agents (or an RL library's learners) share each env
 _ENV_COUNT = re.compile(r"^(num_envs\w*|n_?envs?|nenvs|num_env|numenvs|n_?worlds?|nworlds?|num_worlds?|"
-                        r"num_agents|n_agents|num_robots|n_robots|num_sims)$")
+                        r"num_robots|n_robots|num_sims)$")
 _ENV_CONTAINER = re.compile(r"(^|_)(envs|environments|worlds|sims|simulators|env_ids|env_idx|env_indices|envs_idx|"
-                            r"world_ids|robots|agents)$")
+                            r"world_ids|robots)$")
 
 
 def _env_count(ctx, e) -> str | None:

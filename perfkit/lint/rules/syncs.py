@@ -360,6 +360,11 @@ _TRUTH_WHAT = {ast.If: "`if` on a tensor", ast.While: "`while` on a tensor (a sy
 def _truth(ctx, e):
     """Confidence that Python's truth test of ``e`` reads a device tensor: 'high', 'medium' (``x.any()`` /
     ``x.all()`` on a receiver of unknown type in a torch module) or None."""
+    if isinstance(e, ast.BoolOp):  # tested as a whole: every operand's truth is read, the last one's too
+        confs = [_truth(ctx, v) for v in e.values]
+        return "high" if "high" in confs else "medium" if "medium" in confs else None
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        return _truth(ctx, e.operand)
     if _dev(ctx, e):
         return "high"
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("any", "all") \
@@ -498,9 +503,8 @@ def index_writes(ctx, node: ast.Assign):
             continue
         if not _python_value(ctx, node.value):
             continue
-        index_tensor = any(ctx.kind(p) == TENSOR for p in parts)
-        if index_tensor and any(_from_nonzero(ctx, p) for p in parts):
-            continue  # ids = mask.nonzero(): PK106 is the finding, and its fix (use the mask) removes this write too
+        # ids = mask.nonzero() is an index tensor too: the write is its own sync (the profiler counts both)
+        index_tensor = any(ctx.kind(p) == TENSOR or _from_nonzero(ctx, p) for p in parts)
         if index_tensor:
             ctx.report("PK113", t, what="writing a Python scalar through an index tensor (`x[idx] = 0.0`)",
                        fix="use `x.index_fill_(dim, idx, value)`, or write a 0-dim device tensor made once")

@@ -120,12 +120,15 @@ def _syncs_inside(ctx, unit, depth: int = 0) -> bool:
         return cache[unit]
     cache[unit] = False
     found = False
+    cpu_only = _cpu_branches(unit)
     for n in unit_nodes(unit):
         if isinstance(n, ast.Call):
             f = n.func
             q = (unit.mod.qual(f) if unit.mod else ctx.qual(f)) or ""
             if (isinstance(f, ast.Attribute) and f.attr in _SYNC_ATTRS and f.attr != "query") \
                     or q.startswith("warp.synchronize"):
+                if any(a <= n.lineno <= b for a, b in cpu_only):
+                    continue  # only a CPU env waits here: the GPU path's interval stays unsynchronized
                 found = True
                 break
     if not found and depth < 2 and unit.mod is not None:
@@ -136,6 +139,37 @@ def _syncs_inside(ctx, unit, depth: int = 0) -> bool:
                 break
     cache[unit] = found
     return found
+
+
+_CPU_TEST = re.compile(r"cpu|numpy|ndarray", re.I)
+_GPU_TEST = re.compile(r"cuda|gpu", re.I)
+
+
+def _cpu_branches(unit) -> list:
+    """(first, last) lines of the branches of ``unit`` that run only for a CPU env or host data:
+    ``if device == "cpu":`` / ``if isinstance(obs, np.ndarray):`` bodies, the ``else`` of ``if ... cuda:``."""
+    spans = unit.__dict__.get("_cpu_branches")
+    if spans is None:
+        spans = []
+        for n in unit_nodes(unit):
+            if not isinstance(n, ast.If):
+                continue
+            test, negated = n.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            text = ast.unparse(test)
+            if isinstance(test, ast.Compare) and any(isinstance(op, (ast.NotEq, ast.IsNot)) for op in test.ops):
+                negated = not negated
+            cpu = bool(_CPU_TEST.search(text)) and not _GPU_TEST.search(text)
+            gpu = bool(_GPU_TEST.search(text)) and not _CPU_TEST.search(text)
+            if not (cpu or gpu):
+                continue
+            body_is_cpu = cpu != negated
+            branch = n.body if body_is_cpu else n.orelse
+            if branch:
+                spans.append((branch[0].lineno, branch[-1].end_lineno))
+        unit._cpu_branches = spans
+    return spans
 
 
 def _pos(n):
