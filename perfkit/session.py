@@ -71,6 +71,19 @@ def step(num_envs: int | None = None) -> None:
         s.clock.mark()
 
 
+PERIOD_WAIT = 16  # steady steps --verify waits for the loop's period before it takes a plain window
+
+
+def verify_window(steps: int, period: int | None, steady_i: int) -> int | None:
+    """The length of the ``--verify`` window to start at steady step ``steady_i``, None to wait: a whole
+    number of the loop's periods (at least ``steps``), so once-per-iteration work (the update, the
+    logger) is in it at the rate the record gives it, whatever step it starts at; ``steps`` alone when no
+    period shows within :data:`PERIOD_WAIT` steady steps (an env loop with no learner)."""
+    if period and period > 1:
+        return -(-steps // period) * period
+    return steps if steady_i > PERIOD_WAIT or period == 1 else None
+
+
 class Session:
     """A profiling session (see module doc). Re-entrant use is refused: one session at a time."""
 
@@ -355,7 +368,11 @@ class Session:
             self.segclock.trace = [(self.segclock.cur, now)]
             special = idx + 1
         if self.verify and self._verify is None and gpu is not None and self._torch.cuda.is_initialized():
-            self._start_verify(idx)
+            window = verify_window(self.config.verify_steps, self.schedule.period, steady_i)
+            if window:
+                self._start_verify(idx, window)
+            else:
+                special = idx + 1  # waiting for the loop's period
         if self._verify is not None:
             self._verify.boundary(idx)
             if self._verify.prof is not None:
@@ -463,10 +480,10 @@ class Session:
         if self._gpu is not None:
             self.segclock.gpu = self._gpu
 
-    def _start_verify(self, idx: int) -> None:
+    def _start_verify(self, idx: int, steps: int) -> None:
         from perfkit.collectors.verify import Verifier
 
-        self._verify = Verifier(self._torch, steps=self.config.verify_steps)
+        self._verify = Verifier(self._torch, steps=steps)
         self._verify.start(idx)
 
     # ---- the record -----------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def cuda_cases():
 SYNC_NAMES = ["item", "cpu", "cpu_numpy", "to_cpu", "to_cpu_numpy", "tolist", "bool_if", "bool_call", "float_call", "int_call", "index_call",
               "fstring", "print_tensor", "mask_read", "list_index", "where_one", "nonzero", "torch_nonzero",
               "masked_select", "unique", "torch_unique", "repeat_interleave", "tensor_list", "contains",
-              "mask_write", "list_write", "ndarray_index", "ndarray_write"]
+              "mask_write", "list_write", "ndarray_index", "ndarray_write", "empty_list_scalar_write"]
 
 
 @pytest.mark.parametrize("name", SYNC_NAMES)
@@ -55,7 +55,7 @@ def test_each_sync_kind_is_caught_on_cuda(cuda_cases, name, hooks):
 @pytest.mark.parametrize("name", ["clean_where3", "clean_index_tensor", "clean_slice", "clean_repeat_sized",
                                   "clean_tensor_no_device", "clean_inplace", "clean_mask_fill_scalar",
                                   "clean_to_dtype", "clean_tensor_empty", "clean_tensor_empty_nested",
-                                  "clean_empty_list_index", "clean_empty_ndarray_index", "clean_empty_list_write",
+                                  "clean_empty_list_index", "clean_empty_ndarray_index",
                                   "clean_to_cpu_non_blocking", "clean_to_cpu_empty"])
 def test_sync_free_calls_on_cuda_count_zero(cuda_cases, name, hooks):
     with budget(syncs=0, count_cpu_tensors=False):
@@ -75,14 +75,16 @@ def test_each_sync_kind_the_runtime_reports_is_counted_once_at_its_line(cuda_cas
         fn()
     assert hub.installed_sync_source == "runtime"
     syncs = [s for s in b.sites if s.kind == "sync"]
-    assert [(s.line, s.count) for s in syncs] == [(line, 1)], syncs
+    # as many as the runtime made: print(t), t[list] = scalar and repeat_interleave(tensor) make 2 or more
+    # (reports/counts-h200-2026-12-01/sync_ops.txt); each is checked against CUPTI by probes/sync_ops.py
+    assert [s.line for s in syncs] == [line] and syncs[0].count >= 1, syncs
     assert syncs[0].op == op or syncs[0].op in RUNTIME_OPS, syncs
 
 
 @pytest.mark.parametrize("name", ["clean_where3", "clean_index_tensor", "clean_slice", "clean_repeat_sized",
                                   "clean_tensor_no_device", "clean_inplace", "clean_mask_fill_scalar",
                                   "clean_to_dtype", "clean_tensor_empty", "clean_tensor_empty_nested",
-                                  "clean_empty_list_index", "clean_empty_ndarray_index", "clean_empty_list_write",
+                                  "clean_empty_list_index", "clean_empty_ndarray_index",
                                   "clean_to_cpu_non_blocking", "clean_to_cpu_empty"])
 def test_sync_free_calls_the_runtime_does_not_report_count_zero(cuda_cases, name):
     with budget(syncs=0, count_cpu_tensors=False):

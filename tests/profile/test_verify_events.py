@@ -154,3 +154,15 @@ def test_a_runtime_sync_without_a_stack_is_matched_to_a_report_by_count():
     evs += [Ev("cudaStreamSynchronize", 1060.0, 1064.0), Ev("cudaStreamSynchronize", 1160.0, 1164.0)]
     v = analyze(evs, reported={"/w/env.py:7": 2})
     assert (v["unattributed"], v["runtime_reported"], v["reported_without_runtime_sync"]) == (0, 2, 0)
+
+
+def test_the_verify_window_is_whole_periods_of_the_loop():
+    """Once-per-iteration syncs (the update, the logger) are in the window at the record's rate only if
+    the window is a whole number of periods (the H200 run: 20 steps against a 24-step rsl_rl period read
+    the update's .item() as 0/step, the record 0.83)."""
+    from perfkit.session import PERIOD_WAIT, verify_window
+
+    assert verify_window(20, 24, 1) == 24 and verify_window(20, 16, 1) == 32 and verify_window(20, 5, 1) == 20
+    assert verify_window(20, None, 1) is None  # wait for the period ...
+    assert verify_window(20, None, PERIOD_WAIT + 1) == 20  # ... a while: an env loop with no learner has none
+    assert verify_window(20, 1, 1) == 20

@@ -191,9 +191,10 @@ def clean_empty_ndarray_index():
     return x[np.array([], dtype=np.int64)]
 
 
-def clean_empty_list_write():
+def empty_list_scalar_write():
+    # nothing selected, yet the Python scalar is still copied to the device: 1 runtime sync on the H200
     y = x.clone()
-    y[[]] = 0.0
+    y[[]] = 0.0  # <- t[idx] = scalar
 
 
 def clean_to_cpu_non_blocking():  # a pinned host copy: the host goes on
