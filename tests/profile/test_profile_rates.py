@@ -17,24 +17,16 @@ from perfkit.config import Config
 from perfkit.session import Session
 from perfkit.snapshot import Snapshot, build_run
 
+from _helpers import AddEnv
+
 REPO = Path(__file__).resolve().parents[2]
 
-
-class Env:
-    num_envs = 8
-
-    def __init__(self):
-        self.x = torch.zeros(8)
-
-    def step(self, a):
-        self.x.add_(a)
-        return self.x
 
 
 def train(iterations: int, rollout: int, minibatches: int):
     """A rollout of ``rollout`` steps, then an update of ``minibatches`` backward passes, each reading its
     loss with ``.item()`` (a sync on the GPU)."""
-    env, a = Env(), torch.ones(8)
+    env, a = AddEnv(), torch.ones(8)
     w = torch.nn.Parameter(torch.ones(8))
     for _ in range(iterations):
         for _ in range(rollout):
@@ -65,7 +57,7 @@ def test_a_once_per_iteration_sync_reads_its_exact_rate_when_the_run_ends_after_
 
 def test_a_per_step_sync_keeps_its_rate_in_the_window():
     with Session(warmup_steps=5, config=Config(sample_budget=1.0), count_cpu_tensors=True) as s:
-        env, a = Env(), torch.ones(8)
+        env, a = AddEnv(), torch.ones(8)
         w = torch.nn.Parameter(torch.ones(8))
         for _ in range(2):
             for _ in range(24):
@@ -141,7 +133,7 @@ def test_train_py_allocations_from_whole_periods_match_every_step_sampled():
 
 
 def test_an_allocation_every_10th_step_reads_its_rate_in_a_loop_with_a_learner():
-    env, a = Env(), torch.ones(8)
+    env, a = AddEnv(), torch.ones(8)
     w = torch.nn.Parameter(torch.ones(8))
     n = 0
     with Session(warmup_steps=5) as s:  # the default stride and budget
@@ -159,7 +151,7 @@ def test_an_allocation_every_10th_step_reads_its_rate_in_a_loop_with_a_learner()
 def test_a_per_env_loop_in_the_update_reads_its_rate_from_whole_periods():
     # 24 minibatches, each looping over the 8 envs, once per 24-step iteration: 8 iterations per step;
     # the rollout step sampled before the period was known counts for nothing once a whole period is
-    env, a = Env(), torch.ones(8)
+    env, a = AddEnv(), torch.ones(8)
     w = torch.nn.Parameter(torch.ones(8))
     with Session(warmup_steps=5, config=Config(sample_budget=1.0)) as s:
         for _ in range(4):
