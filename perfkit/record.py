@@ -226,6 +226,19 @@ class Run:
     def findings_of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
 
+    def on_device_price(self, f: Finding) -> tuple[str | None, float | None]:
+        """A CPU run's GPU-only price of ``f`` (the cost model keeps it out of the run's own prediction):
+        ``("H200", ms/step)``, or ``(None, None)``."""
+        src = ((self.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
+        if not isinstance(src, dict) or src.get("on_device_ms") is None:
+            return None, None
+        return str(src.get("on_device") or "GPU"), float(src["on_device_ms"])
+
+    def price_ms(self, f: Finding) -> float | None:
+        """What ``f`` costs per step as this run priced it: its own price, else (a CPU run) its price on
+        the GPU it was priced for."""
+        return f.est_ms_per_step if f.est_ms_per_step is not None else self.on_device_price(f)[1]
+
     # ---- serialization -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

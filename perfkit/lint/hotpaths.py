@@ -14,7 +14,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from perfkit.lint.modinfo import ModuleInfo, Unit, dotted, unit_nodes
+from perfkit.lint.modinfo import ModuleInfo, Unit, dotted, if_tests, unit_nodes
 from perfkit.lint.project import GENERIC, Project
 
 HOT_NAME = re.compile(
@@ -298,12 +298,7 @@ def _cold_spans(callee: Unit, sites) -> list:
     if not passed or any(p is None for p in passed):
         return []
     spans = []
-    for n in unit_nodes(callee):
-        if not isinstance(n, ast.If):
-            continue
-        test, negate = n.test, False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, negate = test.operand, True
+    for n, test, negate in if_tests(callee):
         if not isinstance(test, ast.Name):
             continue
         values = [p.get(test.id, _UNKNOWN) for p in passed]

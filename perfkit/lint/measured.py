@@ -103,7 +103,7 @@ def join(violations, run, linted=()) -> Joined:
         hits = [f for f in index.at(key, v.line) if _matches(v, f)]
         if hits:
             used.update(id(f) for f in hits)
-            prices = [f.est_ms_per_step for f in hits if f.est_ms_per_step is not None]
+            prices = [p for p in map(run.price_ms, hits) if p is not None]  # a CPU run: the GPU price
             ranked.append(Ranked(v, PRICED, sum(prices) if prices else None, sum(f.per_step for f in hits),
                                  sum(f.count for f in hits), [f.op for f in hits]))
         else:
@@ -112,7 +112,7 @@ def join(violations, run, linted=()) -> Joined:
     linted_keys = [_key(p) for p in linted]
     only = [RuntimeOnly(f, any(_same_file(k, _parts(f.path)) for k in linted_keys))
             for f in run.findings if id(f) not in used]
-    only.sort(key=lambda r: (-(r.finding.est_ms_per_step or 0.0), -r.finding.per_step, r.finding.path, r.finding.line))
+    only.sort(key=lambda r: (-(run.price_ms(r.finding) or 0.0), -r.finding.per_step, r.finding.path, r.finding.line))
     return Joined(ranked, only, run.steps)
 
 

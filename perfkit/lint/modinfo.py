@@ -210,6 +210,17 @@ def _decorator_target(d):
     return d.func if isinstance(d, ast.Call) else d
 
 
+def if_tests(unit: Unit):
+    """``(if node, its test with a leading ``not`` taken off, whether it was negated)`` for every ``if``
+    statement of ``unit`` (:func:`unit_nodes` order)."""
+    for n in unit_nodes(unit):
+        if isinstance(n, ast.If):
+            test, negated = n.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            yield n, test, negated
+
+
 def unit_nodes(unit: Unit) -> list:
     """Every node of ``unit`` in depth-first source order, not entering nested defs or classes' methods.
 

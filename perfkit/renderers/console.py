@@ -73,7 +73,7 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
     if run.steps and run.num_envs is None:
         con.print("  [dim]steps/s counts loop steps: the stepped object has no num_envs; give it with "
                   "--num-envs N or perfkit.step(num_envs=N) for env-steps/s and per-env loop detection[/]")
-    findings = sorted(run.findings, key=lambda f: (-(f.est_ms_per_step or _on_device(run, f)[1] or 0.0), -f.per_step))
+    findings = sorted(run.findings, key=lambda f: (-(run.price_ms(f) or 0.0), -f.per_step))
     if findings:
         source = {"runtime": "; syncs as the CUDA runtime reported them",
                   "hooks": ""}.get(run.extra.get(EXTRA_SYNC_SOURCE, ""), "")
@@ -93,7 +93,7 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
                 extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
                 if run.steps:
                     cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
-                    device, on_device = _on_device(run, f)
+                    device, on_device = run.on_device_price(f)
                     if on_device is not None:
                         cost = f"  [dim]on an {escape(device)} this costs ~{_fmt(on_device)} ms/step[/]"
                     rate = f"{_fmt(f.per_step)}/step{cost}"
@@ -176,14 +176,6 @@ def _lint_xref(f) -> str:
 
 # ---- pricing: where each price comes from, and the what-if table (perfkit.analysis.cost) -------------
 _TAGS = {"measured": "measured here", "probe": "this machine's probe", "other": "another machine's profile"}
-
-
-def _on_device(run: Run, f) -> tuple[str | None, float | None]:
-    """A CPU run's GPU-only price of ``f``: (``"H200"``, ms/step), or (None, None)."""
-    src = ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
-    if not isinstance(src, dict) or src.get("on_device_ms") is None:
-        return None, None
-    return str(src.get("on_device") or "GPU"), float(src["on_device_ms"])
 
 
 def _source_tag(run: Run, f) -> str:

@@ -11,7 +11,7 @@ import re
 
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.infer import DEVICE, WARP
-from perfkit.lint.modinfo import unit_nodes
+from perfkit.lint.modinfo import if_tests, unit_nodes
 from perfkit.lint.registry import Rule, register, unit_check
 
 register(Rule(
@@ -151,12 +151,7 @@ def _cpu_branches(unit) -> list:
     spans = unit.__dict__.get("_cpu_branches")
     if spans is None:
         spans = []
-        for n in unit_nodes(unit):
-            if not isinstance(n, ast.If):
-                continue
-            test, negated = n.test, False
-            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, negated = test.operand, True
+        for n, test, negated in if_tests(unit):
             text = ast.unparse(test)
             if isinstance(test, ast.Compare) and any(isinstance(op, (ast.NotEq, ast.IsNot)) for op in test.ops):
                 negated = not negated
