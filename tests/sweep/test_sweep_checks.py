@@ -57,7 +57,8 @@ def test_a_failed_script_points_reason_is_its_exception(tmp_path, toy_on_path):
     res = sweep(script, "--num-envs-arg", "--n", "--num-envs", "4", "-o", out)
     assert res.exit_code == 1
     point = json.loads((out / "sweep.json").read_text())["points"][0]
-    assert point["status"] == "partial" and point["error"] == "exit code 1: RuntimeError: planted crash"
+    # the record names the exception itself (the runner keeps it in extra["error"]), not the log's last line
+    assert point["status"] == "partial" and point["error"] == "RuntimeError: planted crash"
     assert "RuntimeError: planted crash" in " ".join(res.output.split())
 
 
