@@ -215,7 +215,7 @@ def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
         v = src.get("max_episode_steps", src.get("horizon"))
     if key == "gpu_memory_bytes":
         return fmt_bytes(v)
-    if key == "device" and isinstance(v, str) and v.lower() == "cpu":
+    if block == "machine" and key == "device" and isinstance(v, str) and v.lower() == "cpu":
         cpu = rep.machine.get("cpu")
         return f"none: a CPU run{f' ({cpu})' if cpu else ''}"  # machine.describe's "cpu" is no GPU's name
     if key == "rendering" and v is None:

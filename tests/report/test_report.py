@@ -209,6 +209,7 @@ def test_markdown_reads_as_it_renders_and_says_what_a_cpu_run_ran_on(tmp_path):
     assert res.exit_code == 0, res.output
     md = (out / "report.md").read_text()
     assert "| **GPU** | cpu |" not in md and "| **GPU** | none: a CPU run (x86\\_64) |" in md
+    assert "| **env device** | none" not in md  # the env's own device row says where the env ran
     assert "&gt;" not in md and "\\`" not in md
     assert "index with the boolean mask -> use `masked_fill_` instead" in md
     rendered = MarkdownIt("commonmark").enable("table").render(md)
