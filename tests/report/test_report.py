@@ -204,12 +204,13 @@ def test_markdown_reads_as_it_renders_and_says_what_a_cpu_run_ran_on(tmp_path):
                       count=20, per_step=1.0, message="index with the boolean mask -> use `masked_fill_` instead")
     run = make_run("cpu_train.py", findings=[finding])
     run.machine = {"device": "cpu", "cpu": "x86_64", "torch": "2.13.0"}
+    run.env = {"name": "ant", "device": "cpu"}
     out = tmp_path / "rep"
     res = report(run.save(tmp_path / "run.json"), "-o", out)
     assert res.exit_code == 0, res.output
     md = (out / "report.md").read_text()
     assert "| **GPU** | cpu |" not in md and "| **GPU** | none: a CPU run (x86\\_64) |" in md
-    assert "| **env device** | none" not in md  # the env's own device row says where the env ran
+    assert "| **env device** | cpu |" in md  # the env's own device row says where the env ran
     assert "&gt;" not in md and "\\`" not in md
     assert "index with the boolean mask -> use `masked_fill_` instead" in md
     rendered = MarkdownIt("commonmark").enable("table").render(md)
