@@ -69,9 +69,10 @@ _TABLE_LABELS = {
 
 
 class RuntimeSyncs:
-    """Installs the sync-debug mode and the warning catcher; ``report(frame)`` gets each sync made
-    outside any hook (``frame``: the one that made the call; :func:`sync_label` names it), ``inside_hook()`` says whether one is running on this thread and
-    ``count_in_hook()`` adds a runtime sync to it."""
+    """Installs the sync-debug mode and the warning catcher: ``report(frame)`` gets each sync made
+    outside any hook (``frame``: the one that made the call; :func:`sync_label` names it),
+    ``inside_hook()`` says whether a hook is running on this thread and ``count_in_hook()`` adds a
+    runtime sync to that hook's call."""
 
     def __init__(self, report: Callable[[FrameType], None], inside_hook: Callable[[], bool],
                  count_in_hook: Callable[[], None]) -> None:
@@ -101,7 +102,8 @@ class RuntimeSyncs:
                 warnings.filters.remove(added)
             except ValueError:
                 pass
-            mutated = getattr(warnings, "_filters_mutated", None) or getattr(warnings, "_filters_mutated_lock_held", None)
+            mutated = (getattr(warnings, "_filters_mutated", None)
+                       or getattr(warnings, "_filters_mutated_lock_held", None))
             if mutated is not None:
                 try:
                     mutated()
