@@ -117,6 +117,7 @@ from perfkit.costs_profile import (  # noqa: F401
     validation_label,
 )
 from perfkit.collectors import hub
+from perfkit.formatting import num
 from perfkit.record import (
     EXTRA_LOOP_OPS,
     EXTRA_PRICING,
@@ -794,7 +795,7 @@ def pricing_notes(run: Run) -> list[str]:
 
 def _on_device_words(gpu: dict[str, Any], pr: dict[str, Any]) -> str:
     line = (f"on this CPU, {gpu['findings']} finding(s) priced only with GPU costs are left out of the prediction "
-            f"(a GPU's price is no cost here): on an {gpu['device']} they cost ~{_num(gpu['ms_per_step'])} ms/step")
+            f"(a GPU's price is no cost here): on an {gpu['device']} they cost ~{num(gpu['ms_per_step'])} ms/step")
     return line if pr.get("own_probe") else line + "; `perfkit probe` prices this machine's loops"
 
 
@@ -805,7 +806,7 @@ def pricing_note_line(run: Run) -> str | None:
     parts = _source_parts(wi)
     gpu = on_device_prices(run)
     if gpu:
-        parts.append(f"{gpu['findings']} GPU-only, left out (on an {gpu['device']} ~{_num(gpu['ms_per_step'])} ms/step)")
+        parts.append(f"{gpu['findings']} GPU-only, left out (on an {gpu['device']} ~{num(gpu['ms_per_step'])} ms/step)")
     if not parts:
         return None
     line = "prices: " + "; ".join(parts)
@@ -830,14 +831,6 @@ def _source_parts(wi: dict[str, Any]) -> list[str]:
     return parts
 
 
-def _num(v: float | None, digits: int = 3) -> str:
-    if v is None:
-        return "-"
-    if v == 0:
-        return "0"
-    return f"{v:.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
-
-
 def what_if_summary(run: Run) -> str | None:
     """The one-line what-if every output shows: ``fixing the top 5: est. 0.297 -> 0.0546 ms/step
     (mean), 53,808 -> 292,900 env-steps/s (x5.44); ...`` and what set the prediction."""
@@ -845,14 +838,14 @@ def what_if_summary(run: Run) -> str | None:
     if not wi.get("fixed") or not wi.get("step_ms_after") or wi.get("statistic") != STATISTIC:
         return None
     unit = "env-steps/s" if run.num_envs else "steps/s"
-    line = (f"fixing the top {len(wi['fixed'])}: est. {_num(wi['step_ms'])} -> {_num(wi['step_ms_after'])} ms/step "
-            f"({wi['statistic']}), {_num(wi['sps'], 4)} -> {_num(wi['sps_after'], 4)} {unit} (x{_num(1 + wi['gain'])})")
+    line = (f"fixing the top {len(wi['fixed'])}: est. {num(wi['step_ms'])} -> {num(wi['step_ms_after'])} ms/step "
+            f"({wi['statistic']}), {num(wi['sps'], 4)} -> {num(wi['sps_after'], 4)} {unit} (x{num(1 + wi['gain'])})")
     words = bound_words(wi.get("bound"))
     if words:
         floor = wi.get("untouched_ms") if wi["bound"] == "untouched" else wi.get("step_ms_after")
-        line += f"; floored at {_num(floor)} ms/step, {words}"
+        line += f"; floored at {num(floor)} ms/step, {words}"
     elif wi.get("untouched_ms"):
-        line += f"; the segments these fixes do not touch measure {_num(wi['untouched_ms'])} ms/step"
+        line += f"; the segments these fixes do not touch measure {num(wi['untouched_ms'])} ms/step"
     return line
 
 

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from perfkit.analysis.stats import MIN_RUNS, Evidence, RunsEvidence, between_runs, ratio_evidence
+from perfkit.formatting import num
 from perfkit.record import EXTRA_PHYSICS_SPS, SEGMENTS, Finding, Run
 
 DEFAULT_THRESHOLD = 0.05
@@ -387,11 +388,7 @@ def _finite(v):
 
 
 def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.4g}"
+    return num(v, 4)
 
 
 def _pct(p) -> str:

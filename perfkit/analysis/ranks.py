@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from perfkit.formatting import num
 from perfkit.record import EXTRA_ENDED_AT, EXTRA_ERROR, SEGMENTS, Run
 
 BALANCED = 0.10  # an imbalance below this is "balanced" (run-to-run noise of step times is a few per cent)
@@ -426,7 +427,7 @@ def headline(s: RankSummary, fmt: Callable[[Any], str]) -> list[str]:
 
 def rank_line(run: Run, output: str, fmt: Callable[[Any], str] | None = None) -> str:
     """One line per rank for the console of ``perfkit profile`` under a launcher."""
-    f = fmt or _fmt
+    f = fmt or num
     d = _dist(run)
     c_ms, src = comm_ms(run)
     s_ms = step_ms(run)
@@ -436,14 +437,6 @@ def rank_line(run: Run, output: str, fmt: Callable[[Any], str] | None = None) ->
     ended = f"{run.status} (exit {run.exit_code}), " if run.status != "complete" else ""
     return (f"perfkit rank {rank_of(run)}/{world_of(run)}" + (f" [{where}]" if where else "") + f": {ended}{f(run.sps)} {unit}, "
             f"step mean {f(s_ms)} ms, comm {f(c_ms)} ms/step{share}, {len(run.findings)} findings; record {output}")
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
 
 
 def _marks(s: RankSummary, r: RankRow) -> list[str]:

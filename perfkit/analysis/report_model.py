@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from perfkit.formatting import nbytes as fmt_bytes
+from perfkit.formatting import num as fmt_num
 from perfkit.record import (
     EXTRA_ERROR,
     EXTRA_PRICING,
@@ -132,30 +134,6 @@ def _dedupe_labels(items: list[Item]) -> None:
 
 
 # ---- formatting helpers ---------------------------------------------------------------------------
-
-def fmt_num(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    if isinstance(v, bool):
-        return "on" if v else "off"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if abs(v) >= 1000:
-            return f"{v:,.0f}"
-        return f"{v:.{digits}g}"
-    return str(v)
-
-
-def fmt_bytes(v: Any) -> str:
-    if not v:
-        return "-"
-    v = float(v)
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if v >= scale:
-            return f"{v / scale:.2f} {unit}"
-    return f"{v:.0f} B"
-
 
 def sps_cell(run: Run) -> str:
     """A run's throughput for a table: env steps/s, or loop steps/s (said so) when num_envs is unknown."""

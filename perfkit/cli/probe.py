@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from perfkit.formatting import num
+
 
 def _names(ctx, param, values):
     names = []
@@ -18,9 +20,7 @@ def _names(ctx, param, values):
 
 
 def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return num(v, 4) if isinstance(v, float) else str(v)
 
 
 def render_table(profile: dict, names: list[str]):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
+from perfkit.formatting import num
 from perfkit.record import (
     EXTRA_NOTES,
     EXTRA_PRICING,
@@ -23,17 +24,9 @@ def _child_rows(t, s, depth: int) -> None:
     from rich.markup import escape
 
     for child, c in sorted((s.children or {}).items(), key=lambda kv: -(kv[1].gpu_ms_per_step or kv[1].cpu_ms_per_step)):
-        t.add_row(f"{'  ' * depth}{escape(child)}", _fmt(c.cpu_ms_per_step), _fmt(c.gpu_ms_per_step), _fmt(c.syncs_per_step),
-                  _fmt(c.allocs_per_step), _fmt(c.calls_per_step), style="dim")
+        t.add_row(f"{'  ' * depth}{escape(child)}", num(c.cpu_ms_per_step), num(c.gpu_ms_per_step), num(c.syncs_per_step),
+                  num(c.allocs_per_step), num(c.calls_per_step), style="dim")
         _child_rows(t, c, depth + 1)
-
-
-def _fmt(v: float | None, digits: int = 3) -> str:
-    if v is None:
-        return "-"
-    if v == 0:
-        return "0"
-    return f"{v:.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
 def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | None = None) -> None:
@@ -50,8 +43,8 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
     env = f"{run.num_envs} envs" if run.num_envs else "num_envs unknown"
     if run.steps:
         con.print(
-            f"  {env} on {dev}: [bold]{_fmt(run.sps, 4)} {run.throughput_unit}[/]  step p50 {_fmt(run.step_ms.get('p50'))} ms"
-            f"  p99 {_fmt(run.step_ms.get('p99'))} ms  ({run.steps} steady steps, warm-up {_fmt(run.warmup_s)} s"
+            f"  {env} on {dev}: [bold]{num(run.sps, 4)} {run.throughput_unit}[/]  step p50 {num(run.step_ms.get('p50'))} ms"
+            f"  p99 {num(run.step_ms.get('p99'))} ms  ({run.steps} steady steps, warm-up {num(run.warmup_s)} s"
             f" over {run.extra.get(EXTRA_WARMUP_STEPS, 0)} steps)"
         )
     else:
@@ -62,8 +55,8 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
         for c in ("segment", "cpu ms/step", "gpu ms/step", "syncs/step", "allocs/step", "calls/step"):
             t.add_column(c, justify="left" if c == "segment" else "right")
         for name, s in run.segments.items():
-            t.add_row(name, _fmt(s.cpu_ms_per_step), _fmt(s.gpu_ms_per_step), _fmt(s.syncs_per_step),
-                      _fmt(s.allocs_per_step), _fmt(s.calls_per_step))
+            t.add_row(name, num(s.cpu_ms_per_step), num(s.gpu_ms_per_step), num(s.syncs_per_step),
+                      num(s.allocs_per_step), num(s.calls_per_step))
             _child_rows(t, s, 1)
         con.print(t)
         if any(s.children for s in run.segments.values()):
@@ -92,11 +85,11 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
             for f in group:
                 extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
                 if run.steps:
-                    cost = f"  ~{_fmt(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
+                    cost = f"  ~{num(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
                     device, on_device = run.on_device_price(f)
                     if on_device is not None:
-                        cost = f"  [dim]on an {escape(device)} this costs ~{_fmt(on_device)} ms/step[/]"
-                    rate = f"{_fmt(f.per_step)}/step{cost}"
+                        cost = f"  [dim]on an {escape(device)} this costs ~{num(on_device)} ms/step[/]"
+                    rate = f"{num(f.per_step)}/step{cost}"
                 else:  # no step: a count over the run, and no per-step rate or price to divide it into
                     rate = f"{f.count}x in the run [dim](no step detected: no per-step rate)[/]"
                 con.print(f"    [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
@@ -210,8 +203,8 @@ def _what_if(con, run: Run) -> None:
             con.print(f"[bold]what if[/]: nothing priced for this machine  [dim]{escape(note)}[/]")
         return
     unit = run.throughput_unit
-    con.print(f"[bold]what if[/] (the top {len(rows)} fixed in order, cumulative; mean step {_fmt(wi.get('step_ms'))} "
-              f"ms = {_fmt(wi.get('sps'), 4)} {unit})")
+    con.print(f"[bold]what if[/] (the top {len(rows)} fixed in order, cumulative; mean step {num(wi.get('step_ms'))} "
+              f"ms = {num(wi.get('sps'), 4)} {unit})")
     t = Table(box=None, pad_edge=False, header_style="bold")
     for c in ("#", "fix", "ms/step", "price from", "validation", "step ms", unit):
         t.add_column(c, justify="left" if c in ("fix", "price from", "validation") else "right",
@@ -220,16 +213,16 @@ def _what_if(con, run: Run) -> None:
                      max_width={"fix": 28, "price from": 24, "validation": 27, "ms/step": 16}.get(c))
     bounded = False
     for r in rows:
-        price = _fmt(r.get("est_ms_per_step"))
+        price = num(r.get("est_ms_per_step"))
         if r.get("unbounded_ms") is not None:
-            price += f" ({_fmt(r['unbounded_ms'])})"
+            price += f" ({num(r['unbounded_ms'])})"
             bounded = True
         site = str(r.get("site") or "")
         short = site.replace("\\", "/").rsplit("/", 1)[-1]  # the findings above name the whole path
         source = (r.get("source_label") or "-").split("; bounded by")[0]  # the bound: "(of X)" and the note below
         t.add_row(str(r.get("rank")), escape(f"{short} {r.get('op')}"), price,
                   escape(source), escape(r.get("validation") or "-"),
-                  _fmt(r.get("step_ms_after")), _fmt(r.get("sps_after"), 4))
+                  num(r.get("step_ms_after")), num(r.get("sps_after"), 4))
     con.print(t)
     if bounded:
         con.print("  [dim]ms/step: the price of fixing it, bounded by the measured time of the segment it sits in "

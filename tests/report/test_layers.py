@@ -24,7 +24,7 @@ def perfkit_imports(path: Path) -> set[str]:
     return out
 
 
-RENDERER_MAY_IMPORT = ("perfkit.record", "perfkit.outputs", "perfkit.__version__", "perfkit.renderers.")
+RENDERER_MAY_IMPORT = ("perfkit.record", "perfkit.outputs", "perfkit.formatting", "perfkit.__version__", "perfkit.renderers.")
 RENDERERS = sorted((PKG / "renderers").glob("*.py"))
 
 
