@@ -103,8 +103,6 @@ class TorchEnv:
 
 
 def make_loop(env_kind: str, num_envs: int, device: str, name: str) -> tuple[Callable[[int], None], Any, str]:
-    import torch
-
     if env_kind == "manager":
         return _manager_loop(num_envs, device)
     if env_kind == "factory":
@@ -115,22 +113,32 @@ def make_loop(env_kind: str, num_envs: int, device: str, name: str) -> tuple[Cal
     else:
         env = TorchEnv(num_envs, device=device)
         label = "benchmarks/overhead.py:TorchEnv"
-    obs = env.reset()
+    return _rollout(env, env.reset(), env.obs_dim, env.act_dim, 256, squash=True), env, label
+
+
+def _rollout(env: Any, obs: Any, n_obs: int, n_act: int, width: int, squash: bool = False,
+             select: Callable[[Any], Any] = lambda o: o) -> Callable[[int], None]:
+    """``loop(n)``: ``n`` env steps driven by a 2 x ``width`` ELU MLP under ``no_grad`` (its input picked
+    from the observation by ``select``; ``squash``: tanh on the actions), the shape of a PPO rollout."""
+    import torch
+
     policy = torch.nn.Sequential(
-        torch.nn.Linear(env.obs_dim, 256), torch.nn.ELU(), torch.nn.Linear(256, 256), torch.nn.ELU(),
-        torch.nn.Linear(256, env.act_dim),
-    ).to(obs.device)
+        torch.nn.Linear(n_obs, width), torch.nn.ELU(), torch.nn.Linear(width, width), torch.nn.ELU(),
+        torch.nn.Linear(width, n_act),
+    ).to(select(obs).device)
     state = {"obs": obs}
 
     def loop(n: int) -> None:
         o = state["obs"]
         for _ in range(n):
             with torch.no_grad():
-                a = torch.tanh(policy(o))
+                a = policy(select(o))
+                if squash:
+                    a = torch.tanh(a)
             o, r, done, info = env.step(a)
         state["obs"] = o
 
-    return loop, env, label
+    return loop
 
 
 def _manager_loop(num_envs: int, device: str) -> tuple[Callable[[int], None], Any, str]:
@@ -138,8 +146,6 @@ def _manager_loop(num_envs: int, device: str) -> tuple[Callable[[int], None], An
     behind its rsl_rl wrapper (TensorDict observations), an ELU MLP policy under ``no_grad`` — what
     rsl_rl's runner does per env step, without the learner."""
     import os
-
-    import torch
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
     from manager_env.env import ManagerBasedRLEnv
@@ -149,21 +155,7 @@ def _manager_loop(num_envs: int, device: str) -> tuple[Callable[[int], None], An
     backend = "mjwarp" if device.startswith("cuda") else "mujoco"
     env = RslRlVecEnvWrapper(ManagerBasedRLEnv(ant_velocity_env_cfg(num_envs, backend=backend, device=device)))
     obs = env.get_observations()
-    n_obs = obs["policy"].shape[1]
-    policy = torch.nn.Sequential(
-        torch.nn.Linear(n_obs, 128), torch.nn.ELU(), torch.nn.Linear(128, 128), torch.nn.ELU(),
-        torch.nn.Linear(128, env.num_actions),
-    ).to(env.device)
-    state = {"obs": obs}
-
-    def loop(n: int) -> None:
-        o = state["obs"]
-        for _ in range(n):
-            with torch.no_grad():
-                a = policy(o["policy"])
-            o, r, done, info = env.step(a)
-        state["obs"] = o
-
+    loop = _rollout(env, obs, obs["policy"].shape[1], env.num_actions, 128, select=lambda o: o["policy"])
     return loop, env, f"examples/manager_env (rsl_rl wrapper, {backend})"
 
 
