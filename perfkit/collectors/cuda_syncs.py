@@ -216,15 +216,19 @@ def _write_label(code: CodeType, lasti: int, target: ast.AST | None) -> str:
     return f"{label} = v" if label else "t[...] = v"
 
 
+def _position(code: CodeType, lasti: int) -> tuple:
+    """``(line, end line, column, end column)`` of the instruction at ``lasti`` (Python 3.11+;
+    ``(None,) * 4`` where unknown)."""
+    positions = getattr(code, "co_positions", None)
+    try:
+        return tuple(list(positions())[lasti // 2]) if positions is not None else (None,) * 4
+    except IndexError:
+        return (None,) * 4
+
+
 def _statement_at(code: CodeType, lasti: int) -> ast.stmt | None:
     """The one-line statement holding the instruction at ``lasti`` (None where it spans lines)."""
-    positions = getattr(code, "co_positions", None)
-    if positions is None:
-        return None
-    try:
-        line = list(positions())[lasti // 2][0]
-    except IndexError:
-        return None
+    line = _position(code, lasti)[0]
     if line is None:
         return None
     try:
@@ -249,14 +253,7 @@ def _call_label(func: ast.expr) -> str:
 
 def _expression_at(code: CodeType, lasti: int) -> ast.AST | None:
     """The AST node of the source span of the instruction at ``lasti`` (Python 3.11+), else None."""
-    positions = getattr(code, "co_positions", None)
-    if positions is None:
-        return None
-    try:
-        pos = list(positions())[lasti // 2]
-    except IndexError:
-        return None
-    line, end_line, col, end_col = pos
+    line, end_line, col, end_col = _position(code, lasti)
     if line is None or end_line is None or col is None or end_col is None:
         return None
     lines = [linecache.getline(code.co_filename, n).encode() for n in range(line, end_line + 1)]
