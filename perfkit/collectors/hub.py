@@ -288,9 +288,6 @@ FAMILIES: tuple[tuple[str, str], ...] = (
     ("torch", "perfkit.collectors.torch_sync"),
     ("warp", "perfkit.collectors.warp_sync"),
 )
-# install only the rows that always sync (patches.Patch.always): for a CUDA run whose other syncs the
-# runtime reports itself; set before the first acquire
-only_always_rows = False
 
 
 @lru_cache(maxsize=1)
@@ -345,11 +342,11 @@ def install_available() -> None:
     with _lock:
         for library, module in FAMILIES:
             if library not in _installed_families and library in sys.modules:
-                always_only = only_always_rows
+                always_only = False
                 if library == "torch":
                     global installed_sync_source
                     installed_sync_source = "runtime" if _install_runtime_syncs(_patcher) else "hooks"
-                    always_only = always_only or installed_sync_source == "runtime"  # the runtime reports the rest
+                    always_only = installed_sync_source == "runtime"  # the runtime reports the rest
                 importlib.import_module(module).install(_patcher, always_only)
                 _installed_families.add(library)
 
