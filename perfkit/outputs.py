@@ -42,8 +42,29 @@ def _target(path: Path) -> Path:
 
 def check_writable(path: str | os.PathLike) -> Path:
     """The resolved target of ``path`` if a file could be written there now; OutputError saying
-    why not otherwise (a directory, no permission, a parent that is a file, a read-only place)."""
-    p = Path(path)
+    why not otherwise (a directory, no permission, a parent that is a file, a read-only place).
+
+    Several processes may check the same new folder at once (every rank of a torchrun job checks
+    ``-o rec/``): a folder another process creates in the meantime is used, not an error, and a
+    probe whose folder another process's clean-up removed under it is tried again."""
+    for attempt in range(_RACE_RETRIES):
+        try:
+            return _check_writable(Path(path))
+        except _FolderVanished:
+            if attempt == _RACE_RETRIES - 1:
+                raise OutputError(errno.ENOENT, f"the folder of {path} keeps disappearing (another process "
+                                                "removes it)") from None
+    raise AssertionError("unreachable")
+
+
+_RACE_RETRIES = 5
+
+
+class _FolderVanished(Exception):
+    """The probe's folder existed a moment ago and is gone now: another process removed it."""
+
+
+def _check_writable(p: Path) -> Path:
     target = _target(p)
     try:
         st = os.stat(target)
@@ -68,25 +89,39 @@ def check_writable(path: str | os.PathLike) -> Path:
             raise OutputError(errno.ENOENT, f"{parent} is a broken symbolic link")
         parent = parent.parent
     if not parent.is_dir():
+        if not parent.exists():
+            raise _FolderVanished  # made and removed again by another process since the look above
         raise OutputError(errno.ENOTDIR, f"{parent} is not a directory")
-    created = []  # the folders made for the probe, removed after it: a refused command leaves nothing behind
+    missing = []  # the folders to make for the probe
     folder = target.parent
     while folder != parent:
-        created.append(folder)
+        missing.append(folder)
         folder = folder.parent
+    created = []  # those made here, removed after the probe: a refused command leaves nothing behind
     try:
-        for folder in reversed(created):
+        for folder in reversed(missing):
             try:
                 folder.mkdir()
+            except FileExistsError:
+                try:
+                    is_dir = stat.S_ISDIR(os.stat(folder).st_mode)
+                except FileNotFoundError:
+                    raise _FolderVanished from None  # made and removed again by another process
+                if not is_dir:
+                    raise OutputError(errno.ENOTDIR, f"{folder} is not a directory") from None
+                continue  # another process made it a moment ago: it is not ours to remove
+            except FileNotFoundError:
+                raise _FolderVanished from None  # its parent, made by another process, was removed again
             except OSError as e:
                 raise OutputError(e.errno, f"cannot create the directory {folder}: {e.strerror or e}") from None
+            created.append(folder)
         _probe(target.parent)
     finally:
-        for folder in created:
+        for folder in reversed(created):
             try:
                 folder.rmdir()
             except OSError:
-                pass  # not made here, or no longer empty
+                pass  # no longer empty: another process is using it
     return target
 
 
@@ -99,6 +134,8 @@ def _probe(folder: Path) -> None:
             os.write(fd, b"perfkit")
         finally:
             os.close(fd)
+    except FileNotFoundError:
+        raise _FolderVanished from None
     except OSError as e:
         raise OutputError(e.errno, f"cannot write a file in {folder}: {e.strerror or e}") from None
     try:

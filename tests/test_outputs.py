@@ -251,3 +251,70 @@ def test_check_writable_probes_and_leaves_nothing_behind(tmp_path, monkeypatch):
     (tmp_path / "old.json").write_text("kept")
     check_writable(tmp_path / "old.json")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"] and (tmp_path / "old.json").read_text() == "kept"
+
+
+def test_check_writable_shares_a_new_folder_with_a_process_checking_it_at_the_same_moment(tmp_path, monkeypatch):
+    """Every rank of a torchrun job checks ``-o rec/`` at once: the folder another rank makes between
+    this one's look and its mkdir is used (and left to its maker), not an error."""
+    import pathlib
+
+    real_mkdir = pathlib.Path.mkdir
+
+    def other_rank_first(self, *a, **k):
+        real_mkdir(self)  # the other rank's mkdir lands first
+        return real_mkdir(self, *a, **k)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", other_rank_first)
+    assert check_writable(tmp_path / "rec" / "run.rank1.json") == tmp_path / "rec" / "run.rank1.json"
+    assert (tmp_path / "rec").is_dir()  # not ours to remove
+
+
+def test_check_writable_tries_again_when_another_process_removes_the_folder_under_its_probe(tmp_path, monkeypatch):
+    """The other rank's clean-up removes the folder it made between this rank's look and its probe."""
+    import perfkit.outputs as outputs
+
+    (tmp_path / "rec").mkdir()
+    real_probe, removed = outputs._probe, []
+
+    def other_rank_cleans_up(folder):
+        if not removed:
+            folder.rmdir()
+            removed.append(folder)
+        return real_probe(folder)
+
+    monkeypatch.setattr(outputs, "_probe", other_rank_cleans_up)
+    assert check_writable(tmp_path / "rec" / "run.rank1.json") == tmp_path / "rec" / "run.rank1.json"
+    assert removed and list(tmp_path.iterdir()) == []  # the second try made the folder, probed, removed it
+
+
+def test_check_writable_gives_up_on_a_folder_that_keeps_disappearing(tmp_path, monkeypatch):
+    import perfkit.outputs as outputs
+
+    def always_gone(folder):
+        folder.rmdir()
+        return outputs.__dict__["_probe_real"](folder)
+
+    monkeypatch.setitem(outputs.__dict__, "_probe_real", outputs._probe)
+    monkeypatch.setattr(outputs, "_probe", always_gone)
+    with pytest.raises(OutputError, match="keeps disappearing"):
+        check_writable(tmp_path / "rec" / "run.json")
+
+
+def test_ranks_checking_one_new_folder_together_all_pass(tmp_path):
+    """The real race, in processes: 6 checkers of one new folder, 30 rounds; none may be refused."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(3) as pool:
+        for i in range(30):
+            folder = tmp_path / f"rec{i}"
+            errors = pool.map(_check_in_a_process, [str(folder / f"run.rank{r}.json") for r in range(6)])
+            assert errors == [None] * 6, errors
+
+
+def _check_in_a_process(path):
+    try:
+        check_writable(path)
+    except OutputError as e:
+        return str(e)
+    return None

@@ -76,6 +76,8 @@ def failed_job(tmp_path_factory):
 def test_every_rank_of_a_failed_job_leaves_its_record(failed_job):
     out, plain, prof = failed_job
     assert plain.returncode != 0 and prof.returncode != 0
+    assert sorted(p.name for p in (out / "rec").glob("*.json")) == ["run.rank0.json", "run.rank1.json"], (
+        prof.stderr + "".join(_rank_stderr(out / "logs-perfkit", r) for r in (0, 1)))
     runs = {r: Run.load(out / "rec" / f"run.rank{r}.json") for r in (0, 1)}
     assert runs[1].status == "partial" and runs[1].exit_code == 1
     assert runs[1].extra["error"] == "RuntimeError: planted failure on rank 1 at step 10"
