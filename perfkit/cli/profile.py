@@ -71,9 +71,6 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
     from perfkit.cli.paths import check_output, program_inputs
 
     check_output(out_path, output, program_inputs(target, args, module is not None), note=" (the script was not run)")
-    if launch["world_size"] > 1 and launch["rank"] == 0:
-        click.echo(f"perfkit: {launch['world_size']} ranks: each writes its own record ({output} here); "
-                   "rank 0 prints the summary, every rank one line; merge them with perfkit report", err=True)
     max_syncs = max_syncs_per_step if max_syncs_per_step is not None else cfg.max_syncs_per_step
     max_allocs = max_allocs_per_step if max_allocs_per_step is not None else cfg.max_allocs_per_step
     kwargs = dict(config=cfg, verify=verify)
@@ -126,12 +123,16 @@ def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) 
             where = ""
         click.echo(f"Error: {describe_error(output, e)}{where}", err=True)
         return 2
-    if not quiet and rank == 0:
+    failed_rank = world > 1 and (rec.status != "complete" or code != 0)
+    if not quiet and rank == 0 and not failed_rank:  # a failing rank's stderr stays torchrun's, plus one line
         from perfkit.renderers.console import render
 
         render(rec)
         if world == 1:
             click.echo(f"run record: {output}", err=True)
+        else:
+            click.echo(f"perfkit: {world} ranks: each writes its own record ({output} here); rank 0 prints the "
+                       "summary, every rank one line; merge them with perfkit report", err=True)
     if not quiet and world > 1:
         from perfkit.analysis.ranks import rank_line
 

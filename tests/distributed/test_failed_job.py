@@ -101,6 +101,19 @@ def test_the_failing_ranks_stderr_is_plain_torchruns(failed_job):
     assert "perfkit" not in plain and "perfkit/" not in prof.replace(summary[0], "")
 
 
+def test_rank_0_failing_prints_its_one_line_not_the_summary(tmp_path):
+    """Rank 0 summarizes the job when it ends well; when it is the rank that failed, its stderr is
+    plain torchrun's plus its one line, like any failing rank's."""
+    prof = torchrun(2, ["--log-dir", "logs", "--redirects", "2", "-m", "perfkit", "profile", "-o", "rec/", FAIL,
+                        "--fail-rank", "0"], cwd=tmp_path)
+    assert prof.returncode != 0
+    err = _rank_stderr(tmp_path / "logs", 0)
+    assert "[rank0]: RuntimeError: planted failure on rank 0 at step 10" in err
+    mine = [ln for ln in err.splitlines() if ln.startswith("perfkit")]
+    assert len(mine) == 1 and mine[0].startswith("perfkit rank 0/2 [gloo, cpu]: partial (exit 1), "), mine
+    assert "calls/step" not in err  # no console summary
+
+
 def test_the_merged_report_says_what_happened(failed_job):
     out, _, _ = failed_job
     from _dist_helpers import perfkit
