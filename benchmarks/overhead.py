@@ -8,7 +8,7 @@ without a profiling session (what ``perfkit profile`` wraps a script in).
 The loop: a batched env (``perfkit.envs:make_env`` — ``--env factory`` — or a self-contained torch
 env with decimation, reward, terminations and masked resets — ``--env torch``) driven by a 2x256 MLP
 policy under ``no_grad``, the shape of a PPO rollout. Each *round* runs the same number of steps once
-plain (A) and once inside a :class:`perfkit.session.Session` (B), after the session's warm-up
+plain (A) and once inside a :class:`perfkit.profile.session.Session` (B), after the session's warm-up
 (discovery window, sampled steps) so both time steady state; rounds alternate AB / BA so drift hits
 both arms equally; each timed span starts after ``gc.collect()``, so a full collection of the garbage
 the session's own start left behind does not land in one arm only. The figure is the median over rounds of the ratio SPS_B / SPS_A; overhead =
@@ -21,7 +21,7 @@ This is a benchmark, not a test: it prints a table and (``--json``) the numbers;
 It is the *env-only* figure: the step loop alone, in one process, with no start-up, no record writing
 and no learner. The *whole-run* figure (the same training script in fresh processes, plainly, under
 ``perfkit profile`` and under ``torch.profiler``, each run's own SPS line and wall time) is
-``perfkit overhead SCRIPT [ARGS...]`` (:mod:`perfkit.overhead`); ``scripts/gpu/overhead.py`` puts
+``perfkit overhead SCRIPT [ARGS...]`` (:mod:`perfkit.overhead.measure`); ``scripts/gpu/overhead.py`` puts
 the two side by side on the H200.
 """
 
@@ -170,7 +170,7 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
             name: str = "ant", warmup: int = 20, clock: str = "wall", warm_steps: int = 10,
             with_control: bool = False) -> dict[str, Any]:
     from perfkit.record import EXTRA_TOTAL_STEPS
-    from perfkit.session import Session
+    from perfkit.profile.session import Session
 
     if clock == "thread" and device.startswith("cuda"):
         raise ValueError("--clock thread measures host CPU time only; use wall time on a GPU")
@@ -186,7 +186,7 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
                 loop(session_warm)
                 _sync(device)
                 if sham:  # the control: a session entered and left the same way, its hooks taken off
-                    from perfkit import segments
+                    from perfkit.collectors import segments
                     from perfkit.collectors import hub
 
                     segments.on_transition = None
@@ -254,7 +254,7 @@ def measure_sources(env_kind: str, num_envs: int, device: str, rounds: int, step
     always-sync ops are hooked), in a rotating order; the ratio of each to the round's plain span."""
     from perfkit.config import Config
     from perfkit.record import EXTRA_SYNC_SOURCE
-    from perfkit.session import Session
+    from perfkit.profile.session import Session
 
     loop, env, label = make_loop(env_kind, num_envs, device, name)
     loop(warmup)
@@ -291,7 +291,7 @@ def measure_sources(env_kind: str, num_envs: int, device: str, rounds: int, step
 
 # ---- deterministic estimate: wrapper calls per step x per-call cost ---------------------------------
 _WRAPPERS = {  # (file suffix, function name) of perfkit's per-call wrappers -> the cost class to price it with
-    ("perfkit/segments.py", "in_segment"): "segment",
+    ("perfkit/collectors/segments.py", "in_segment"): "segment",
     ("perfkit/collectors/segment_rules.py", "forward"): "policy",
     ("perfkit/collectors/steps.py", "step"): "step",
     ("perfkit/collectors/torch_sync.py", "__getitem__"): "getitem",
@@ -314,8 +314,8 @@ def wrapper_costs() -> dict[str, float]:
     """Added ns per call of each wrapper kind (best of repeats: robust to a busy machine)."""
     import torch
 
-    from perfkit import segments
-    from perfkit.session import Session
+    from perfkit.collectors import segments
+    from perfkit.profile.session import Session
 
     class _E:
         num_envs = 8
@@ -354,7 +354,7 @@ def estimate(loop: Callable[[int], None], steps: int = 50) -> dict[str, Any]:
     import cProfile
     import pstats
 
-    from perfkit.session import Session
+    from perfkit.profile.session import Session
 
     with Session():
         loop(12)

@@ -16,11 +16,11 @@ __version__ = "0.1.0"
 _load_checkout_probes(sys.modules[__name__])
 
 _LAZY = {
-    "segment": "perfkit.segments",
-    "step": "perfkit.session",
+    "segment": "perfkit.collectors.segments",
+    "step": "perfkit.profile.session",
     "budget": "perfkit.collectors.budget",
     "BudgetExceeded": "perfkit.collectors.budget",
-    "Session": "perfkit.session",
+    "Session": "perfkit.profile.session",
 }
 
 

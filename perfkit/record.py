@@ -64,7 +64,7 @@ EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, hooked_syncs, hooked
 EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"
 EXTRA_NOTES = "notes"  # [str] shown under the summary
 EXTRA_TRACEBACK = "traceback"  # why a record is incomplete (session, sweep worker)
-# cost model -> console, report, scripts (perfkit.analysis.cost documents each)
+# cost model -> console, report, scripts (perfkit.pricing.cost documents each)
 EXTRA_PRICING = "pricing"  # {model, profile, costs, how, model_of, source_of, validation, step_ms, ...}
 EXTRA_WHAT_IF = "what_if"  # fixing the top N: {statistic, step_ms, untouched_ms, step_ms_after, sps_after, bound, ...}
 EXTRA_WHAT_IF_TABLE = "what_if_table"  # [{rank, site, op, est_ms_per_step, source_label, validation, step_ms_after, sps_after, ...}]
@@ -111,7 +111,7 @@ class Finding:
     segment: str = "other"
     count: int = 0  # events over the steady-state steps (sampled kinds: estimated from the sampled steps)
     per_step: float = 0.0  # count / the run's steps
-    est_ms_per_step: float | None = None  # priced by perfkit.analysis.cost, None when unpriced
+    est_ms_per_step: float | None = None  # priced by perfkit.pricing.cost, None when unpriced
     bytes: int | None = None  # allocations: bytes over the run, where known
     thread: str | None = None  # thread name when not the main thread
     would_sync_on_gpu: bool = False  # caught on a CPU tensor: this call syncs when the tensor is on CUDA

@@ -3,8 +3,8 @@ at the top, in ``probes/``, and the wheel installs them as ``perfkit.probes``).
 
 One small module per probe, each with ``measure(quick=False) -> dict`` and a ``__main__`` that prints
 the dict as JSON (``python -m perfkit.probes.sync --quick``). This registry names them for ``perfkit probe``
-and the machine cost profile (:mod:`perfkit.costs_profile`), which turns their numbers into the
-prices the cost model (:mod:`perfkit.analysis.cost`) puts on each finding.
+and the machine cost profile (:mod:`perfkit.pricing.machine_profile`), which turns their numbers into the
+prices the cost model (:mod:`perfkit.pricing.cost`) puts on each finding.
 
 A probe's dict always has ``status``: ``ok``, ``partial`` (some numbers cannot be measured here; they
 are listed with the reason under ``unavailable``) or ``unavailable`` (with ``reason``): on a CPU-only

@@ -458,7 +458,7 @@ def diff_sweeps(
     spread (where their records hold per-step samples), or when it completed in BASE and ran out of
     memory or failed in NEW. Env counts measured on one side only are noted, not judged.
     """
-    from perfkit.analysis.knee import find_knee
+    from perfkit.sweeps.knee import find_knee
 
     d = SweepDiff(base_label=base_label, new_label=new_label, threshold=threshold)
     for n in sorted(set(base) | set(new)):

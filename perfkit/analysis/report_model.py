@@ -27,7 +27,7 @@ from perfkit.record import (
     RecordError,
     Run,
 )
-from perfkit.sweep_record import Sweep, is_sweep_path, load_sweep, physics_sps
+from perfkit.sweeps.record import Sweep, is_sweep_path, load_sweep, physics_sps
 
 TOP_FINDINGS = 15
 
@@ -87,7 +87,7 @@ class Report:
 # ---- inputs -------------------------------------------------------------------------------------
 
 def load_inputs(paths: Sequence[str | os.PathLike]) -> list[Item]:
-    """Each path: a run record (perfkit.run/2 or /1), or a sweep directory / manifest (perfkit.sweep/1).
+    """Each path: a run record (perfkit.run/2 or /1), or a sweep directory / manifest (perfkit.sweeps.runner/1).
     Raises RecordError naming the file that could not be read."""
     items: list[Item] = []
     for p in paths:
@@ -387,7 +387,7 @@ WHAT_IF_COLUMNS = ["#", "fix", "site", "price ms/step", "price from", "validatio
 def what_if_section(run: Run, label: str) -> dict[str, Any] | None:
     """A run's what-if table (``run.extra["what_if_table"]``: fixing the top 1..N findings, cumulative),
     its summary line and the pricing notes, as the cost model wrote them into the record
-    (:func:`perfkit.analysis.cost.price_run`); None for a record without them (unpriced, or priced
+    (:func:`perfkit.pricing.cost.price_run`); None for a record without them (unpriced, or priced
     before the table existed)."""
     rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
     wi = run.extra.get(EXTRA_WHAT_IF) or {}

@@ -63,7 +63,7 @@ def compare(paths, fail_threshold, show_threshold, min_abs_ms, strict, fmt):
     require("compare", "numpy", *(("rich",) if fmt == "text" else ()), extra="report")
     from perfkit.analysis.diff import diff_groups
     from perfkit.record import RecordError, Run
-    from perfkit.sweep_record import is_sweep_path
+    from perfkit.sweeps.record import is_sweep_path
 
     if len(paths) != 2:
         raise BadInput(f"compare takes two arguments, BASE and NEW, got {len(paths)}: to compare several runs a "
@@ -96,7 +96,7 @@ def compare(paths, fail_threshold, show_threshold, min_abs_ms, strict, fmt):
 def _compare_sweeps(base_path, new_path, threshold, gate, fmt):
     from perfkit.analysis.diff import _fmt, _pct, diff_sweeps
     from perfkit.record import RecordError
-    from perfkit.sweep_record import load_sweep
+    from perfkit.sweeps.record import load_sweep
 
     try:
         base, new = load_sweep(base_path), load_sweep(new_path)

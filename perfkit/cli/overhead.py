@@ -87,9 +87,9 @@ def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, p
     import shlex
 
     from perfkit.cli.requires import require
-    from perfkit.overhead import DEFAULT_METRIC, OverheadError, Target, check_arms, check_gates, compile_metric, markdown, measure, table
+    from perfkit.overhead.measure import DEFAULT_METRIC, OverheadError, Target, check_arms, check_gates, compile_metric, markdown, measure, table
     from perfkit.outputs import describe_error, resolve, write_text
-    from perfkit.runner import TargetError, check_target
+    from perfkit.profile.runner import TargetError, check_target
 
     args = list(target_and_args)
     if module is None:

@@ -74,7 +74,7 @@ def probe(output, quick, only, refresh):
     from rich.console import Console
 
     from perfkit.cli.errors import BadInput
-    from perfkit.costs_profile import ProfileError, cache_path, get_profile, save_profile
+    from perfkit.pricing.machine_profile import ProfileError, cache_path, get_profile, save_profile
     from perfkit.outputs import describe_error
     from perfkit.probes import PROBES
 

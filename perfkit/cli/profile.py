@@ -53,7 +53,7 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
 
     from perfkit import config as config_mod
     from perfkit.outputs import resolve
-    from perfkit.runner import TargetError, run
+    from perfkit.profile.runner import TargetError, run
 
     try:
         cfg = config_mod.load()

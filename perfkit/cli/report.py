@@ -78,7 +78,7 @@ def _files_read(item) -> list[Path]:
     """The files a report input was read from: a record, or a sweep's manifest, table and points."""
     if item.sweep is None:
         return [Path(item.source)] if item.source else []
-    from perfkit.sweep_record import CSV, MANIFEST
+    from perfkit.sweeps.record import CSV, MANIFEST
 
     sw = item.sweep
     return [sw.dir / MANIFEST, sw.dir / CSV, *(sw.dir / f for p in sw.points for f in (p.record, p.log) if f)]

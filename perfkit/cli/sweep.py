@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from perfkit.sweep import DEFAULT_TIMEOUT_S
+from perfkit.sweeps.runner import DEFAULT_TIMEOUT_S
 
 
 def _threshold(ctx, param, value):
@@ -85,7 +85,7 @@ def sweep(ctx, target, num_envs_spec, out_dir, env_kwargs, num_envs_arg, steps, 
 
     require("sweep", "torch", "numpy", "pandas", "rich", *(("tqdm",) if progress else ()))
     from perfkit.outputs import describe_error
-    from perfkit.sweep import (SweepConfig, SweepError, SweepInterrupted, is_script_target, parse_env_kwargs,
+    from perfkit.sweeps.runner import (SweepConfig, SweepError, SweepInterrupted, is_script_target, parse_env_kwargs,
                                parse_num_envs, run_sweep)
 
     try:
@@ -199,7 +199,7 @@ def _print_summary(result) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from perfkit.sweep_record import physics_sps
+    from perfkit.sweeps.record import physics_sps
 
     table = Table(title=f"sweep {escape(result.label)}", title_justify="left")
     for col in ("num_envs", "status", "env SPS", "physics SPS", "p50 ms", "p99 ms", "warm-up s", "memory"):

@@ -3,7 +3,7 @@
 A ``TorchFunctionMode`` sees every torch call made from Python (factories, out-of-place ops, methods)
 and counts each result tensor whose storage is not one of its inputs' (so views, in-place ops,
 ``out=`` calls and ``.contiguous()`` of a contiguous tensor are not allocations). A mode on every op
-costs far too much to leave on, so a :class:`perfkit.session.Session` turns it on for the *sampled*
+costs far too much to leave on, so a :class:`perfkit.profile.session.Session` turns it on for the *sampled*
 steps; :func:`perfkit.budget` turns it on for its whole block.
 
 ``exact`` (what :func:`perfkit.budget` uses, where the count is the point): on CUDA the caching

@@ -51,7 +51,7 @@ import weakref
 from time import perf_counter
 from typing import Any, Callable
 
-from perfkit import segments
+from perfkit.collectors import segments
 from perfkit.collectors import hub
 from perfkit.collectors.hub import tls
 from perfkit.collectors.patches import Patcher, wraps

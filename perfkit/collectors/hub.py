@@ -2,7 +2,7 @@
 families are installed.
 
 Hooks (patched torch/warp functions, the allocation mode, the line sampler) report *events* here;
-every active sink (a :class:`perfkit.session.Session`, a :func:`perfkit.budget` block) receives each
+every active sink (a :class:`perfkit.profile.session.Session`, a :func:`perfkit.budget` block) receives each
 event. Hooks are installed once however many sinks are active (reference counted) and removed, with
 every original restored, when the last sink leaves.
 

@@ -126,7 +126,7 @@ def wraps(orig: Callable) -> Callable[[Callable], Callable]:
 
 SyncKind = Literal["d2h copy", "h2d copy", "data-dependent shape", "scalar read", "device-wide wait"]
 SYNC_KINDS: tuple[str, ...] = get_args(SyncKind)
-# what a sync of each kind costs beyond the round trip every sync pays (perfkit.analysis.cost)
+# what a sync of each kind costs beyond the round trip every sync pays (perfkit.pricing.cost)
 PRICE_KINDS: dict[str, str] = {
     "d2h copy": "d2h",  # + a device-to-host copy of the bytes
     "h2d copy": "h2d",  # + a host-to-device copy of the bytes

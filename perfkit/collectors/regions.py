@@ -34,7 +34,7 @@ from types import CodeType, FrameType
 from typing import Iterator
 
 from perfkit.collectors import hub
-from perfkit.segments import segment_for_name
+from perfkit.collectors.segments import segment_for_name
 
 _tables: dict[CodeType, tuple[dict[int, str], str]] = {}  # loop code -> ({instruction offset: segment}, default)
 MAX_DEPTH = 48  # frames walked up from an event to the loop's frame

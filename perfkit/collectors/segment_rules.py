@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-from perfkit import segments
+from perfkit.collectors import segments
 from perfkit.targets import resolve
 from perfkit.collectors.sites import is_program_file, is_user_file
 from perfkit.collectors import hub
@@ -167,7 +167,7 @@ class SegmentRules:
     def wrap_named(self, name_segments: dict[str, str] | None = None, frame: Any = None,
                    modules: set[str] | None = None, skip: set | None = None) -> list[str]:
         """Wrap the functions and methods whose rules put them in a segment (``name_segments`` — config
-        names — first, then :func:`perfkit.segments.segment_for`) in the user's modules, the library
+        names — first, then :func:`perfkit.collectors.segments.segment_for`) in the user's modules, the library
         modules named in ``modules`` (those that ran during the discovery window), and the globals of
         ``frame`` and its callers (a script loaded without registering its module). Code objects in
         ``skip`` (training loops named like a learner) and already-wrapped functions are left alone.

@@ -38,7 +38,7 @@ from time import perf_counter
 from types import FrameType
 from typing import Any, Callable, NamedTuple
 
-from perfkit import segments
+from perfkit.collectors import segments
 from perfkit.batched_env import num_envs_of
 from perfkit.collectors import hub
 from perfkit.collectors.hub import Sink
@@ -400,7 +400,7 @@ class Discovery:
                 self._callee_time[code] = self._callee_time.get(code, 0.0) + perf_counter() - entry[2]
 
     def _rule_segment(self, frame: FrameType, code: Any) -> str | None:
-        """The segment the rules give ``code`` (config names, then :func:`perfkit.segments.segment_for`),
+        """The segment the rules give ``code`` (config names, then :func:`perfkit.collectors.segments.segment_for`),
         decided at its first call; a function with one is remembered for wrapping."""
         if code in self._seen:
             return self._seen_seg.get(code)

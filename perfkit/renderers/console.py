@@ -167,7 +167,7 @@ def _lint_xref(f) -> str:
     return "lint: no static rule finds this sync (a gap in the linter)"
 
 
-# ---- pricing: where each price comes from, and the what-if table (perfkit.analysis.cost) -------------
+# ---- pricing: where each price comes from, and the what-if table (perfkit.pricing.cost) -------------
 _TAGS = {"measured": "measured here", "probe": "this machine's probe", "other": "another machine's profile"}
 
 

@@ -57,8 +57,8 @@ HERE = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # this checkout's perfkit, whatever else is installed
 
-from perfkit.overhead import Target, describe_machine, measure, run_once  # noqa: E402
-from perfkit.overhead import markdown as overhead_markdown  # noqa: E402
+from perfkit.overhead.measure import Target, describe_machine, measure, run_once  # noqa: E402
+from perfkit.overhead.measure import markdown as overhead_markdown  # noqa: E402
 
 TRAIN = ROOT / "examples" / "train.py"
 MANAGER = ROOT / "examples" / "manager_env" / "train_rsl_rl.py"

@@ -20,7 +20,7 @@ large); the others run ``--iterations`` every round.
 first iteration, as the script's own SPS leaves it out); the findings of the fix are those on the
 lines of the marked ``if``/``else`` branch (a marked per-env loop brings its body); the predicted
 saving is what the what-if claims for fixing exactly those findings, ``T - T_after``
-(:func:`perfkit.analysis.cost.predict`: bounded by segment times, floored at the untouched time).
+(:func:`perfkit.pricing.cost.predict`: bounded by segment times, floored at the untouched time).
 The model that prices most of it names the case's kind (``loop``, ``alloc``, ``sync_wait``). The
 sync models are also tried on the same record without the measured waits (``backlog_split``) and
 without GPU timing (``round_trip``, what a CPU-only machine predicts with the reference prices).
@@ -69,8 +69,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfkit.analysis.cost import loop_body_findings, predict, price_run  # noqa: E402
-from perfkit.costs_profile import (  # noqa: E402
+from perfkit.pricing.cost import loop_body_findings, predict, price_run  # noqa: E402
+from perfkit.pricing.machine_profile import (  # noqa: E402
     VALIDATION_SCHEMA,
     ProfileError,
     cache_path,

@@ -9,14 +9,14 @@
 2. **Validation** of the model on ``examples/train_naive.py``, which plants the classic anti-patterns
    (each marked ``# ANTI-PATTERN name`` on its line), removes any of them with ``--fix NAME[,NAME...]``
    (names: ``FIXES`` below) and prints ``SPS: <float>`` last (its ``main(argv)`` returns it):
-   * *predicted*: profile the baseline once under a perfkit session (``perfkit.runner``, what
+   * *predicted*: profile the baseline once under a perfkit session (``perfkit.profile.runner``, what
      ``perfkit profile -o`` runs), in a subprocess; attribute its findings to the anti-patterns by the
      markers (a marked per-env loop brings the findings in its body; ``# planted: NAME`` and
      ``# planted-begin/end: NAME`` blocks work too; with no markers at all, by profiling each
      ``--fix NAME`` run as well and taking the findings that vanish); price them with the profile from
      step 1 against the *unprofiled* baseline's mean step time (``num_envs * 1000 / SPS``: the
      cost model's one statistic); the predicted gain of a fix is ``step / step_after - 1``
-     (:func:`perfkit.analysis.cost.predict`).
+     (:func:`perfkit.pricing.cost.predict`).
    * *measured*: the baseline and each single fix, unprofiled, interleaved (baseline, fix1, ..., fix7,
      baseline, ...), ``--repeats`` rounds or as many as ``--budget-s`` allows (at least one, plus a
      second baseline run when only one round fits); medians; gain = ``median SPS(fix) / median
@@ -60,8 +60,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfkit.analysis.cost import loop_body_findings, predict, price_run  # noqa: E402
-from perfkit.costs_profile import build_profile, save_profile  # noqa: E402
+from perfkit.pricing.cost import loop_body_findings, predict, price_run  # noqa: E402
+from perfkit.pricing.machine_profile import build_profile, save_profile  # noqa: E402
 from perfkit.machine import label  # noqa: E402
 from perfkit.record import EXTRA_PRICING, Finding, Run  # noqa: E402
 
@@ -171,7 +171,7 @@ class Measure:
 
 _PROFILE_CODE = (
     "import sys\n"
-    "from perfkit.runner import run\n"
+    "from perfkit.profile.runner import run\n"
     "out = run(sys.argv[1], sys.argv[3:])\n"
     "out.run.save(sys.argv[2])\n"
     "sys.exit(out.exit_code)\n"

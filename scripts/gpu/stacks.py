@@ -44,9 +44,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # this checkout's perfkit (perfkit.overhead), whatever else is installed
+    sys.path.insert(0, str(ROOT))  # this checkout's perfkit (perfkit.overhead.measure), whatever else is installed
 
-from perfkit import overhead  # noqa: E402
+from perfkit.overhead import measure as overhead  # noqa: E402
 
 SCRIPT = ROOT / "examples" / "manager_env" / "train_rsl_rl.py"
 MODES = overhead.ARMS  # plain, perfkit, torch-profiler
@@ -162,7 +162,7 @@ def profile_command(args, record: Path, verify: bool = False) -> list[str]:
 
 
 def run_one(cmd: list[str], env: dict[str, str], logs: Path, name: str, timeout: float) -> dict:
-    """:func:`perfkit.overhead.run_once` from the checkout's root (its own process group, killed whole
+    """:func:`perfkit.overhead.measure.run_once` from the checkout's root (its own process group, killed whole
     on timeout; stdout/stderr to logs/NAME.{out,err}), with the run's ``SPS:`` as ``sps``."""
     r = overhead.run_once(cmd, name=name, log_dir=logs, metric=_SPS, env=env, cwd=ROOT, timeout=timeout)
     r["sps"] = r["metric"]

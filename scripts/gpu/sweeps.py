@@ -77,9 +77,9 @@ def main() -> int:
     os.chdir(REPO)  # the sweep's subprocesses import perfkit from this checkout
     from perfkit.analysis.report_model import build_report, load_inputs
     from perfkit.renderers import write_report
-    from perfkit.sweep import SweepConfig, parse_num_envs, run_sweep
+    from perfkit.sweeps.runner import SweepConfig, parse_num_envs, run_sweep
     from perfkit.record import EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS
-    from perfkit.sweep_record import load_sweep
+    from perfkit.sweeps.record import load_sweep
 
     out.mkdir(parents=True, exist_ok=True)
     me = ["python3", "scripts/gpu/sweeps.py", *sys.argv[1:]]

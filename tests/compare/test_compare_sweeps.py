@@ -6,8 +6,8 @@ from click.testing import CliRunner
 
 from perfkit.cli import main
 from perfkit.record import Run
-from perfkit.sweep import SweepConfig, write_outputs
-from perfkit.sweep_record import PointResult
+from perfkit.sweeps.runner import SweepConfig, write_outputs
+from perfkit.sweeps.record import PointResult
 
 
 def write_sweep(d, curve, failed=()):

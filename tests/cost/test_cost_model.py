@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from perfkit.analysis.cost import MIN_STEP_FRACTION, ProfileError, load_profile, predict, price_run, save_profile
-from perfkit.costs_profile import SCHEMA, build_profile, reference_profile
+from perfkit.pricing.cost import MIN_STEP_FRACTION, ProfileError, load_profile, predict, price_run, save_profile
+from perfkit.pricing.machine_profile import SCHEMA, build_profile, reference_profile
 from perfkit.record import Finding, Run, SegmentStats
 
 GPU_PROFILE = {
@@ -183,7 +183,7 @@ def test_a_sync_in_a_loop_body_holds_the_launch_of_its_op(tmp_path):
 def test_ops_per_iteration_are_read_from_the_loop_body(body, ops):
     import ast
 
-    from perfkit.analysis.cost import _body_ops
+    from perfkit.pricing.cost import _body_ops
 
     assert _body_ops(ast.parse(body).body) == ops
 
@@ -284,7 +284,7 @@ def test_load_profile_errors_name_the_file(tmp_path):
 
 
 def test_a_committed_reference_profile_replaces_the_one_number_reference(tmp_path, monkeypatch):
-    import perfkit.costs_profile as cp
+    import perfkit.pricing.machine_profile as cp
 
     ref = dict(GPU_PROFILE, key="NVIDIA_H200|580.1|2.11.0", machine={"device": "NVIDIA H200"},
                created="2026-11-29T23:00:00+00:00", source="measured on this machine (...) by perfkit probe")

@@ -11,8 +11,8 @@ import importlib.util
 import inspect
 import sys
 
-from perfkit.analysis import cost
-from perfkit.session import Session
+from perfkit.pricing import cost
+from perfkit.profile.session import Session
 
 import perfkit.probes.pyloop as pyloop_probe
 

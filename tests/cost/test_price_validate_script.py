@@ -153,8 +153,8 @@ def test_a_run_is_a_fresh_process_released_after_its_imports(pv, tmp_path):
 
 
 def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monkeypatch):
-    import perfkit.costs_profile as cp
-    from perfkit.analysis.cost import price_run
+    import perfkit.pricing.machine_profile as cp
+    from perfkit.pricing.cost import price_run
     from perfkit.record import SegmentStats
 
     a = pv.argparse.Namespace(script=NAIVE, sizes="256", fixes="env_loop,item_log", base_fix="env_loop", profile=None,
@@ -209,7 +209,7 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
     assert [z["rounds"] for z in res["noise"]] == [2, 2]
     assert res["profiles"]["8/none"]["pricing_profile"].startswith("reference:")  # no probe profile cached here
     assert res["machine"]["device"] == "cpu"
-    from perfkit.costs_profile import read_validation
+    from perfkit.pricing.machine_profile import read_validation
 
     doc = read_validation(out / "price-validation.json")
     assert set(doc["models"]) <= {"alloc"}
@@ -220,7 +220,7 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
 
 
 def test_variants_are_priced_with_the_profile_the_profiled_run_used(pv):
-    from perfkit.costs_profile import SCHEMA, save_profile
+    from perfkit.pricing.machine_profile import SCHEMA, save_profile
 
     prof = {"schema": SCHEMA, "key": "NVIDIA_H200|580.1|2.11.0", "source": "measured on this machine by perfkit probe",
             "probes": {}, "costs": {"alloc_cached_ms": 0.004}}
@@ -235,8 +235,8 @@ def test_variants_are_priced_with_the_profile_the_profiled_run_used(pv):
 def test_a_gpu_record_is_priced_three_ways_for_its_syncs(pv, tmp_path):
     """What the H200 records hold (GPU timing, measured sync waits), without a GPU: each sync fix is
     priced as profiled (sync_wait), without the waits (backlog_split) and without GPU timing (round_trip)."""
-    from perfkit.analysis.cost import price_run
-    from perfkit.costs_profile import reference_profile
+    from perfkit.pricing.cost import price_run
+    from perfkit.pricing.machine_profile import reference_profile
     from perfkit.record import SegmentStats
 
     script = tmp_path / "train_naive.py"

@@ -78,7 +78,7 @@ def test_attribute_by_diff_takes_what_a_fix_removes(pv):
 
 def test_markdown_reports(pv, tmp_path, monkeypatch):
     monkeypatch.setenv("PERFKIT_CACHE_DIR", str(tmp_path / "cache"))
-    from perfkit.costs_profile import build_profile
+    from perfkit.pricing.machine_profile import build_profile
 
     prof = build_profile({"pyloop": {"status": "ok", "per_env_iteration_us": 20.0, "per_op_us": 7.0, "seconds": 1}})
     md = pv.profile_markdown(prof)
@@ -111,7 +111,7 @@ def test_end_to_end_on_cpu_with_a_planted_toy_loop(pv, tmp_path, monkeypatch):
     """Profile, attribute by markers, price, measure interleaved: the whole validation on a CPU toy."""
     monkeypatch.setenv("PERFKIT_CACHE_DIR", str(tmp_path / "cache"))
     import perfkit.probes as probes
-    from perfkit.costs_profile import build_profile
+    from perfkit.pricing.machine_profile import build_profile
 
     profile = build_profile(probes.run_all(quick=True, only=["pyloop", "allocator"]))
     script = Path(__file__).with_name("planted_train.py")

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perfkit.analysis import cost
-from perfkit.analysis.cost import MIN_STEP_FRACTION, REST, predict, price_run, what_if_summary
-from perfkit.costs_profile import SCHEMA, VALIDATION_SCHEMA, ProfileError, read_validation, reference_profile, validation_label
+from perfkit.pricing import cost
+from perfkit.pricing.cost import MIN_STEP_FRACTION, REST, predict, price_run, what_if_summary
+from perfkit.pricing.machine_profile import SCHEMA, VALIDATION_SCHEMA, ProfileError, read_validation, reference_profile, validation_label
 from perfkit.record import EXTRA_WHAT_IF, EXTRA_WHAT_IF_TABLE, Finding, Run, SegmentStats
 
 GPU_PROFILE = {
@@ -101,7 +101,7 @@ def test_the_small_policy_script_profiled_here_never_claims_more_than_its_untouc
     import sys
     from pathlib import Path
 
-    from perfkit.session import Session
+    from perfkit.profile.session import Session
 
     path = Path(__file__).with_name("small_policy_train.py")
     spec = importlib.util.spec_from_file_location("pk_small_policy_train", path)
@@ -273,7 +273,7 @@ def test_a_probe_profile_of_this_machine_and_a_measured_sync_wait_are_named_so()
 
 
 def test_the_committed_validation_file_is_read_and_checked(tmp_path, monkeypatch):
-    import perfkit.costs_profile as cp
+    import perfkit.pricing.machine_profile as cp
 
     path = tmp_path / "price-validation.json"
     monkeypatch.setattr(cp, "VALIDATION_PATH", path)

@@ -9,8 +9,8 @@ import io
 
 import pytest
 
-from perfkit.analysis.cost import machine_key, price_run
-from perfkit.costs_profile import SCHEMA, reference_profile
+from perfkit.pricing.cost import machine_key, price_run
+from perfkit.pricing.machine_profile import SCHEMA, reference_profile
 from perfkit.record import EXTRA_WHAT_IF, EXTRA_WHAT_IF_TABLE, Finding, Run, SegmentStats
 from perfkit.renderers import console
 

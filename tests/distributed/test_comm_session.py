@@ -13,7 +13,7 @@ from torch.distributed import all_reduce as imported_all_reduce  # an alias made
 from torch.distributed import distributed_c10d as c10d
 
 import perfkit
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 
 class ToyEnv:

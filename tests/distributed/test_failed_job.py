@@ -32,8 +32,8 @@ def test_a_script_that_raises_then_gets_sigterm_leaves_its_record(tmp_path, term
 
 def test_sigterm_during_the_record_build_is_held_off(monkeypatch):
     """Deterministic: SIGTERM lands inside the record build (in-process)."""
-    from perfkit import runner
-    from perfkit.session import Session
+    from perfkit.profile import runner
+    from perfkit.profile.session import Session
 
     build = Session._record
 

@@ -9,7 +9,7 @@ import os
 import pytest
 from _dist_helpers import ROOT, SCRIPTS
 
-from perfkit.sweep import SweepConfig, run_sweep
+from perfkit.sweeps.runner import SweepConfig, run_sweep
 
 LAUNCHER = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": "29999", "TORCHELASTIC_RUN_ID": "outer-job"}

@@ -105,7 +105,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_imports():
     g = _graph()
     assert "perfkit.record" in g["perfkit"]  # the package's own re-export
-    assert "perfkit.collectors.hub" in g["perfkit.segments"]
+    assert "perfkit.collectors.hub" in g["perfkit.collectors.segments"]
 
 
 def test_the_cycle_finder_finds_a_planted_cycle():
@@ -120,3 +120,58 @@ def test_from_package_import_submodule_depends_on_the_submodule_only():
 def test_no_import_cycle_inside_perfkit():
     cycles = _cycles(_graph())
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+# The rooms, bottom to top: a module imports its own room and the layers below it, never a layer above
+# nor another room of its own layer (docs/design.md, "Imports run one way").
+BASE = ("perfkit", "perfkit._layout", "perfkit.record", "perfkit.formatting", "perfkit.outputs", "perfkit.config",
+        "perfkit.source", "perfkit.machine", "perfkit.dist", "perfkit.targets", "perfkit.batched_env")
+LAYERS = (
+    ("collectors", "envs", "rl"),
+    ("pricing",),
+    ("profile",),
+    ("sweeps", "overhead"),
+    ("analysis",),
+    ("renderers", "lint"),
+    ("cli", "pytest_plugin"),
+    ("__main__",),
+)
+
+
+def room_of(module: str) -> tuple[int, str]:
+    """(layer, room) of a perfkit module; the base is layer -1."""
+    if module in BASE:
+        return -1, "base"
+    room = module.split(".")[1]
+    for layer, rooms in enumerate(LAYERS):
+        if room in rooms:
+            return layer, room
+    raise AssertionError(f"{module} is in no room: add it to BASE or LAYERS (and docs/design.md)")
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for a in sorted(graph):
+        la, ra = room_of(a)
+        for b in sorted(graph[a]):
+            lb, rb = room_of(b)
+            if lb > la or (lb == la and ra != rb and la >= 0):
+                bad.append(f"{a} ({ra}) -> {b} ({rb})")
+    return bad
+
+
+def test_every_module_is_in_a_room():
+    for name in _graph():
+        room_of(name)
+
+
+def test_imports_run_down_the_rooms():
+    bad = upward_arrows(_graph())
+    assert not bad, "imports against the rooms' order:\n" + "\n".join(bad)
+
+
+def test_the_room_check_sees_an_upward_arrow():
+    g = {"perfkit.record": {"perfkit.profile.session"}, "perfkit.profile.session": set(),
+         "perfkit.sweeps.runner": {"perfkit.overhead.measure"}, "perfkit.overhead.measure": set()}
+    assert upward_arrows(g) == ["perfkit.record (base) -> perfkit.profile.session (profile)",
+                                "perfkit.sweeps.runner (sweeps) -> perfkit.overhead.measure (overhead)"]

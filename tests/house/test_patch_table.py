@@ -106,7 +106,7 @@ def test_fixes_and_ops_come_from_the_one_registry_of_families():
 
 def test_the_session_reads_the_family_list_from_the_hub():
     # one list of families: the session takes its fixes from hub, it names no family module itself
-    src = (Path(__file__).resolve().parents[2] / "perfkit" / "session.py").read_text()
+    src = (Path(__file__).resolve().parents[2] / "perfkit" / "profile" / "session.py").read_text()
     assert "torch_sync" not in src and "warp_sync" not in src
 
 

@@ -18,7 +18,7 @@ import time
 
 
 def which_arm() -> str:
-    if "perfkit.session" in sys.modules:  # run by `perfkit profile`
+    if "perfkit.profile.session" in sys.modules:  # run by `perfkit profile`
         return "perfkit"
     if "torch" in sys.modules:  # the torch.profiler arm imported torch before running us
         import torch

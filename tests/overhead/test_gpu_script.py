@@ -103,7 +103,7 @@ def _cfg(name, kind, ratios, walls, tp_ratio=0.3):
             "perfkit": {"arm": "perfkit", "round": i + 1, "ok": True, "metric": 1000.0 * r, "wall_s": wk, "reason": None},
             "torch-profiler": {"arm": "torch-profiler", "round": i + 1, "ok": True, "metric": 1000.0 * tp_ratio,
                                "wall_s": 20.0, "reason": None}}})
-    from perfkit import overhead
+    from perfkit.overhead import measure as overhead
 
     res = {"arms": list(overhead.ARMS), "metric_regex": overhead.DEFAULT_METRIC, "metric_name": "SPS",
            "arm_args": {"torch-profiler": ["--iterations", "3"]}, "warmup": [], "rounds": rows}

@@ -10,7 +10,7 @@ import time
 import pytest
 from _overhead_helpers import FAKE, Fake, child_env
 
-from perfkit import overhead
+from perfkit.overhead import measure as overhead
 
 # plain prints 100 then 110 then 90; perfkit 98, 99, then fails; torch.profiler 40, then exits 4
 PLAN = {
@@ -50,7 +50,7 @@ def test_the_arms_run_in_fresh_processes_in_a_rotating_order(measured):
     r1 = result["rounds"][0]["runs"]
     assert r1["perfkit"]["cmd"][1:6] == ["-m", "perfkit", "profile", "-q", "-o"]
     assert r1["perfkit"]["cmd"][-4:] == [str(FAKE), *fake.args, "--extra", "x y"][-4:]
-    assert result["rounds"][1]["runs"]["torch-profiler"]["cmd"][1:3] == ["-m", "perfkit.overhead_profiler_arm"]
+    assert result["rounds"][1]["runs"]["torch-profiler"]["cmd"][1:3] == ["-m", "perfkit.overhead.profiler_arm"]
 
 
 def test_the_figures_come_from_each_runs_own_sps_line(measured):

@@ -1,4 +1,4 @@
-"""The pieces of perfkit.overhead: arms and their commands, the schedule, the metric, one run (its
+"""The pieces of perfkit.overhead.measure: arms and their commands, the schedule, the metric, one run (its
 timeout kills the whole process group), the figures from a set of runs, the gates."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 import pytest
 from _overhead_helpers import PY
 
-from perfkit import overhead
-from perfkit.overhead import OverheadError, Target
+from perfkit.overhead import measure as overhead
+from perfkit.overhead.measure import OverheadError, Target
 
 
 def test_arms_are_checked():
@@ -26,7 +26,7 @@ def test_commands_of_the_arms():
     assert overhead.arm_command("perfkit", t, python="py", record="r.json", profile_args=["--warmup-steps", "24"]) == [
         "py", "-m", "perfkit", "profile", "-q", "-o", "r.json", "--warmup-steps", "24", "train.py", "--num-envs", "8"]
     assert overhead.arm_command("torch-profiler", t, python="py", args=["--iterations", "3"]) == [
-        "py", "-m", "perfkit.overhead_profiler_arm", "train.py", "--iterations", "3"]
+        "py", "-m", "perfkit.overhead.profiler_arm", "train.py", "--iterations", "3"]
     m = Target("pkg.train", ["a"], module=True)
     assert overhead.arm_command("plain", m, python="py") == ["py", "-m", "pkg.train", "a"]
     assert overhead.arm_command("perfkit", m, python="py", record="r")[-3:] == ["-m", "pkg.train", "a"]

@@ -1,4 +1,4 @@
-"""python -m perfkit.overhead_profiler_arm: the program runs as it would plainly (argv, sys.path[0],
+"""python -m perfkit.overhead.profiler_arm: the program runs as it would plainly (argv, sys.path[0],
 exit status), inside torch.profiler, which is stopped and reported before the process ends, also when
 the program ends it with os._exit."""
 
@@ -23,7 +23,7 @@ def test_a_module_run_under_torch_profiler_that_ends_with_os_exit(tmp_path, chil
         "print(repr(sys.path[0]))\n"
         "print(f'SPS: {float(x.sum()):.1f}')\n"  # not flushed: the arm flushes before os._exit
         "os._exit(5)\n")
-    p = subprocess.run([PY, "-m", "perfkit.overhead_profiler_arm", "-m", "pkgx.job", "a", "--b"], cwd=tmp_path,
+    p = subprocess.run([PY, "-m", "perfkit.overhead.profiler_arm", "-m", "pkgx.job", "a", "--b"], cwd=tmp_path,
                        env=child_env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 5, p.stderr
     argv, path0, sps = p.stdout.splitlines()
@@ -36,5 +36,5 @@ def test_a_module_run_under_torch_profiler_that_ends_with_os_exit(tmp_path, chil
 
 
 def test_usage_without_a_target(child_env):
-    p = subprocess.run([PY, "-m", "perfkit.overhead_profiler_arm"], env=child_env, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([PY, "-m", "perfkit.overhead.profiler_arm"], env=child_env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stderr.startswith("usage: ")

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from perfkit.cli import main
-from perfkit.costs_profile import SCHEMA, cache_path, read_profile
+from perfkit.pricing.machine_profile import SCHEMA, cache_path, read_profile
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_probe_quick_writes_a_valid_profile_then_hits_the_cache(tmp_path, cache)
 
 
 def test_refresh_measures_again_and_full_replaces_quick(cache):
-    from perfkit.costs_profile import get_profile
+    from perfkit.pricing.machine_profile import get_profile
 
     prof, measured, reused = get_profile(quick=True, only=["markers"])
     assert measured == ["markers"] and reused == []
@@ -59,7 +59,7 @@ def test_unknown_probe_is_a_usage_error(cache):
 
 
 def test_corrupt_cache_is_measured_over(cache):
-    from perfkit.costs_profile import get_profile
+    from perfkit.pricing.machine_profile import get_profile
 
     path = cache_path()
     path.parent.mkdir(parents=True)
@@ -80,7 +80,7 @@ def test_titles_name_only_what_is_known():
     from rich.console import Console
 
     from perfkit.cli.probe import render_table
-    from perfkit.costs_profile import build_profile
+    from perfkit.pricing.machine_profile import build_profile
     from perfkit.machine import label
 
     cpu = {"device": "cpu", "driver": None, "cuda": None, "torch": "2.13.0"}

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from perfkit.collectors.budget import budget
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 from _helpers import line_of, load, marked_line, script
 

@@ -50,7 +50,7 @@ def test_a_real_process_keeps_stdout_the_scripts_and_exits_like_python(tmp_path)
     assert p.stdout == "argv ['raise']\n"  # the summary goes to stderr
     assert "to-stderr" in p.stderr and "env-steps/s" in p.stderr and ".item()" in p.stderr
     assert "Traceback (most recent call last)" in p.stderr and "ValueError: planted failure" in p.stderr
-    assert "perfkit/runner.py" not in p.stderr and 'exits.py", line' in p.stderr  # perfkit's frames trimmed
+    assert "perfkit/profile/runner.py" not in p.stderr and 'exits.py", line' in p.stderr  # perfkit's frames trimmed
     run = Run.load(out)
     assert run.status == "partial" and run.exit_code == 1 and run.steps == 3
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 
 class Env:

@@ -11,7 +11,7 @@ import torch
 
 from perfkit.collectors import sites
 from perfkit.config import Config
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 LIB = {
     "fakerl/__init__.py": "",

@@ -10,7 +10,7 @@ import pytest
 from perfkit.collectors import regions
 from perfkit.collectors.patches import Patcher
 from perfkit.collectors.steps import Discovery, StepClock
-from perfkit.snapshot import Snapshot, segment_stats
+from perfkit.profile.snapshot import Snapshot, segment_stats
 
 LOOP = '''
 def train(envs, agent, optimizer, writer, args):

@@ -122,10 +122,10 @@ def test_without_num_envs_throughput_is_steps_per_second(tmp_path, monkeypatch):
 
 
 def test_num_envs_option_gives_the_env_count(tmp_path, monkeypatch):
-    from perfkit.session import Session
+    from perfkit.profile.session import Session
 
     if "num_envs" not in inspect.signature(Session).parameters:
-        pytest.skip("Session(num_envs=...) is the lead's half of item 9 (perfkit/session.py)")
+        pytest.skip("Session(num_envs=...) is the lead's half of item 9 (perfkit/profile/session.py)")
     monkeypatch.syspath_prepend(SCRIPTS)
     out = tmp_path / "r.json"
     p = profile_here("--warmup-steps", "1", "--num-envs", "32", "--step-fn", "no_num_envs:Sim.step", "-o", out,

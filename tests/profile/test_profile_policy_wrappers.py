@@ -7,7 +7,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 STEPS, WARMUP = 12, 3
 

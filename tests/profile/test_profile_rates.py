@@ -14,8 +14,8 @@ import torch
 
 from perfkit.collectors.sampling import loop_period
 from perfkit.config import Config
-from perfkit.session import Session
-from perfkit.snapshot import Snapshot, build_run
+from perfkit.profile.session import Session
+from perfkit.profile.snapshot import Snapshot, build_run
 
 from _helpers import AddEnv
 

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import perfkit
-from perfkit import segments
+from perfkit.collectors import segments
 from perfkit.collectors import hub, torch_sync
 from perfkit.config import Config
 from perfkit.record import Run
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 from _helpers import line_of, load, script
 
@@ -43,7 +43,7 @@ def _snapshot():
         "profile": sys.getprofile(), "trace": sys.gettrace(), "on_transition": segments.on_transition,
         "fwd_hooks": len(M._global_forward_hooks), "fwd_pre_hooks": len(M._global_forward_pre_hooks),
         "opt_pre": len(O._global_optimizer_pre_hooks), "opt_post": len(O._global_optimizer_post_hooks),
-        "sinks": len(hub.sinks), "active": perfkit.session.active(),
+        "sinks": len(hub.sinks), "active": perfkit.profile.session.active(),
     }
     return snap, state
 

@@ -10,7 +10,7 @@ import torch
 
 import perfkit
 from perfkit.config import Config
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 
 class AllocEnv:

@@ -5,7 +5,7 @@ import time
 
 import perfkit
 from perfkit.collectors import hub, torch_sync
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 from _helpers import line_of
 

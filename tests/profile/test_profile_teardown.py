@@ -3,7 +3,7 @@ is a per-step cost. The per-step rate is taken over the closed step intervals (s
 next step start), the same intervals as the step times."""
 import torch
 
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 
 class Env:

@@ -12,7 +12,7 @@ import torch
 from perfkit.collectors.patches import Patcher
 from perfkit.record import Run, SelfCost
 from perfkit.renderers.console import self_line
-from perfkit.session import Session
+from perfkit.profile.session import Session
 
 
 class Env:

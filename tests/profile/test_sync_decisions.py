@@ -142,7 +142,7 @@ def test_torch_bookkeeping_stays_nobodys_sync():
 
 def test_a_cleanrl_style_loop_reports_distribution_checks_and_numpy_indexing_per_step():
     import perfkit
-    from perfkit.session import Session
+    from perfkit.profile.session import Session
 
     obs = torch.rand(64, 3)
     mb_inds = np.arange(64)

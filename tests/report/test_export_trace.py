@@ -81,7 +81,7 @@ def test_a_profiled_run_exports_every_step_with_segment_detail_spread_over_it():
     import torch
 
     from perfkit.renderers.perfetto import steps_covered, to_trace
-    from perfkit.session import Session
+    from perfkit.profile.session import Session
 
     class Env:
         num_envs = 8

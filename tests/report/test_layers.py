@@ -34,9 +34,9 @@ def test_renderers_import_only_the_record_and_each_other(path):
     assert not bad, f"{path.name} imports {bad}"
 
 
-POST_HOC = ["analysis/report_model.py", "analysis/diff.py", "analysis/knee.py", "analysis/stats.py", "analysis/ranks.py",
-            "sweep_record.py"]
-MACHINERY = ("perfkit.sweep", "perfkit.sweep_worker", "perfkit.session", "perfkit.runner", "perfkit.collectors",
+POST_HOC = ["analysis/report_model.py", "analysis/diff.py", "sweeps/knee.py", "analysis/stats.py", "analysis/ranks.py",
+            "sweeps/record.py"]
+MACHINERY = ("perfkit.sweeps.runner", "perfkit.sweeps.worker", "perfkit.profile.session", "perfkit.profile.runner", "perfkit.collectors",
              "perfkit.cli", "perfkit.renderers")
 
 
@@ -52,5 +52,5 @@ def test_post_hoc_analyses_do_not_import_the_machinery(name):
 
 def test_the_check_sees_imports():
     # a renderer that imported the sweep runner would be caught
-    assert "perfkit.sweep_record" in perfkit_imports(PKG / "analysis" / "report_model.py")
+    assert "perfkit.sweeps.record" in perfkit_imports(PKG / "analysis" / "report_model.py")
     assert "perfkit.renderers.plots" in perfkit_imports(PKG / "renderers" / "__init__.py")

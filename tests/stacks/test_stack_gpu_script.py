@@ -14,7 +14,7 @@ import pytest
 
 from _stacks_helpers import ROOT
 
-from perfkit import overhead
+from perfkit.overhead import measure as overhead
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_the_overhead_stage_measures_with_perfkit_overhead(stacks, tmp_path, mon
     the logs under DIR/overhead, the reports rewritten after the round."""
     fake = tmp_path / "fake.py"
     fake.write_text("import sys\nprint('argv', sys.argv[1:])\n"
-                    "print('SPS: 200.0' if 'perfkit.session' in sys.modules else 'SPS: 100.0')\n")
+                    "print('SPS: 200.0' if 'perfkit.profile.session' in sys.modules else 'SPS: 100.0')\n")
     monkeypatch.setattr(stacks, "SCRIPT", fake)
     args = stacks.parse_args(["--out", str(tmp_path / "out"), "--device", "cpu", "--num-envs", "8", "--iterations", "2",
                               "--num-steps", "4", "--rounds", "1"])

@@ -3,7 +3,7 @@
 import pytest
 
 from perfkit.record import Run
-from perfkit.sweep_worker import PointConfig, run_point
+from perfkit.sweeps.worker import PointConfig, run_point
 
 pytestmark = pytest.mark.gpu
 

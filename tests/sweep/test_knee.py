@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from perfkit.analysis.knee import find_knee, gain_per_doubling
+from perfkit.sweeps.knee import find_knee, gain_per_doubling
 
 
 def saturating(n, peak=4e6, half=2048):

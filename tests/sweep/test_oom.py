@@ -1,10 +1,11 @@
-"""The one out-of-memory check (perfkit.oom), as the sweep (a log) and its worker (an exception) use it."""
+"""The one out-of-memory check (perfkit.sweeps.oom), as the sweep (a log) and its worker (an exception) use it."""
 
 import pytest
 import torch
 
-from perfkit import sweep, sweep_worker
-from perfkit.oom import is_oom, is_oom_text
+from perfkit.sweeps import runner as sweep
+from perfkit.sweeps import worker as sweep_worker
+from perfkit.sweeps.oom import is_oom, is_oom_text
 
 # every message either of the two old patterns knew, and the exception names a traceback prints
 OOM_MESSAGES = [

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from perfkit.cli import main
 from perfkit.record import Run
-from perfkit.sweep import DEFAULT_TIMEOUT_S, SweepConfig
+from perfkit.sweeps.runner import DEFAULT_TIMEOUT_S, SweepConfig
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -132,8 +132,8 @@ def test_ctrl_c_exits_130_and_resume_runs_only_the_rest(tmp_path):
 
 
 def test_resume_refuses_a_sweep_measured_otherwise(tmp_path, toy_on_path):
-    from perfkit.sweep import write_outputs
-    from perfkit.sweep_record import PointResult
+    from perfkit.sweeps.runner import write_outputs
+    from perfkit.sweeps.record import PointResult
 
     out = tmp_path / "out"
     out.mkdir()
@@ -148,8 +148,8 @@ def test_resume_refuses_a_sweep_measured_otherwise(tmp_path, toy_on_path):
 
 def _old_sweep(out: Path, ns=(8, 16)) -> dict[str, bytes]:
     """A finished sweep in ``out`` as the sweep writes one; returns its files' contents."""
-    from perfkit.sweep import write_outputs
-    from perfkit.sweep_record import PointResult
+    from perfkit.sweeps.runner import write_outputs
+    from perfkit.sweeps.record import PointResult
 
     cfg = SweepConfig(target="sweep_toy_env:make_toy_env", num_envs=list(ns), out_dir=out, steps=3)
     points, runs = [], {}
@@ -185,7 +185,7 @@ def test_a_folder_holding_a_sweep_is_refused_without_resume_or_overwrite(tmp_pat
     res = sweep("sweep_toy_env:make_toy_env", "--num-envs", "8", "--resume", "--overwrite")
     assert res.exit_code == 2 and "give one of them" in res.output, res.output
     # the library refuses as the command does
-    from perfkit.sweep import SweepError, run_sweep
+    from perfkit.sweeps.runner import SweepError, run_sweep
 
     with pytest.raises(SweepError, match="already holds a sweep"):
         run_sweep(SweepConfig(target="sweep_toy_env:make_toy_env", num_envs=[8], out_dir=out), progress=False)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from perfkit.record import Run
-from perfkit.sweep_worker import EXIT_OOM, PointConfig, is_oom, main, percentiles, run_point
+from perfkit.sweeps.worker import EXIT_OOM, PointConfig, is_oom, main, percentiles, run_point
 
 
 def test_point_measures_steady_state_and_writes_record(tmp_path, toy_on_path):

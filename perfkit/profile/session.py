@@ -30,7 +30,7 @@ and returns its decision (:class:`~perfkit.collectors.steps.Boundary`), which th
 :class:`~perfkit.collectors.sampling.SampleSchedule` says which steps are sampled;
 :class:`~perfkit.collectors.self_cost.SelfMeter` keeps perfkit's own cost;
 :class:`~perfkit.collectors.sync_wait.SyncWaits` keeps the per-sync waits; at the end the session
-takes a :class:`~perfkit.snapshot.Snapshot` and :func:`~perfkit.snapshot.build_run` turns it into the
+takes a :class:`~perfkit.profile.snapshot.Snapshot` and :func:`~perfkit.profile.snapshot.build_run` turns it into the
 record, which the cost model then prices.
 """
 
@@ -40,7 +40,7 @@ import sys
 from time import perf_counter
 from typing import Any
 
-from perfkit import segments as _segments
+from perfkit.collectors import segments as _segments
 from perfkit.collectors import hub, steps as _steps
 from perfkit.collectors.hub import tls
 from perfkit.collectors.patches import Patcher
@@ -492,7 +492,7 @@ class Session:
         from perfkit.collectors import alloc, loops, streams
         from perfkit.collectors.compiled import torchscript_note
         from perfkit.machine import describe, process_memory
-        from perfkit.snapshot import Snapshot
+        from perfkit.profile.snapshot import Snapshot
 
         gpu = self._gpu
         if gpu is not None:
@@ -536,11 +536,11 @@ class Session:
         )
 
     def _record(self, status: str, t_end: float) -> Run:
-        from perfkit.snapshot import build_run
+        from perfkit.profile.snapshot import build_run
 
         run = build_run(self.snapshot(status, t_end))
         try:
-            from perfkit.analysis.cost import price_run
+            from perfkit.pricing.cost import price_run
         except ImportError:
             price_run = None
         if price_run is not None:

@@ -1,6 +1,6 @@
 """The cost model: what each finding costs per step, and the step time and SPS a set of fixes would buy.
 
-Prices come from a machine cost profile (:mod:`perfkit.costs_profile`): this machine's cached one, or
+Prices come from a machine cost profile (:mod:`perfkit.pricing.machine_profile`): this machine's cached one, or
 the labelled H200 reference. The model is ``perfkit.cost/2``.
 
 **One statistic.** Every time here is a *mean* over the run's steady, timed steps: the step time
@@ -96,7 +96,7 @@ wait)``; ``this machine's probe profile`` (the profile's key is the run's machin
 profile, not measured here`` (or ``... same GPU model, not probed on this machine``); another
 machine's profile, named. A price from another machine is never scaled, only bounded as above, and
 says so (``bounded by its segment's measured X ms/step``). The committed validation on the H200
-(``perfkit/data/price-validation.json``, :func:`perfkit.costs_profile.read_validation`) labels each
+(``perfkit/data/price-validation.json``, :func:`perfkit.pricing.machine_profile.read_validation`) labels each
 model ``validated on NVIDIA H200 (...)``, ``unvalidated (error X%)`` or ``not validated``.
 """
 
@@ -108,7 +108,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
-from perfkit.costs_profile import (  # noqa: F401
+from perfkit.pricing.machine_profile import (  # noqa: F401
     ProfileError,
     load_profile,
     read_validation,
@@ -533,7 +533,7 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
     costs a machine profile lacks (a CPU-only machine has no sync round trip) come from the reference,
     and ``pricing["costs"]`` names the source of every number used, ``pricing["source_of"]`` the source
     of every price. ``validation=None`` reads the committed validation
-    (:func:`perfkit.costs_profile.read_validation`); pass ``{}`` for none.
+    (:func:`perfkit.pricing.machine_profile.read_validation`); pass ``{}`` for none.
     """
     profile, reference = _profile_for(profile)
     if validation is None:

@@ -3,12 +3,12 @@
 A point runs in its own process so that one point's compiled kernels, cached allocator blocks or
 out-of-memory state never leak into the next. Two kinds of target:
 
-* an env factory ``module:callable`` — each point runs :mod:`perfkit.sweep_worker`, which builds the
+* an env factory ``module:callable`` — each point runs :mod:`perfkit.sweeps.worker`, which builds the
   env with ``num_envs=N``, warms it up and times the steady state;
 * a script (``path.py``) with ``num_envs_arg`` naming its env-count flag — each point runs
   ``perfkit profile -o points/N.json script.py --NAME N ...`` and keeps its record.
 
-The output directory (its layout and reading it: :mod:`perfkit.sweep_record`) is what ``perfkit
+The output directory (its layout and reading it: :mod:`perfkit.sweeps.record`) is what ``perfkit
 report`` and ``perfkit compare`` read. The manifest and CSV are rewritten after every point, so an interrupted sweep keeps what it measured;
 ``resume=True`` (``--resume``) runs only the points a sweep with the same measurement options in the
 same directory did not finish (complete or out of memory); a folder that already holds a sweep, or
@@ -38,11 +38,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from perfkit.analysis.knee import DEFAULT_THRESHOLD, find_knee
+from perfkit.sweeps.knee import DEFAULT_THRESHOLD, find_knee
 from perfkit.dist import LAUNCH_VARS
-from perfkit.oom import is_oom_text
+from perfkit.sweeps.oom import is_oom_text
 from perfkit.record import EXTRA_ERROR, RecordError, Run
-from perfkit.sweep_record import CSV, MANIFEST, POINTS, SWEEP_SCHEMA, PointResult, Sweep, load_sweep, points_frame
+from perfkit.sweeps.record import CSV, MANIFEST, POINTS, SWEEP_SCHEMA, PointResult, Sweep, load_sweep, points_frame
 
 MAX_POINTS = 64
 DEFAULT_TIMEOUT_S = 1800.0  # per point: a hung point (a deadlock, a stuck driver) must not hold the sweep
@@ -135,7 +135,7 @@ class SweepConfig:
     timeout_s: float | None = DEFAULT_TIMEOUT_S  # per point; None: no limit
     budget_s: float | None = None  # no new point starts after this long; the rest are recorded "skipped"
     max_seconds: float | None = None  # steady state stops early after this long (factory targets)
-    session_steps: int = 0  # instrumented steps per point under perfkit.session (factory targets)
+    session_steps: int = 0  # instrumented steps per point under perfkit.profile.session (factory targets)
     knee_threshold: float = DEFAULT_THRESHOLD
     python: str = field(default_factory=lambda: sys.executable)
     command: list[str] = field(default_factory=list)  # how the sweep was invoked, for the manifest
@@ -207,7 +207,7 @@ class SweepConfig:
         """SweepError when the target cannot run, found without running any of its code: a factory's
         module must exist and (where its source says) define the callable; a script must compile."""
         if self.kind == "script":
-            from perfkit.runner import TargetError, check_syntax
+            from perfkit.profile.runner import TargetError, check_syntax
 
             try:
                 check_syntax(self.target)
@@ -282,7 +282,7 @@ def point_command(cfg: SweepConfig, n: int, record: Path) -> list[str]:
         "max_seconds": cfg.max_seconds, "session_steps": cfg.session_steps,
         "command": ["perfkit", "sweep", cfg.target, "--num-envs", str(n)],
     }
-    return [cfg.python, "-m", "perfkit.sweep_worker", "--config", json.dumps(point), "--out", str(record)]
+    return [cfg.python, "-m", "perfkit.sweeps.worker", "--config", json.dumps(point), "--out", str(record)]
 
 
 def run_one(cfg: SweepConfig, n: int, gpu: str | None) -> tuple[PointResult, Run | None]:

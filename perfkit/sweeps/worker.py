@@ -1,4 +1,4 @@
-"""One point of an env-count sweep, run in its own fresh process (``python -m perfkit.sweep_worker``).
+"""One point of an env-count sweep, run in its own fresh process (``python -m perfkit.sweeps.worker``).
 
 Builds the env from a ``module:callable`` factory called with ``num_envs=N``, warms it up (kernel
 compilation, CUDA-graph capture) and times that apart, then drives ``env.step`` with zero or random
@@ -13,7 +13,7 @@ How it measures, so the numbers are honest:
   every op is synchronous, from ``perf_counter``;
 * actions are preallocated (random ones as a small pool drawn before timing), so the loop times
   the env, not an RNG or an allocator;
-* with ``session_steps`` a *separate*, shorter instrumented pass under ``perfkit.session.Session``
+* with ``session_steps`` a *separate*, shorter instrumented pass under ``perfkit.profile.session.Session``
   after the timed one supplies per-segment times and findings — instrumentation never touches the
   headline SPS.
 
@@ -36,7 +36,7 @@ from typing import Any
 
 from perfkit.batched_env import describe_env
 from perfkit.machine import process_memory
-from perfkit.oom import is_oom
+from perfkit.sweeps.oom import is_oom
 from perfkit.record import (
     EXTRA_BUILD_S, EXTRA_ERROR, EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS, EXTRA_SEGMENTS_SOURCE, EXTRA_SESSION, EXTRA_TIMELINE,
     EXTRA_TRACEBACK, Run, SegmentStats,
@@ -57,7 +57,7 @@ class PointConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     max_seconds: float | None = None  # stop the steady state early once this much time has passed
     min_steps: int = 10  # ... but never before this many steps
-    session_steps: int = 0  # instrumented steps under perfkit.session (0: skip)
+    session_steps: int = 0  # instrumented steps under perfkit.profile.session (0: skip)
     command: list[str] = field(default_factory=list)  # recorded as the run's command
 
     def validate(self) -> None:
@@ -84,7 +84,7 @@ class _Point:
 
     def __init__(self, cfg: PointConfig):
         self.cfg = cfg
-        self.run = Run(command=list(cfg.command) or ["perfkit.sweep_worker", cfg.target, "--num-envs", str(cfg.num_envs)],
+        self.run = Run(command=list(cfg.command) or ["perfkit.sweeps.worker", cfg.target, "--num-envs", str(cfg.num_envs)],
                        num_envs=cfg.num_envs, status="partial")
         self.run.extra["sweep_point"] = asdict(cfg)
         self.run.extra["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -166,7 +166,7 @@ class _Point:
                 calls_per_step=1.0,
             )
         }
-        run.extra[EXTRA_SEGMENTS_SOURCE] = "sweep worker: whole env.step (no perfkit.session breakdown)"
+        run.extra[EXTRA_SEGMENTS_SOURCE] = "sweep worker: whole env.step (no perfkit.profile.session breakdown)"
 
         # ---- optional instrumented pass (segments and findings), never part of the headline ----
         if cfg.session_steps > 0:
@@ -217,7 +217,7 @@ class _Point:
         return done, wall, wall, step_ms, []
 
     def session_pass(self, env, actions) -> None:
-        from perfkit.session import Session
+        from perfkit.profile.session import Session
 
         run, cfg = self.run, self.cfg
         try:
@@ -243,7 +243,7 @@ class _Point:
         }
         if srun.segments:
             run.segments = dict(srun.segments)
-            run.extra[EXTRA_SEGMENTS_SOURCE] = "perfkit.session (instrumented pass after the timed steady state)"
+            run.extra[EXTRA_SEGMENTS_SOURCE] = "perfkit.profile.session (instrumented pass after the timed steady state)"
         run.findings = list(srun.findings)
         if srun.extra.get(EXTRA_TIMELINE):
             run.extra[EXTRA_TIMELINE] = srun.extra[EXTRA_TIMELINE]
@@ -331,7 +331,7 @@ def run_point(cfg: PointConfig, out: str | os.PathLike) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m perfkit.sweep_worker",
+    ap = argparse.ArgumentParser(prog="python -m perfkit.sweeps.worker",
                                  description="Measure one env-count sweep point (used by `perfkit sweep`).")
     ap.add_argument("--config", required=True, help="PointConfig as JSON")
     ap.add_argument("--out", required=True, help="where to write the run record")

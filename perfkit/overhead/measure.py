@@ -6,7 +6,7 @@ An *arm* is one way of running the target:
 * ``plain``: ``python SCRIPT ARGS`` (or ``python -m MODULE ARGS``);
 * ``perfkit``: ``python -m perfkit profile -q -o RECORD [PROFILE_ARGS] SCRIPT ARGS`` (the record is
   written, as a user's run writes it; its cost is part of the arm's wall time);
-* ``torch-profiler``: ``python -m perfkit.overhead_profiler_arm SCRIPT ARGS``: the script as
+* ``torch-profiler``: ``python -m perfkit.overhead.profiler_arm SCRIPT ARGS``: the script as
   ``__main__`` inside ``torch.profiler.profile(activities=[CPU, CUDA when present], with_stack=True)``
   over the whole run, the peer a user would otherwise reach for.
 
@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-SCHEMA = "perfkit.overhead/1"
+SCHEMA = "perfkit.overhead.measure/1"
 ARMS = ("plain", "perfkit", "torch-profiler")
 DEFAULT_METRIC = r"^SPS: ([-+0-9.,eE]+)\s*$"
-PROFILER_ARM_MODULE = "perfkit.overhead_profiler_arm"
+PROFILER_ARM_MODULE = "perfkit.overhead.profiler_arm"
 TAIL_LINES = 12
 _PROFILER_LINE = re.compile(r"^torch\.profiler: (-?\d+) events; run ([0-9.]+) s, trace processing ([0-9.]+) s", re.M)
 

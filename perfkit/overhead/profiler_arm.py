@@ -2,8 +2,8 @@
 inside ``torch.profiler.profile(activities=[CPU, CUDA when present], with_stack=True)`` over the
 whole run, the way a user profiles a training script with torch's own profiler.
 
-    python -m perfkit.overhead_profiler_arm SCRIPT [ARGS...]
-    python -m perfkit.overhead_profiler_arm -m MODULE [ARGS...]
+    python -m perfkit.overhead.profiler_arm SCRIPT [ARGS...]
+    python -m perfkit.overhead.profiler_arm -m MODULE [ARGS...]
 
 ``sys.argv`` and ``sys.path[0]`` are what ``python SCRIPT ARGS`` would give the script; it exits with
 the script's status (an uncaught exception: its traceback, exit 1; Ctrl-C: 130). The profiler is
@@ -28,14 +28,14 @@ def _events(prof) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from perfkit.runner import _exit_code, intercept_os_exit
+    from perfkit.profile.runner import _exit_code, intercept_os_exit
 
     argv = list(sys.argv[1:] if argv is None else argv)
     module = argv[:1] == ["-m"]
     if module:
         argv = argv[1:]
     if not argv:
-        print("usage: python -m perfkit.overhead_profiler_arm [-m MODULE | SCRIPT] [ARGS...]", file=sys.stderr)
+        print("usage: python -m perfkit.overhead.profiler_arm [-m MODULE | SCRIPT] [ARGS...]", file=sys.stderr)
         return 2
     target, args = argv[0], argv[1:]
 

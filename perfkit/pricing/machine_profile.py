@@ -15,7 +15,7 @@ copies that into ``run.extra["pricing"]``.
 **Validation.** ``perfkit/data/price-validation.json`` (schema ``perfkit.price-validation/1``, written
 by ``scripts/gpu/price_validate.py`` on the H200 and committed from its output) says, per pricing
 model (``loop``, ``alloc``, ``sync_wait``, ``backlog_split``, ``round_trip``: see
-:mod:`perfkit.analysis.cost`), whether the model's predicted saving of removing a planted anti-pattern
+:mod:`perfkit.pricing.cost`), whether the model's predicted saving of removing a planted anti-pattern
 of ``examples/train_naive.py`` came within the tolerance (±30 %) of the measured saving, and its
 worst error. :func:`read_validation` reads it; the cost model copies each finding's model's status
 into ``run.extra["pricing"]`` and the renderers show it ("unvalidated (error +85%)"). Without the
@@ -33,9 +33,9 @@ from typing import Any, Callable, Iterable
 
 SCHEMA = "perfkit.machine-profile/1"
 
-REFERENCE_PATH = Path(__file__).parent / "data" / "h200-profile.json"
+REFERENCE_PATH = Path(__file__).parent.parent / "data" / "h200-profile.json"
 VALIDATION_SCHEMA = "perfkit.price-validation/1"
-VALIDATION_PATH = Path(__file__).parent / "data" / "price-validation.json"
+VALIDATION_PATH = Path(__file__).parent.parent / "data" / "price-validation.json"
 VALIDATION_STATUSES = ("validated", "unvalidated")
 
 # cost name -> (probe, metric in the probe's dict, unit conversion to the cost's unit, what it prices)

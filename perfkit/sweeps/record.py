@@ -1,6 +1,6 @@
-"""A sweep on disk: its manifest (``sweep.json``, schema ``perfkit.sweep/1``), its points and their records.
+"""A sweep on disk: its manifest (``sweep.json``, schema ``perfkit.sweeps.runner/1``), its points and their records.
 
-The data side of :mod:`perfkit.sweep` (which runs the points): what ``perfkit report``, ``perfkit
+The data side of :mod:`perfkit.sweeps.runner` (which runs the points): what ``perfkit report``, ``perfkit
 compare`` and scripts read. Layout of a sweep directory::
 
     sweep.json        manifest: target, options, points, knee
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfkit.analysis.knee import DEFAULT_THRESHOLD, Knee, find_knee
+from perfkit.sweeps.knee import DEFAULT_THRESHOLD, Knee, find_knee
 from perfkit.record import EXTRA_BUILD_S, EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS, RecordError, Run
 
-SWEEP_SCHEMA = "perfkit.sweep/1"
+SWEEP_SCHEMA = "perfkit.sweeps.runner/1"
 """The manifest schema this perfkit writes."""
-READABLE_SWEEP_SCHEMAS: tuple[str, ...] = ("perfkit.sweep/1",)
+READABLE_SWEEP_SCHEMAS: tuple[str, ...] = ("perfkit.sweeps.runner/1",)
 """The manifest schemas :func:`load_sweep` accepts (a new schema is one more entry here)."""
 MANIFEST = "sweep.json"
 CSV = "sweep.csv"
@@ -142,7 +142,7 @@ def points_frame(points: list[PointResult], runs: dict[int, Run]):
 # ---- reading ------------------------------------------------------------------------------------
 
 def is_sweep_path(path: str | os.PathLike) -> bool:
-    """A sweep directory (holding sweep.json) or a manifest file of schema perfkit.sweep/*."""
+    """A sweep directory (holding sweep.json) or a manifest file of schema perfkit.sweeps.runner/*."""
     p = Path(path)
     if p.is_dir():
         return (p / MANIFEST).is_file()
@@ -152,7 +152,7 @@ def is_sweep_path(path: str | os.PathLike) -> bool:
                 head = f.read(4096).decode(errors="replace")
         except OSError:
             return False
-        return '"perfkit.sweep/' in head
+        return '"perfkit.sweeps.runner/' in head
     return False
 
 

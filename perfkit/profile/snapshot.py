@@ -1,7 +1,7 @@
 """What a profiling session saw, as plain data (:class:`Snapshot`), and the run record built from it
 (:func:`build_run`, a pure function: it reads the snapshot and returns a new :class:`Run`).
 
-The session (:mod:`perfkit.session`) fills a snapshot when it ends — counts from its sink, step times
+The session (:mod:`perfkit.profile.session`) fills a snapshot when it ends — counts from its sink, step times
 from its clock, segment and GPU times, what was sampled — and nothing in here touches a hook.
 
 Counting definitions the record follows (``perfkit.run/2``):
@@ -95,7 +95,7 @@ class Snapshot:
 
 
 def build_run(snap: Snapshot) -> Run:
-    """The run record of ``snap`` (see module doc). Pricing is left to :func:`perfkit.analysis.cost.price_run`."""
+    """The run record of ``snap`` (see module doc). Pricing is left to :func:`perfkit.pricing.cost.price_run`."""
     from perfkit.collectors import loops as loops_mod  # the loop analysis of sampled line counts
 
     run = Run(command=list(snap.command), status=snap.status)

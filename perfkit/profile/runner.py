@@ -1,4 +1,4 @@
-"""Running a script or a module in-process under a :class:`perfkit.session.Session`.
+"""Running a script or a module in-process under a :class:`perfkit.profile.session.Session`.
 
 The program must not notice. It runs as ``python SCRIPT`` / ``python -m MODULE`` would run it: in a
 fresh ``__main__`` module (``sys.modules["__main__"]``) whose globals are the ones the interpreter
@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from perfkit.record import EXTRA_ENDED_AT, EXTRA_ERROR, Run
 
-_PERFKIT_DIR = os.path.dirname(os.path.abspath(__file__))
+_PERFKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # perfkit/
 _PROGRAM_DIRS = tuple(os.path.join(_PERFKIT_DIR, d) + os.sep for d in ("envs", "rl"))  # programs, not instrumentation
 
 
@@ -264,7 +264,7 @@ def run(target: str, args: list[str] | None = None, *, module: bool = False, ses
     however the program ended, ``os._exit`` included, with SIGTERM held off; the returned outcome's
     ``exit_code`` is what it returned (the program's own status stays in ``outcome.run.exit_code``).
     """
-    from perfkit.session import Session
+    from perfkit.profile.session import Session
 
     args = list(args or [])
     path = check_target(target, module)
