@@ -4,6 +4,9 @@ snapshots: test_profile_rates.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 import torch
 
 from perfkit.collectors import steps
@@ -23,7 +26,7 @@ class Scheduler:
     def __call__(self, now: float, idx: int, env) -> Boundary:
         self.seen.append(idx)
         took = now - self.clock.begin_t if self.clock.index else None  # the closing step counts as timed
-        return Boundary(took, idx + self.every, now + 0.5)  # perfkit's own work here took 0.5 s
+        return Boundary(took, True, idx + self.every, now + 0.5)  # perfkit's own work here took 0.5 s
 
 
 def test_step_clock_fast_path_times_steps_and_hands_special_ones_to_the_scheduler():
@@ -40,8 +43,27 @@ def test_step_clock_fast_path_times_steps_and_hands_special_ones_to_the_schedule
     assert clock.starts[0] == 1.5 and clock.starts[1] == 4.0 and len(clock.starts) == 10
 
 
+def test_step_clock_applies_the_decision_whether_a_step_is_timed():
+    # the scheduler sees every boundary; it says steps 1 (warm-up), 3 and 4 are not timed
+    clock = StepClock(warmup_steps=1, on_boundary=lambda *a: None)
+    clock.on_boundary = lambda now, idx, env: Boundary(now - clock.begin_t if clock.index else None,
+                                                       clock.index not in (1, 3, 4), idx + 1, now + 0.25)
+    for i in range(1, 6):
+        clock.begin(None, now=10.0 * i)
+    clock.last_end = 52.0
+    clock.close(3.0, True)  # the run ends: the last step (5) took 3 s and counts
+    # a step's time runs from the end of perfkit's work at its boundary (0.25 s) to the next boundary
+    assert clock.times == [9.75, 3.0] and clock.untimed == [9.75, 9.75]  # the warm-up step is in neither
+    assert clock.steady_t == 20.0 and clock.next_special == 6
+    summary = clock.summary(t0=0.0)
+    assert summary.total_steps == 5 and summary.step_times == [9.75, 3.0] and summary.untimed_step_times == [9.75, 9.75]
+    assert summary.step_starts[:2] == [10250.0, 20250.0] and summary.last_step_end == 52000.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        summary.total_steps = 6  # type: ignore[misc]
+
+
 def test_step_clock_keeps_each_early_steps_syncs():
-    clock = StepClock(warmup_steps=0, on_boundary=lambda now, idx, env: Boundary(None, 10 ** 9, now))
+    clock = StepClock(warmup_steps=0, on_boundary=lambda now, idx, env: Boundary(None, False, 10 ** 9, now))
     clock.begin(None, now=0.0)
     clock.trail[("k",)] = 2
     clock.begin(None, now=1.0)
@@ -61,7 +83,7 @@ def test_sync_waits_keep_the_wait_and_the_host_work_after_it_on_timed_steps():
     clock.times.append(2.0)  # step 2 closes at 12.0: 0.9 s after the second
     clock.index, clock.begin_t = 3, 12.0
     waits.on_wait(("a.py", 5), 12.5, 12.6)  # step 3 is not timed: not kept
-    sites = waits.finish()
+    sites = waits.summary().sites
     assert sites[("a.py", 5)][:2] == [1, pytest_approx(0.2)]
     assert sites[("a.py", 5)][2] == pytest_approx(0.3) and sites[("a.py", 9)][2] == pytest_approx(0.9)
 
@@ -95,3 +117,21 @@ def test_sampler_counts_allocations_and_hooked_calls_only_while_started():
     allocs = {k: v for k, v in sink.per_sample.items() if k[0] == "alloc"}
     assert sum(per[7] for per in allocs.values()) == 1 and y.shape == (4,)
     assert sampler.hooked_calls == 1
+    summary = sampler.summary()
+    assert summary.steps == [7] and summary.counted == 1 and summary.hooked_calls == 1
+
+
+def test_gpu_steps_without_cuda_time_nothing_and_say_verify_was_skipped():
+    from perfkit.collectors.gpu_steps import GpuSteps
+    from perfkit.collectors.timing import SegmentClock
+
+    class NoCuda:
+        class cuda:
+            is_available = staticmethod(lambda: False)
+            is_initialized = staticmethod(lambda: False)
+
+    gpu = GpuSteps(SegmentClock(), timing_every=7, nvtx="auto", verify=True, verify_steps=20, timeline_limit=10)
+    assert gpu.setup(NoCuda, 0.0) == ["--verify needs CUDA; skipped on this machine"]
+    assert not gpu.verify_holds(3, warmup_steps=2)  # no --verify window: the steps after warm-up are timed
+    assert gpu.boundary(3, 1, sampled=False, period=None) is False and gpu.begin(1.0) is False
+    assert gpu.summary() is None and gpu.verify_result() is None
