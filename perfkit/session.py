@@ -64,10 +64,14 @@ def step(num_envs: int | None = None) -> None:
     s = _active
     if s is not None:
         if num_envs is not None and s.num_envs is None:
-            if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-                raise ValueError(f"perfkit.step(num_envs=...) needs a positive int, got {num_envs!r}")
-            s.given_num_envs = s.num_envs = num_envs
+            s.given_num_envs = s.num_envs = _positive_int(num_envs, "perfkit.step(num_envs=...)")
         s.clock.mark()
+
+
+def _positive_int(value: Any, what: str) -> Any:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{what} needs a positive int, got {value!r}")
+    return value
 
 
 class Session:
@@ -91,8 +95,7 @@ class Session:
         warmup = cfg.warmup_steps if warmup_steps is None else int(warmup_steps)
         if warmup < 0:
             raise ValueError("warmup_steps must be >= 0")
-        if num_envs is not None and (isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1):
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        _positive_int(num_envs, "num_envs")
         explicit = sample_steps if sample_steps is not None else cfg.sample_steps
         # the session's own settings: the arguments over the config's
         self.config = cfg = replace(cfg, step_fn=step_fn or cfg.step_fn, warmup_steps=warmup, nvtx=nvtx or cfg.nvtx,
@@ -114,7 +117,6 @@ class Session:
         self.segclock = SegmentClock(self.clock, timeline_limit=MAX_TIMELINE)
         self.schedule = SampleSchedule(warmup + 1, cfg.sample_every, cfg.sample_budget, cfg.sample_steps)
         self.sampler = Sampler(None, LineSampler(), StreamMonitor())
-        self.sink = _steps.PhaseSink(self.clock, lambda: self.sampler.active, self._note_sync)
         self.sync_waits = SyncWaits(self.clock, self._timed)
         self.rules = SegmentRules(self.patcher, cfg.segment_targets)
         self.comm = CommCollector(self.clock, self._timed)  # torch.distributed: segment comm, ranks
@@ -122,6 +124,7 @@ class Session:
                                           name_segments=cfg.segment_names, step_methods=tuple(cfg.step_methods))
         self.gpu = GpuSteps(self.segclock, timing_every=cfg.timing_every, nvtx=cfg.nvtx, verify=verify,
                             verify_steps=cfg.verify_steps, timeline_limit=MAX_TIMELINE)
+        self.sink = _steps.PhaseSink(self.clock, lambda: self.sampler.active, self.gpu.note_sync)
         self.meter = SelfMeter()  # perfkit's own cost (the record's self block)
 
     # ---- enter / exit ---------------------------------------------------------------------------
@@ -309,9 +312,6 @@ class Session:
         if final and segclock.span_open:
             segclock.close_span()
         return took, timed
-
-    def _note_sync(self) -> None:
-        self.gpu.note_sync()
 
     def _close_discovery(self) -> None:
         self.discovery.stop()
