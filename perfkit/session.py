@@ -1,5 +1,5 @@
-"""One profiling session: builds the collectors, installs them on enter, schedules what each special
-step does, removes every hook on exit, and builds the run record (``session.run``).
+"""One profiling session: builds the collectors, installs them on enter, removes every hook on exit,
+and builds the run record (``session.run``).
 
     with Session(command=["train.py"]) as s:
         for _ in range(1000):
@@ -9,19 +9,17 @@ step does, removes every hook on exit, and builds the run record (``session.run`
 A run is setup (before the first step), warm-up (``warmup_steps``: the discovery window finds the step,
 the segments and the policy; nothing counts as a per-step cost) and steady state (wrappers only; GPU
 timing, the timeline and ``--verify`` on some steps, the costly collectors on sampled steps). The
-:class:`~perfkit.collectors.steps.StepClock` marks boundaries and times steps (its fast path is all a
-plain steady step costs) and hands every other boundary to :meth:`Session._on_boundary`, the
-scheduler, whose decision (:class:`~perfkit.collectors.steps.Boundary`) it applies. perfkit's work at
-a boundary happens between steps: the next step is timed from its end. Which steps are sampled is the
-:class:`~perfkit.collectors.sampling.SampleSchedule`'s call; the GPU side is
-:class:`~perfkit.collectors.gpu_steps.GpuSteps`. At the end each collector gives its frozen summary,
-the :class:`~perfkit.snapshot.Snapshot` composes them and :func:`~perfkit.snapshot.build_run` turns it
-into the record, which the cost model then prices. docs/design.md tells the whole timeline.
+session builds the collectors, installs them on enter and removes them on exit; while the program
+runs, the :class:`~perfkit.collectors.steps.StepClock` marks boundaries and times steps (its fast path
+is all a plain steady step costs) and hands every other boundary to the
+:class:`~perfkit.collectors.scheduler.StepScheduler`, whose decision it applies. At the end each
+collector gives its frozen summary, the :class:`~perfkit.snapshot.Snapshot` composes them and
+:func:`~perfkit.snapshot.build_run` turns it into the record, which the cost model then prices.
+docs/design.md tells the whole timeline.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from time import perf_counter
 from typing import Any
@@ -36,6 +34,7 @@ from perfkit.collectors.hub import tls
 from perfkit.collectors.loops import LineSampler
 from perfkit.collectors.patches import Patcher
 from perfkit.collectors.sampling import SampleSchedule, Sampler
+from perfkit.collectors.scheduler import StepScheduler
 from perfkit.collectors.segment_rules import SegmentRules
 from perfkit.collectors.self_cost import SelfMeter, calibrate
 from perfkit.collectors.streams import StreamMonitor
@@ -47,7 +46,6 @@ from perfkit.record import EXTRA_NOTES, EXTRA_TRACEBACK, Run
 from perfkit.snapshot import Snapshot, build_run
 
 _active: "Session | None" = None
-POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
 MAX_TIMELINE = 50_000  # segment spans kept for export-trace (CPU and GPU each)
 
 
@@ -113,19 +111,21 @@ class Session:
         self._torchscript_before: set[str] = set()
         # the collectors: built here, installed on enter
         self.patcher = Patcher()
-        self.clock = _steps.StepClock(warmup, self._on_boundary)
+        self.clock = _steps.StepClock(warmup)
         self.segclock = SegmentClock(self.clock, timeline_limit=MAX_TIMELINE)
         self.schedule = SampleSchedule(warmup + 1, cfg.sample_every, cfg.sample_budget, cfg.sample_steps)
         self.sampler = Sampler(None, LineSampler(), StreamMonitor())
-        self.sync_waits = SyncWaits(self.clock, self._timed)
         self.rules = SegmentRules(self.patcher, cfg.segment_targets)
-        self.comm = CommCollector(self.clock, self._timed)  # torch.distributed: segment comm, ranks
         self.discovery = _steps.Discovery(self.clock, self.patcher, find_steps=not cfg.step_fn,
                                           name_segments=cfg.segment_names, step_methods=tuple(cfg.step_methods))
         self.gpu = GpuSteps(self.segclock, timing_every=cfg.timing_every, nvtx=cfg.nvtx, verify=verify,
                             verify_steps=cfg.verify_steps, timeline_limit=MAX_TIMELINE)
         self.sink = _steps.PhaseSink(self.clock, lambda: self.sampler.active, self.gpu.note_sync)
         self.meter = SelfMeter()  # perfkit's own cost (the record's self block)
+        self.scheduler = StepScheduler(cfg, self.clock, self.segclock, self.schedule, self.sampler, self.gpu,
+                                       self.discovery, self.rules, self.patcher, self.meter, self._see_env, self.notes)
+        self.sync_waits = SyncWaits(self.clock, self.scheduler.timed)
+        self.comm = CommCollector(self.clock, self.scheduler.timed)  # torch.distributed: segment comm, ranks
 
     # ---- enter / exit ---------------------------------------------------------------------------
     def __enter__(self) -> "Session":
@@ -184,7 +184,7 @@ class Session:
         tls.depth += 1  # perfkit's own calls from here on are not the user's
         try:
             try:
-                self.clock.close(*self._close_step(t_end, final=True))
+                self.clock.close(*self.scheduler.close_step(t_end, final=True))
             finally:
                 self._teardown()
             try:
@@ -227,101 +227,11 @@ class Session:
             hub.release(self.sink)
             _active = None
 
-    # ---- the scheduler: every step boundary that is not a plain steady step --------------------------
-    def _timed(self, idx: int) -> bool:
-        """Whether step ``idx`` counts in the steady-state timing (not warm-up, sampled or --verify)."""
-        warmup = self.config.warmup_steps
-        return not (idx <= warmup or self.schedule.is_sampled(idx) or self.gpu.verify_holds(idx, warmup))
-
-    def _on_boundary(self, now: float, idx: int, obj: Any) -> _steps.Boundary:
-        """Step ``idx`` begins at ``now``: close the last one, start what this one does; the clock applies
-        the returned decision (the closing step's time, whether it was timed, the next boundary to see,
-        when the new step begins)."""
-        took, took_timed = self._close_step(now)
-        if obj is not None and not self.env_info:
+    def _see_env(self, obj: Any) -> None:
+        """The env object of a step boundary: the first one describes the run's env."""
+        if not self.env_info:
             self.num_envs = num_envs_of(obj) or self.given_num_envs
             self.env_info = describe_env(obj)
-        closes = not self.discovery.closed and idx > max(self.config.warmup_steps, 1)
-        if closes:
-            with self.patcher.batch():  # the functions found are wrapped where they are imported in one pass
-                self._close_discovery()
-        hub.install_available()
-        self.rules.poll()
-        if not self.sampler.streams.installed:
-            self.sampler.streams.install(self.patcher)
-        schedule = self.schedule
-        schedule.learn_period(self.segclock.learner_steps)
-        sampled = schedule.begin(idx)
-        special = self._schedule_steady(now, idx, sampled)
-        if schedule.next > idx:
-            special = min(special, schedule.next)
-        if sampled or not self._timed(idx) or not self._timed(idx + 1):
-            special = idx + 1
-        self.segclock.time_span(self._timed(idx))
-        if sampled:  # last: the sampler's tracer must not see perfkit's own work
-            if schedule.starts_first_block(idx):
-                self.sampler.forget()  # the single steps sampled before stand for nothing from here on
-            self.sampler.start(sys._getframe(3), idx)
-        # the step begins now, after perfkit's own work at this boundary
-        t = perf_counter()
-        self.segclock.begin_step(t)
-        gpu_timed = self.gpu.begin(t)
-        kind = ("discovery_close" if closes else "warmup" if idx <= self.config.warmup_steps
-                else "verify" if self.gpu.verifying else "sample" if sampled else "gpu_timed" if gpu_timed else "poll")
-        self.meter.special(kind, t - now)
-        return _steps.Boundary(took, took_timed, max(special, idx + 1), t)
-
-    def _schedule_steady(self, now: float, idx: int, sampled: bool) -> int:
-        """Start what steady step ``idx`` does (GPU timing, timeline, verify); returns the next step the
-        scheduler must see."""
-        cfg = self.config
-        steady_i = idx - cfg.warmup_steps
-        if steady_i < 1:
-            return idx + 1
-        every = cfg.timing_every
-        # the next periodic check, and the next GPU-timed (and timeline-traced) step
-        special = min(idx + POLL_EVERY - (idx % POLL_EVERY), idx + every - ((steady_i - 1) % every))
-        gpu_next = self.gpu.boundary(idx, steady_i, sampled, self.schedule.period)
-        # the timeline: the first timeline_steps steady steps, then the GPU-timed ones
-        traced = self.segclock.start_trace(now, steady_i <= cfg.timeline_steps or (steady_i - 1) % every == 0)
-        return idx + 1 if gpu_next or traced else special
-
-    def _close_step(self, now: float, final: bool = False) -> tuple[float | None, bool]:
-        """Account the step that runs from the last boundary to ``now`` (slow path and the end); returns
-        its time (None before the first step) and whether it counts as timed."""
-        clock, segclock = self.clock, self.segclock
-        idx = clock.index
-        if idx == 0:
-            segclock.tick(now)
-            return None, False
-        rewound = False
-        if final and not clock.manual and clock.last_end is not None and clock.last_end >= clock.begin_t:
-            now = clock.last_end  # auto steps: the last step ends when its call returns
-            rewound = segclock.rewind_to_end()
-        if not rewound:
-            segclock.tick(now)
-        segclock.end_trace(idx, now)
-        self.gpu.close(rewound)  # its events ran on past the step's end, into the program's teardown
-        took = now - clock.begin_t
-        if idx in self.schedule.sampled and self.sampler.active:
-            self.sampler.stop()
-            self.schedule.sample_done(idx, took)
-        timed = self._timed(idx)
-        if timed:
-            self.schedule.timed_step(took)
-        if final and segclock.span_open:
-            segclock.close_span()
-        return took, timed
-
-    def _close_discovery(self) -> None:
-        self.discovery.stop()
-        try:
-            self.rules.wrap_named(self.config.segment_names, sys._getframe(1), modules=self.discovery.modules_seen,
-                                  skip=self.discovery.disqualified)
-        except Exception as e:  # pragma: no cover - a scan error must not break the program
-            self.notes.append(f"name-rule segments could not be applied: {type(e).__name__}: {e}")
-        if self._torch is not None:
-            self.rules.finish_policy_discovery()
 
     # ---- the record -----------------------------------------------------------------------------------
     def snapshot(self, status: str, t_end: float) -> Snapshot:

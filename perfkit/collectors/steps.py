@@ -90,12 +90,12 @@ class SyncSummary:
 class StepClock:
     """Step boundaries, step times and the current phase (see module doc).
 
-    ``on_boundary(now, index, env) -> Boundary`` is called for every boundary whose index is not below
-    ``next_special``; all others take the fast path. The clock alone writes its fields: on the fast
+    ``on_boundary(now, index, env) -> Boundary`` (the session's scheduler, which registers itself) is
+    called for every boundary whose index is not below ``next_special``; all others take the fast path. The clock alone writes its fields: on the fast
     path it times the step itself, on the slow path it applies the scheduler's :class:`Boundary`
     (``times`` holds the duration of every step counted as timed, ``untimed`` the other steady ones)."""
 
-    def __init__(self, warmup_steps: int, on_boundary: Callable[[float, int, Any], Boundary]):
+    def __init__(self, warmup_steps: int, on_boundary: Callable[[float, int, Any], Boundary] | None = None):
         self.warmup_steps = warmup_steps
         self.on_boundary = on_boundary
         self.index = 0  # the current step (1, 2, ...); 0 before the first

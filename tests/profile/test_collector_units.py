@@ -1,10 +1,11 @@
 """Unit tests of the session's parts built directly, with injected times and no session: the step clock,
-the per-sync waits and the sampler (the schedule: test_sampling_schedule.py; build_run on hand-built
-snapshots: test_profile_rates.py)."""
+the per-sync waits, the sampler, the GPU side without CUDA and the step scheduler (the schedule:
+test_sampling_schedule.py; build_run on hand-built snapshots: test_profile_rates.py)."""
 
 from __future__ import annotations
 
 import dataclasses
+from time import perf_counter
 
 import pytest
 import torch
@@ -135,3 +136,64 @@ def test_gpu_steps_without_cuda_time_nothing_and_say_verify_was_skipped():
     assert not gpu.verify_holds(3, warmup_steps=2)  # no --verify window: the steps after warm-up are timed
     assert gpu.boundary(3, 1, sampled=False, period=None) is False and gpu.begin(1.0) is False
     assert gpu.summary() is None and gpu.verify_result() is None
+
+
+class _Rules:  # the segment rules' part the scheduler calls (nothing to wrap here)
+    def poll(self):
+        pass
+
+    def finish_policy_discovery(self):
+        pass
+
+
+class _Sampler:  # records what the scheduler asks of the costly collectors
+    def __init__(self):
+        self.active, self.calls = False, []
+        self.streams = StreamMonitor()
+        self.streams.installed = True
+
+    def start(self, frame, idx):
+        self.active = True
+        self.calls.append(("start", idx))
+
+    def stop(self):
+        self.active = False
+        self.calls.append(("stop",))
+
+    def forget(self):
+        self.calls.append(("forget",))
+
+
+def test_the_scheduler_sees_special_boundaries_only_and_decides_timed_sampled_and_traced_steps():
+    from perfkit.collectors.gpu_steps import GpuSteps
+    from perfkit.collectors.patches import Patcher
+    from perfkit.collectors.sampling import SampleSchedule
+    from perfkit.collectors.scheduler import StepScheduler
+    from perfkit.collectors.self_cost import SelfMeter
+    from perfkit.collectors.timing import SegmentClock
+    from perfkit.config import Config
+
+    cfg = Config(warmup_steps=2, timing_every=3, timeline_steps=1, sample_steps=(7,))
+    clock = StepClock(cfg.warmup_steps)
+    segclock = SegmentClock(clock)
+    discovery = steps.Discovery(clock, Patcher(), find_steps=False, name_segments={})
+    discovery.stop(wrap_found=False)  # no window in this test
+    sampler, meter, seen = _Sampler(), SelfMeter(), []
+    sched = StepScheduler(cfg, clock, segclock, SampleSchedule(3, 31, 1.0, cfg.sample_steps), sampler,
+                          GpuSteps(segclock, timing_every=3, nvtx="off", verify=False, verify_steps=20, timeline_limit=100),
+                          discovery, _Rules(), Patcher(), meter, seen.append, [])
+    assert clock.on_boundary == sched.on_boundary
+    decided = []
+    clock.on_boundary = lambda now, idx, env: decided.append((idx, sched.on_boundary(now, idx, env))) or decided[-1][1]
+    env = object()
+    for i in range(1, 13):
+        clock.begin(env, now=perf_counter())
+    # warm-up steps 1-2, then the first steady step (traced: timeline_steps=1), every 3rd steady step
+    # (3, 6, 9, 12: the GPU-timed and traced ones; here traced only) and the sampled step 7 and the one after
+    assert [i for i, _ in decided] == [1, 2, 3, 4, 6, 7, 8, 9, 10, 12]
+    assert sampler.calls == [("start", 7), ("stop",)]
+    timed = {i - 1: b.timed for i, b in decided if b.took is not None}
+    assert timed == {1: False, 2: False, 3: True, 5: True, 6: True, 7: False, 8: True, 9: True, 11: True}
+    assert len(clock.times) == 12 - 2 - 1 - 1 and clock.untimed and len(clock.untimed) == 1  # step 12 still runs
+    assert meter.special_steps == {"warmup": 2, "poll": 7, "sample": 1} and seen == [env] * 10
+    assert sched.timed(7) is False and sched.timed(8) is True and sched.timed(2) is False
