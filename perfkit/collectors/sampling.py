@@ -1,16 +1,45 @@
-"""Sampled steps: where the costly collectors run.
+"""Sampled steps: where the costly collectors run, and when.
 
 Counting every allocation (a ``TorchFunctionMode`` on every torch call), tracing lines for per-env
 loops and checking Warp launch streams cost far too much to leave on; :class:`Sampler` turns them on
-for the steps the session samples and off again, and keeps which steps those were.
+for the steps the session samples and off again, and keeps which steps those were;
+:class:`SampleSchedule` says which steps those are (and prices its stride).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from perfkit.collectors.loops import LineSampler
 from perfkit.collectors.streams import StreamMonitor
+
+
+@dataclass(frozen=True)
+class SampleSummary:
+    """What the :class:`Sampler` counted on the sampled steps (:meth:`Sampler.summary`)."""
+
+    steps: list[int] = field(default_factory=list)  # the steps sampled, in order
+    counted: int = 0  # of them, the steps the aggregate counts below are over
+    hooked_calls: int = 0  # calls of torch functions the sync hooks wrap
+    cuda_alloc: list[int] = field(default_factory=list)  # the CUDA allocator's allocations on each sampled step
+    op_counts: dict[tuple[str, int], int] = field(default_factory=dict)  # (file, line) -> torch calls
+    line_counts: dict[tuple, list] = field(default_factory=dict)  # (code, line) -> [n, {segment: n}]
+    line_entries: dict[tuple, int] = field(default_factory=dict)  # (code, loop header) -> entries
+    line_steps: int = 0  # steps the line counts are over
+    line_trips: dict[tuple, set] = field(default_factory=dict)  # (code, loop header) -> distinct trip counts per entry
+    interop_sites: dict[tuple, int] = field(default_factory=dict)  # Warp/torch interop calls on other streams
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScheduleSummary:
+    """Which steps the :class:`SampleSchedule` sampled and what for (:meth:`SampleSchedule.summary`)."""
+
+    weights: dict[int, int] = field(default_factory=dict)  # sampled step -> the steps it stands for
+    blocks: list[tuple[int, int]] = field(default_factory=list)  # whole periods sampled: (first, last step)
+    every: int | None = None  # the stride at the end (None: explicit sampled steps)
+    extra_s: float = 0.0  # seconds the sampled steps took beyond a typical timed step
 
 
 class Sampler:
@@ -29,6 +58,10 @@ class Sampler:
         self._index = 0
         self._mode: Any = None
         self._cuda_start: int | None = None
+
+    def use_torch(self, torch: Any) -> None:
+        """The torch module to count allocations with (None: torch is not installed)."""
+        self.torch = torch
 
     def start(self, frame: Any, index: int) -> None:
         if self.active:
@@ -85,6 +118,16 @@ class Sampler:
         self.counted += 1
         self.active = False
 
+    def summary(self) -> SampleSummary:
+        lines = self.lines
+        notes = list(self.notes)
+        if lines.skipped_reason:
+            notes.append(f"per-env loop sampling skipped: {lines.skipped_reason}")
+        return SampleSummary(
+            steps=list(self.done), counted=self.counted, hooked_calls=self.hooked_calls, cuda_alloc=list(self.cuda_alloc),
+            op_counts=dict(self.op_counts), line_counts=lines.counts, line_entries=lines.entries, line_steps=lines.steps,
+            line_trips=lines.trips, interop_sites=dict(self.streams.interop_sites), notes=notes)
+
 
 class SampleSchedule:
     """Which steady steps are sampled, and the steps each stands for.
@@ -99,8 +142,8 @@ class SampleSchedule:
     median of what a sampled step costs beyond a typical timed step, the very first sampled step left
     out (it pays the one-off costs: first calls, code analysed once), so no one-off cost prices the
     stride. Explicit mode: exactly the ``explicit`` steps, each standing for itself. The session tells
-    it each timed step's duration (:meth:`timed_step`) and each sampled step's (:meth:`sample_done`);
-    it never reads a clock."""
+    it each timed step's duration (:meth:`timed_step`), each sampled step's (:meth:`sample_done`) and
+    the steps the learner ran in (:meth:`learn_period`); it never reads a clock."""
 
     RECENT = 64  # timed steps kept for the typical step time
 
@@ -117,6 +160,14 @@ class SampleSchedule:
         self._costs: list[float] = []  # seconds each sampled step took beyond a typical step, in order
         self._pending: list[float] = []  # durations of samples taken before a typical step was known
         self._recent: list[float] = []  # the last timed steps (for the typical step time)
+        self._learner_seen = 0  # learner steps the period was computed from
+
+    def learn_period(self, learner_steps: list[int]) -> None:
+        """The steps the learner ran in so far: the loop's period, read from the first 16 of them (it
+        settles early)."""
+        if len(learner_steps) != self._learner_seen and self._learner_seen < 16:
+            self._learner_seen = len(learner_steps)
+            self.period = loop_period(learner_steps, confirmed=False)
 
     @property
     def stride(self) -> int | None:
@@ -204,6 +255,9 @@ class SampleSchedule:
             typical = sorted(self._recent)[len(self._recent) // 2]
             pending = sum(max(0.0, took - typical) for took in self._pending)
         return sum(self._costs) + pending
+
+    def summary(self) -> ScheduleSummary:
+        return ScheduleSummary(weights=self.weights(), blocks=list(self.blocks), every=self.stride, extra_s=self.extra_s)
 
     def weights(self) -> dict[int, int]:
         """``{sampled step: the steps it stands for}``: once a whole period was sampled, only the steps

@@ -34,6 +34,7 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from dataclasses import dataclass, field
 from time import perf_counter
 from types import FrameType
 from typing import Any, Callable, NamedTuple
@@ -54,24 +55,53 @@ current: "StepClock | None" = None
 class Boundary(NamedTuple):
     """What the scheduler decided at a special step boundary; the clock applies it."""
 
-    took: float | None  # the closing step's time when it counts as timed (None: it does not)
+    took: float | None  # the closing step's time (None: no step closes, the first boundary)
+    timed: bool  # whether the closing step counts in the steady-state timing
     next_special: int  # the next boundary the scheduler must see
     begin_t: float  # when the new step begins: after perfkit's own work at the boundary
+
+
+@dataclass(frozen=True)
+class ClockSummary:
+    """What a :class:`StepClock` saw (:meth:`StepClock.summary`): step times in seconds, the steps'
+    starts and the last step's end in ms from the session's start."""
+
+    total_steps: int = 0  # every step boundary seen, warm-up included
+    manual: bool = False  # perfkit.step() marked the steps
+    steady_t: float | None = None  # perf_counter() when the first steady step's boundary came
+    step_times: list[float] = field(default_factory=list)  # the timed steady steps
+    untimed_step_times: list[float] = field(default_factory=list)  # steady steps perfkit worked in (sampled, --verify)
+    step_starts: list[float] = field(default_factory=list)  # ms, every step (up to MAX_STEP_STARTS)
+    last_step_end: float | None = None  # ms, when the last step call returned
+    trail: dict[tuple, int] = field(default_factory=dict)  # syncs after the last step's start, by sink key
+    kept_trails: dict[int, dict[tuple, int]] = field(default_factory=dict)  # step -> its syncs (the first steps)
+    other_envs: dict[tuple[str, str], int] = field(default_factory=dict)  # (thread, env type) -> steps not counted
+
+
+@dataclass(frozen=True)
+class SyncSummary:
+    """What the session's :class:`PhaseSink` counted (:meth:`PhaseSink.summary`)."""
+
+    counts: dict[tuple, list] = field(default_factory=dict)  # (kind, op, file, line, func, thread, would, phase) -> [n, bytes, {segment: n}]
+    per_sample: dict[tuple, dict[int, int]] = field(default_factory=dict)  # sampled kinds: site -> {step: events}
+    chains: dict[tuple, tuple] = field(default_factory=dict)  # (kind, op, file, line) -> ((file, line), ...)
 
 
 class StepClock:
     """Step boundaries, step times and the current phase (see module doc).
 
-    ``on_boundary(now, index, env) -> Boundary`` is called for every boundary whose index is not below
-    ``next_special``; all others take the fast path. The clock alone writes its fields: on the fast
+    ``on_boundary(now, index, env) -> Boundary`` (the session's scheduler, which registers itself) is
+    called for every boundary whose index is not below ``next_special``; all others take the fast path. The clock alone writes its fields: on the fast
     path it times the step itself, on the slow path it applies the scheduler's :class:`Boundary`
-    (``times`` holds the duration of every step counted as timed)."""
+    (``times`` holds the duration of every step counted as timed, ``untimed`` the other steady ones)."""
 
-    def __init__(self, warmup_steps: int, on_boundary: Callable[[float, int, Any], None]):
+    def __init__(self, warmup_steps: int, on_boundary: Callable[[float, int, Any], Boundary] | None = None):
         self.warmup_steps = warmup_steps
         self.on_boundary = on_boundary
         self.index = 0  # the current step (1, 2, ...); 0 before the first
         self.times: list[float] = []  # seconds, timed steps only
+        self.untimed: list[float] = []  # seconds, steady steps not timed (perfkit worked in them)
+        self.steady_t: float | None = None  # perf_counter() at the first steady step's boundary
         self.begin_t = 0.0  # perf_counter() at the current step's boundary
         self.last_end: float | None = None  # perf_counter() when the last step call returned
         self.in_step = False  # inside an env step call (a nested step is not another boundary)
@@ -135,6 +165,8 @@ class StepClock:
             if idx <= MAX_STEP_STARTS:
                 self.starts.append(now)
             return
+        if idx == self.warmup_steps + 1:
+            self.steady_t = now
         hub.tls.depth += 1  # the scheduler's own torch calls are not the user's
         try:
             decided = self.on_boundary(now, idx, env)
@@ -144,18 +176,30 @@ class StepClock:
 
     def apply(self, idx: int, decided: Boundary) -> None:
         """Step ``idx`` begins as the scheduler decided."""
-        if decided.took is not None:
-            self.times.append(decided.took)
+        self.close(decided.took, decided.timed)
         self.index = idx
         self.begin_t = decided.begin_t
         self.next_special = decided.next_special
         if idx <= MAX_STEP_STARTS:
             self.starts.append(decided.begin_t)
 
-    def close(self, took: float | None) -> None:
-        """The run ended: the last step took ``took`` seconds (None: not a timed step)."""
-        if took is not None:
+    def close(self, took: float | None, timed: bool) -> None:
+        """The current step ended after ``took`` seconds (None: no step was running); ``timed``: it
+        counts in the steady-state timing (else, a steady step, it is kept apart)."""
+        if took is None:
+            return
+        if timed:
             self.times.append(took)
+        elif self.index > self.warmup_steps:
+            self.untimed.append(took)
+
+    def summary(self, t0: float) -> ClockSummary:
+        """What this clock saw; ``t0``: the session's start (the origin of the ms offsets)."""
+        return ClockSummary(
+            total_steps=self.index, manual=self.manual, steady_t=self.steady_t, step_times=list(self.times),
+            untimed_step_times=list(self.untimed), step_starts=[round((t - t0) * 1e3, 3) for t in self.starts],
+            last_step_end=round((self.last_end - t0) * 1e3, 3) if self.last_end else None,
+            trail=dict(self.trail), kept_trails=self.kept, other_envs=dict(self.others))
 
     on_end: Callable[[float], None] | None = None  # told when each step call returns (the session's segment clock)
 
@@ -184,6 +228,9 @@ class PhaseSink(Sink):
         self.on_sync = on_sync
         self.chains: dict[tuple, tuple] = {}  # (kind, op, file, line) -> the chain back to user code, first seen in steady state if ever
         self.per_sample: dict[tuple, dict[int, int]] = {}  # sampled kinds: site key -> {sampled step: events}
+
+    def summary(self) -> SyncSummary:
+        return SyncSummary(counts=self.counts, per_sample=self.per_sample, chains=self.chains)
 
     def add(self, kind, op, site, segment, thread, nbytes, would, n=1, frame=None) -> None:
         if kind in ("alloc", "stream"):
@@ -640,10 +687,13 @@ class Discovery:
         builtins.__import__ = __import__
         self._import_patched = True
 
+    closed = False  # stop() was called: the window is shut for good
+
     def stop(self, wrap_found: bool = True) -> None:
         """Close the window: drop the profile function and, with ``wrap_found``, wrap what it found
         (through the session's patcher, so the session's end unwraps it). A session that ends during
         warm-up closes the window without wrapping anything."""
+        self.closed = True
         if self._tool is not None:
             self._stop_monitoring()
         if self._import_patched:

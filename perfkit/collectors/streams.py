@@ -27,6 +27,8 @@ FIX = ("run Warp on torch's stream: `with wp.ScopedStream(wp.stream_from_torch()
 
 
 class StreamMonitor:
+    installed = False  # install() wrapped the interop calls
+
     def __init__(self) -> None:
         self.interop_sites: dict[tuple, int] = {}
         self._launch_patcher: Patcher | None = None
@@ -54,6 +56,7 @@ class StreamMonitor:
             orig = getattr(wp, name, None)
             if orig is not None:
                 patcher.set_everywhere(wp, name, interop(orig, name))
+        self.installed = True
         return True
 
     def start(self) -> None:

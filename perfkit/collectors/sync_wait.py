@@ -9,9 +9,17 @@ sync with it (the GPU work it waited for overlaps only with the host work before
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Callable
 
 from perfkit.collectors.steps import StepClock
+
+
+@dataclass(frozen=True)
+class WaitSummary:
+    """What :class:`SyncWaits` measured (:meth:`SyncWaits.summary`)."""
+
+    sites: dict[tuple, list] = field(default_factory=dict)  # (file, line) -> [calls, wait_s, gap_s, gaps measured]
 
 
 class SyncWaits:
@@ -58,3 +66,6 @@ class SyncWaits:
         if self._pending is not None:
             self._resolve_gap(None, -1)
         return self.sites
+
+    def summary(self) -> WaitSummary:
+        return WaitSummary(sites=dict(self.finish()))

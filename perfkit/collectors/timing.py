@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
@@ -34,6 +35,26 @@ def nvtx_wanted(setting: str | bool | None) -> str:
     if setting in (True, "always", "on"):
         return "always"
     return "always" if os.environ.get("NVTX_INJECTION64_PATH") else "sampled"
+
+
+@dataclass(frozen=True)
+class GpuSummary:
+    """What the :class:`CudaEventTimer` measured (:meth:`CudaEventTimer.summary`)."""
+
+    totals: dict[str, float] = field(default_factory=dict)  # GPU ms per segment over the GPU-timed steps
+    steps: int = 0  # GPU-timed steps resolved
+    step_ms: list[float] = field(default_factory=list)  # GPU time of each (first event to last)
+    timeline: list[dict] = field(default_factory=list)  # GPU segment spans
+
+
+@dataclass(frozen=True)
+class SegmentSummary:
+    """What the :class:`SegmentClock` measured (:meth:`SegmentClock.summary`)."""
+
+    totals: dict[str, float] = field(default_factory=dict)  # CPU seconds per segment over the timed steps
+    calls: dict[str, int] = field(default_factory=dict)  # entries per segment over the timed steps
+    learner_steps: list[int] = field(default_factory=list)  # the steps during which the learner segment was entered
+    timeline: list[dict] = field(default_factory=list)  # CPU segment spans of the traced steps
 
 
 class CudaEventTimer:
@@ -123,14 +144,22 @@ class CudaEventTimer:
             self.steps += 1
             self._pool.extend(e for e, _ in evs)
 
+    def summary(self) -> GpuSummary:
+        """Every timed step resolved (waiting for the last ones) and what they measured."""
+        self.poll(final=True)
+        return GpuSummary(totals=dict(self.totals), steps=self.steps, step_ms=list(self.step_ms), timeline=list(self.timeline))
+
 
 class SegmentClock:
     """Cumulative exclusive CPU time per segment; also drives the CUDA-event timer, NVTX and the
     timeline trace on the steps that use them (``refresh()`` after switching any of those)."""
 
-    def __init__(self) -> None:
+    def __init__(self, steps: Any = None, t0: float = 0.0, timeline_limit: int = 50_000) -> None:
         self.cur = "other"
         self.t = perf_counter()
+        self.t0 = t0  # the session's start: the origin of the timeline's ms
+        self.timeline: list[dict] = []  # CPU spans of the traced steps (export-trace)
+        self.timeline_limit = timeline_limit
         self.acc: dict[str, float] = {}  # cumulative seconds per segment
         self.calls: dict[str, int] = {}  # cumulative entries per segment
         self.gpu: CudaEventTimer | None = None
@@ -144,7 +173,7 @@ class SegmentClock:
         self.span_open = False
         self._base_acc: dict[str, float] = {}
         self._base_calls: dict[str, int] = {}
-        self.steps: Any = None  # the session's StepClock: its index says which step the learner ran in
+        self.steps: Any = steps  # the session's StepClock: its index says which step the learner ran in
         self.learner_steps: list[int] = []  # the steps during which the learner segment was entered
 
     def refresh(self) -> None:
@@ -158,6 +187,30 @@ class SegmentClock:
     def trace(self, value: list | None) -> None:
         self._trace = value
         self.refresh()
+
+    def start(self, t0: float) -> None:
+        """The session starts at ``t0``: segment time and the timeline's ms count from there."""
+        self.t0 = self.t = t0
+
+    @property
+    def timeline_full(self) -> bool:
+        return len(self.timeline) >= self.timeline_limit
+
+    def end_trace(self, step: int, end: float) -> None:
+        """The traced step ``step`` ended at ``end``: its segment spans go to the timeline."""
+        trace = self._trace
+        if trace is None:
+            return
+        trace = trace + [(None, end)]
+        for (seg, t0), (_, t1) in zip(trace, trace[1:]):
+            if t1 > t0:
+                self.timeline.append({"step": step, "segment": seg, "start_ms": round((t0 - self.t0) * 1e3, 4),
+                                      "dur_ms": round((t1 - t0) * 1e3, 4), "gpu": False})
+        self.trace = None
+
+    def summary(self) -> SegmentSummary:
+        return SegmentSummary(totals=dict(self.span_totals), calls=dict(self.span_calls),
+                              learner_steps=list(self.learner_steps), timeline=list(self.timeline))
 
     def transition(self, name: str) -> None:
         if not self.span_open and not self._slow:  # a step not timed (setup, warm-up, sampled): no clock read
@@ -228,6 +281,27 @@ class SegmentClock:
     def skip(self, now: float) -> None:
         """Charge nothing for the time up to ``now`` (perfkit's own work at a step boundary)."""
         self.t = now
+
+    def time_span(self, timed: bool) -> None:
+        """The step beginning is ``timed`` or not: open or close the timed span where that changes (segment
+        time is cumulative here; the span totals are what accumulated while it was open)."""
+        if timed and not self.span_open:
+            self.open_span()
+        elif not timed and self.span_open:
+            self.close_span()
+
+    def start_trace(self, now: float, wanted: bool) -> bool:
+        """Record the step beginning at ``now`` in the timeline when ``wanted`` and it has room."""
+        if not wanted or self.timeline_full:
+            return False
+        self.trace = [(self.cur, now)]
+        return True
+
+    def begin_step(self, t: float) -> None:
+        """The step begins at ``t``, after perfkit's own work at its boundary: nothing before is charged."""
+        self.t = t
+        if self._trace is not None:
+            self.trace = [(self.cur, t)]
 
     def open_span(self) -> None:
         """Timed steps begin: later :meth:`close_span` adds what accumulated since to the span totals."""

@@ -45,6 +45,19 @@ MAX_STACK = 8  # frames kept per unattributed site
 _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.*)$")  # torch.profiler's stack entries
 
 
+PERIOD_WAIT = 16  # steady steps --verify waits for the loop's period before it takes a plain window
+
+
+def verify_window(steps: int, period: int | None, steady_i: int) -> int | None:
+    """The length of the ``--verify`` window to start at steady step ``steady_i``, None to wait: a whole
+    number of the loop's periods (at least ``steps``), so once-per-iteration work (the update, the
+    logger) is in it at the rate the record gives it, whatever step it starts at; ``steps`` alone when no
+    period shows within :data:`PERIOD_WAIT` steady steps (an env loop with no learner)."""
+    if period and period > 1:
+        return -(-steps // period) * period
+    return steps if steady_i > PERIOD_WAIT or period == 1 else None
+
+
 class Verifier:
     def __init__(self, torch: Any, steps: int = 20):
         self.torch = torch

@@ -1,8 +1,10 @@
 """What a profiling session saw, as plain data (:class:`Snapshot`), and the run record built from it
 (:func:`build_run`, a pure function: it reads the snapshot and returns a new :class:`Run`).
 
-The session (:mod:`perfkit.profile.session`) fills a snapshot when it ends — counts from its sink, step times
-from its clock, segment and GPU times, what was sampled — and nothing in here touches a hook.
+The session (:mod:`perfkit.profile.session`) takes a snapshot when it ends: the composition of each
+collector's own frozen summary (the clock's steps and times, the sink's counts, the segment clock's
+and the GPU's times, the sampler's counts and the schedule's weights, the per-sync waits) and what the
+session itself knows. Nothing in here touches a hook.
 
 Counting definitions the record follows (``perfkit.run/2``):
 
@@ -34,56 +36,38 @@ from perfkit.record import (
     EXTRA_SYNC_WAIT, EXTRA_TEARDOWN_SYNCS, EXTRA_TIMELINE, EXTRA_TOTAL_STEPS, EXTRA_VERIFY,
     EXTRA_WARMUP_STEPS, EXTRA_WARP_TORCH_INTEROP, Finding, Run, SEGMENTS, SegmentStats,
 )
+from perfkit.collectors.sampling import SampleSummary, ScheduleSummary
+from perfkit.collectors.steps import ClockSummary, SyncSummary
+from perfkit.collectors.sync_wait import WaitSummary
+from perfkit.collectors.timing import GpuSummary, SegmentSummary
 from perfkit.source import relpath, source_line
 
 
-@dataclass
+@dataclass(frozen=True)
 class Snapshot:
+    """What a session saw: each collector's own summary, and what the session itself knows."""
+
     command: list[str] = field(default_factory=list)
     status: str = "complete"
     t_start: float = 0.0
     t_end: float = 0.0
-    t_steady0: float | None = None  # when the first steady step began
     warmup_steps: int = 0
-    total_steps: int = 0  # every step boundary seen, warm-up included
     step_detection: str = "none"
-    step_times: list[float] = field(default_factory=list)  # seconds, the timed steady steps
-    untimed_step_times: list[float] = field(default_factory=list)  # seconds, steady steps perfkit sampled
     num_envs: int | None = None
     env: dict[str, Any] = field(default_factory=dict)
-    seg_totals: dict[str, float] = field(default_factory=dict)  # CPU seconds per segment over the timed steps
-    seg_calls: dict[str, int] = field(default_factory=dict)
-    gpu_totals: dict[str, float] | None = None  # GPU ms per segment over the GPU-timed steps (None: no GPU)
-    gpu_steps: int = 0
-    gpu_step_ms: list[float] = field(default_factory=list)
-    counts: dict[tuple, list] = field(default_factory=dict)  # sink counts: (kind, op, file, line, func, thread, would, phase)
-    trail: dict[tuple, int] = field(default_factory=dict)  # syncs after the last step's start
-    kept_trails: dict[int, dict[tuple, int]] = field(default_factory=dict)  # step -> its syncs (the first steps)
-    learner_steps: list[int] = field(default_factory=list)  # the steps during which the learner segment was entered
-    sampled_steps: list[int] = field(default_factory=list)
-    cuda_alloc: list[int] = field(default_factory=list)
-    op_counts: dict[tuple[str, int], int] = field(default_factory=dict)
-    line_counts: dict[tuple, list] = field(default_factory=dict)  # (code, line) -> [n, {segment: n}]
-    line_entries: dict[tuple, int] = field(default_factory=dict)  # (code, loop header) -> entries while sampled
-    line_steps: int = 0
-    line_trips: dict[tuple, set] = field(default_factory=dict)  # (code, loop header) -> distinct trip counts per entry
-    sync_waits: dict[tuple, list] = field(default_factory=dict)  # (file, line) -> [calls, wait_s, gap_s, gaps]
-    sampled: dict[int, int] = field(default_factory=dict)  # sampled step -> the steps it stands for
-    sample_blocks: list[tuple[int, int]] = field(default_factory=list)  # whole periods sampled: (first, last step)
-    sample_every: int | None = None  # the sampling stride at the end (None: explicit sampled steps)
-    per_sample: dict[tuple, dict[int, int]] = field(default_factory=dict)  # sampled kinds: site -> {step: events}
-    chains: dict[tuple, tuple] = field(default_factory=dict)  # (kind, op, file, line) -> ((file, line), ...)
-    other_envs: dict[tuple[str, str], int] = field(default_factory=dict)  # (thread, env type) -> steps not timed
-    timeline: list[dict] = field(default_factory=list)
-    step_starts: list[float] = field(default_factory=list)  # ms from the session's start, every step
-    last_step_end: float | None = None  # ms, when the last step call returned
+    clock: ClockSummary = field(default_factory=ClockSummary)  # steps, their times, the syncs after the last start
+    syncs: SyncSummary = field(default_factory=SyncSummary)  # the sink's counts by site and phase
+    segments: SegmentSummary = field(default_factory=SegmentSummary)  # CPU time per segment, the learner's steps
+    gpu: GpuSummary | None = None  # GPU time per segment (None: no GPU)
+    sampling: SampleSummary = field(default_factory=SampleSummary)  # what the sampled steps counted
+    schedule: ScheduleSummary = field(default_factory=ScheduleSummary)  # which steps were sampled, standing for what
+    waits: WaitSummary = field(default_factory=WaitSummary)  # host time in each real sync and the work after it
     notes: list[str] = field(default_factory=list)
     step_classes: list[str] = field(default_factory=list)
     policy_classes: list[str] = field(default_factory=list)
     count_cpu_tensors: bool = False
     sync_source: str = ""  # "runtime" | "hooks" | "" (torch never hooked): perfkit.collectors.hub
     verify: dict[str, Any] | None = None
-    interop_sites: dict[tuple, int] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=dict)
     memory: dict[str, Any] = field(default_factory=dict)
     fixes: dict[str, str] = field(default_factory=dict)  # sync op -> the fix in words
@@ -99,20 +83,20 @@ def build_run(snap: Snapshot) -> Run:
     from perfkit.collectors import loops as loops_mod  # the loop analysis of sampled line counts
 
     run = Run(command=list(snap.command), status=snap.status)
-    n_steps = snap.total_steps
+    n_steps = snap.clock.total_steps
     steady = max(0, n_steps - snap.warmup_steps)
     run.num_envs = snap.num_envs
     run.env = dict(snap.env)
     if snap.num_envs is not None:
         run.env.setdefault("num_envs", snap.num_envs)
-    times = snap.step_times
-    if not times and snap.untimed_step_times:  # every steady step was sampled (a short run): their times, said so
-        times = snap.untimed_step_times
+    times = snap.clock.step_times
+    if not times and snap.clock.untimed_step_times:  # every steady step was sampled (a short run): their times, said so
+        times = snap.clock.untimed_step_times
     run.steps = steady
     run.step_times_ms = [round(t * 1e3, 4) for t in times]
     timed = sum(times)
     run.wall_s = round(timed, 6)
-    run.warmup_s = round((snap.t_steady0 if snap.t_steady0 is not None else snap.t_end) - snap.t_start, 6)
+    run.warmup_s = round((snap.clock.steady_t if snap.clock.steady_t is not None else snap.t_end) - snap.t_start, 6)
     if times and timed > 0:
         run.sps = round(len(times) * (snap.num_envs or 1) / timed, 3)
         p50, p99 = _percentiles(times)
@@ -120,10 +104,10 @@ def build_run(snap: Snapshot) -> Run:
                        "mean": round(timed / len(times) * 1e3, 4)}
     run.total_steps = n_steps
     run.warmup_steps = min(snap.warmup_steps, n_steps)
-    run.sampling = {"steps": sorted(snap.sampled), "weights": [snap.sampled[i] for i in sorted(snap.sampled)],
-                    "every": snap.sample_every}
-    if snap.sample_blocks:
-        run.sampling["blocks"] = [list(b) for b in snap.sample_blocks]
+    run.sampling = {"steps": sorted(snap.schedule.weights), "weights": [snap.schedule.weights[i] for i in sorted(snap.schedule.weights)],
+                    "every": snap.schedule.every}
+    if snap.schedule.blocks:
+        run.sampling["blocks"] = [list(b) for b in snap.schedule.blocks]
     run.segments = segment_stats(snap, steady, n_steps)
     findings, setup, teardown, loop_ops = _findings(snap, steady, n_steps, loops_mod)
     run.findings = findings
@@ -131,7 +115,7 @@ def build_run(snap: Snapshot) -> Run:
         run.extra[EXTRA_SETUP_SYNCS] = setup
     if teardown:
         run.extra[EXTRA_TEARDOWN_SYNCS] = teardown  # after the last step's start
-    sync_wait = sync_wait_record(snap.sync_waits, len(times))
+    sync_wait = sync_wait_record(snap.waits.sites, len(times))
     if sync_wait:
         run.extra[EXTRA_SYNC_WAIT] = sync_wait  # host time in each real sync, and the host work after it
     if loop_ops:
@@ -144,47 +128,47 @@ def build_run(snap: Snapshot) -> Run:
     from perfkit.collectors.self_cost import self_cost
 
     n_timed = len(times)
-    transitions = 2 * sum(snap.seg_calls.values()) / n_timed if n_timed else 0.0  # an entry and the way back
+    transitions = 2 * sum(snap.segments.calls.values()) / n_timed if n_timed else 0.0  # an entry and the way back
     run.self = self_cost(snap.self_meter, transitions, run.syncs_per_step)
     run.extra[EXTRA_TOTAL_STEPS] = n_steps
     run.extra[EXTRA_WARMUP_STEPS] = min(snap.warmup_steps, n_steps)
     run.extra[EXTRA_STEP_DETECTION] = snap.step_detection
-    if snap.other_envs:
-        run.extra[EXTRA_OTHER_ENV_STEPS] = [{"thread": t, "env": e, "steps": n} for (t, e), n in snap.other_envs.items()]
+    if snap.clock.other_envs:
+        run.extra[EXTRA_OTHER_ENV_STEPS] = [{"thread": t, "env": e, "steps": n} for (t, e), n in snap.clock.other_envs.items()]
     if snap.step_classes:
         run.extra[EXTRA_STEP_CLASSES] = list(snap.step_classes)
-    run.extra[EXTRA_SAMPLED_STEPS] = list(snap.sampled_steps)
+    run.extra[EXTRA_SAMPLED_STEPS] = list(snap.sampling.steps)
     window = rate_window(snap, steady)
     if window:
         cut, period = window
         run.extra[EXTRA_RATE_WINDOW] = {"period": period, "steps": steady - cut, "first_step": snap.warmup_steps + cut + 1}
     if snap.policy_classes:
         run.extra[EXTRA_POLICY_CLASSES] = list(snap.policy_classes)
-    if snap.cuda_alloc:
-        run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = sum(snap.cuda_alloc) / len(snap.cuda_alloc)
-    run.extra[EXTRA_TIMELINE] = list(snap.timeline)
-    run.extra[EXTRA_STEP_STARTS] = list(snap.step_starts)
-    if snap.last_step_end is not None:
-        run.extra[EXTRA_LAST_STEP_END] = snap.last_step_end
+    if snap.sampling.cuda_alloc:
+        run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = sum(snap.sampling.cuda_alloc) / len(snap.sampling.cuda_alloc)
+    run.extra[EXTRA_TIMELINE] = snap.segments.timeline + (snap.gpu.timeline if snap.gpu is not None else [])
+    run.extra[EXTRA_STEP_STARTS] = list(snap.clock.step_starts)
+    if snap.clock.last_step_end is not None:
+        run.extra[EXTRA_LAST_STEP_END] = snap.clock.last_step_end
     run.extra[EXTRA_COUNT_CPU_TENSORS] = snap.count_cpu_tensors
     if snap.sync_source:
         run.extra[EXTRA_SYNC_SOURCE] = snap.sync_source
-    if snap.gpu_totals is not None:
-        run.extra[EXTRA_GPU_TIMED_STEPS] = snap.gpu_steps
-        if snap.gpu_step_ms:
-            run.extra[EXTRA_GPU_STEP_MS_MEAN] = sum(snap.gpu_step_ms) / len(snap.gpu_step_ms)
+    if snap.gpu is not None:
+        run.extra[EXTRA_GPU_TIMED_STEPS] = snap.gpu.steps
+        if snap.gpu.step_ms:
+            run.extra[EXTRA_GPU_STEP_MS_MEAN] = sum(snap.gpu.step_ms) / len(snap.gpu.step_ms)
     if snap.verify is not None:
         run.extra[EXTRA_VERIFY] = snap.verify
-    if snap.interop_sites:
+    if snap.sampling.interop_sites:
         run.extra[EXTRA_WARP_TORCH_INTEROP] = [
-            {"call": k[0], "path": relpath(k[1]), "line": k[2], "count": v} for k, v in snap.interop_sites.items()
+            {"call": k[0], "path": relpath(k[1]), "line": k[2], "count": v} for k, v in snap.sampling.interop_sites.items()
         ]
-    notes = list(snap.notes)
-    if not snap.step_times and snap.untimed_step_times:
-        notes.append(f"every steady step ({len(snap.untimed_step_times)}) was sampled: its step times include "
+    notes = list(snap.notes) + list(snap.sampling.notes)
+    if not snap.clock.step_times and snap.clock.untimed_step_times:
+        notes.append(f"every steady step ({len(snap.clock.untimed_step_times)}) was sampled: its step times include "
                      "perfkit's sampling work; run more steps for clean times")
-    if snap.other_envs:
-        notes.append("steps of another env were seen (" + ", ".join(f"{e} on thread {t}: {n}" for (t, e), n in snap.other_envs.items())
+    if snap.clock.other_envs:
+        notes.append("steps of another env were seen (" + ", ".join(f"{e} on thread {t}: {n}" for (t, e), n in snap.clock.other_envs.items())
                      + "); only the first env stepped on the first stepping thread marks the steps")
     if n_steps and not steady:
         notes.append(f"no steady-state step (the run had {n_steps} steps, warm-up {snap.warmup_steps}): "
@@ -248,7 +232,7 @@ def rate_window(snap: Snapshot, steady: int) -> tuple[int, int] | None:
     from perfkit.collectors.sampling import loop_period
     from perfkit.collectors.steps import KEPT_TRAILS
 
-    period = loop_period(snap.learner_steps)
+    period = loop_period(snap.segments.learner_steps)
     if period is None or period < 2 or steady < period:
         return None
     cut = steady % period
@@ -264,7 +248,7 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
     per: dict[tuple, list] = {}  # site -> [steady events, {segment: events}, of them after the last boundary, warm-up events]
     setup: list[dict] = []
     teardown: list[dict] = []
-    for key, (cnt, _nbytes, segs) in snap.counts.items():
+    for key, (cnt, _nbytes, segs) in snap.syncs.counts.items():
         kind, op, fn, line, func, thread, would, phase = key
         if kind != "sync":
             continue
@@ -276,14 +260,14 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
             e[3] += cnt  # warm-up events are no per-step cost; they only show the site recurs
             continue
         e[0] += cnt
-        e[2] += snap.trail.get(key, 0)
+        e[2] += snap.clock.trail.get(key, 0)
         for sg, m in segs.items():
             e[1][sg] = e[1].get(sg, 0) + m
     window = rate_window(snap, steady)
     cut = window[0] if window else 0
     early: dict[tuple, int] = {}  # site -> events in the steady steps cut from the window
     peak: dict[tuple, int] = {}  # site -> the most events it made in one step (of the kept steps)
-    for idx, trail in snap.kept_trails.items():
+    for idx, trail in snap.clock.kept_trails.items():
         for key, m in trail.items():
             k7 = key[:7]
             if m > peak.get(k7, 0):
@@ -319,8 +303,8 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
 
 
 def _sampled_rates(snap: Snapshot) -> dict[tuple, float]:
-    live = {i: w for i, w in snap.sampled.items() if w}  # steps standing for none (see SampleSchedule.weights) are out
-    return {k7: sampled_rate(occ, live) for k7, occ in snap.per_sample.items()} if live else {}
+    live = {i: w for i, w in snap.schedule.weights.items() if w}  # steps standing for none (see SampleSchedule.weights) are out
+    return {k7: sampled_rate(occ, live) for k7, occ in snap.syncs.per_sample.items()} if live else {}
 
 
 def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, SegmentStats]:
@@ -334,14 +318,14 @@ def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, Segmen
             stats[name] = SegmentStats()
         return stats[name]
 
-    n = len(snap.step_times)
-    for seg, secs in snap.seg_totals.items():
+    n = len(snap.clock.step_times)
+    for seg, secs in snap.segments.totals.items():
         get(seg).cpu_ms_per_step = round(secs * 1e3 / n, 6) if n else 0.0
-    for seg, c in snap.seg_calls.items():
+    for seg, c in snap.segments.calls.items():
         get(seg).calls_per_step = round(c / n, 4) if n else 0.0
-    if snap.gpu_totals is not None and snap.gpu_steps:
-        for seg, ms in snap.gpu_totals.items():
-            get(seg).gpu_ms_per_step = round(ms / snap.gpu_steps, 6)
+    if snap.gpu is not None and snap.gpu.steps:
+        for seg, ms in snap.gpu.totals.items():
+            get(seg).gpu_ms_per_step = round(ms / snap.gpu.steps, 6)
     syncs, _, _ = _sync_counts(snap, steady, n_steps)
     for rate, segs, _ in syncs.values():
         total = sum(segs.values())
@@ -349,7 +333,7 @@ def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, Segmen
             if total:
                 get(seg).syncs_per_step += rate * k / total
     rates = _sampled_rates(snap)
-    for key, (cnt, nbytes, segs) in snap.counts.items():
+    for key, (cnt, nbytes, segs) in snap.syncs.counts.items():
         if key[0] != "alloc" or not cnt:
             continue
         rate = rates.get(key[:7], 0.0)
@@ -417,7 +401,7 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
     out: list[Finding] = []
 
     def where(kind: str, op: str, fn: str, line: int) -> dict[str, Any]:
-        chain = snap.chains.get((kind, op, fn, line)) or ()
+        chain = snap.syncs.chains.get((kind, op, fn, line)) or ()
         return {"chain": [f"{relpath(f)}:{ln}" for f, ln in chain], "library": library_of(fn)}
 
     syncs, setup, teardown = _sync_counts(snap, steady, n_steps)
@@ -428,7 +412,7 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
                            lint_rule=_lint_rule(op), **where(kind, op, fn, line)))
     rates = _sampled_rates(snap)
     sampled_kinds: dict[tuple, list] = {}
-    for key, (cnt, nbytes, segs) in snap.counts.items():
+    for key, (cnt, nbytes, segs) in snap.syncs.counts.items():
         if key[0] in ("alloc", "stream"):
             e = sampled_kinds.setdefault(key[:7], [0, 0, {}])
             e[0] += cnt
@@ -449,10 +433,10 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
             f.message = snap.stream_fix
         out.append(f)
     loop_ops: dict[str, float] = {}
-    n_sampled = snap.line_steps
-    for lp in loops_mod.hot_loops(snap.line_counts, snap.line_steps, snap.num_envs, snap.line_entries, snap.line_trips):
+    n_sampled = snap.sampling.line_steps
+    for lp in loops_mod.hot_loops(snap.sampling.line_counts, snap.sampling.line_steps, snap.num_envs, snap.sampling.line_entries, snap.sampling.line_trips):
         lo, hi = lp["span"]
-        ops = sum(n for (fn_, ln), n in snap.op_counts.items() if fn_ == lp["filename"] and lo <= ln <= hi)
+        ops = sum(n for (fn_, ln), n in snap.sampling.op_counts.items() if fn_ == lp["filename"] and lo <= ln <= hi)
         if ops and n_sampled and lp["per_step"]:
             loop_ops[f"{relpath(lp['filename'])}:{lp['line']}"] = round(ops / n_sampled / lp["per_step"], 3)
         out.append(Finding(kind="loop", op=lp["kind"], path=relpath(lp["filename"]), line=lp["line"],

@@ -1,9 +1,13 @@
 """Unit tests of the session's parts built directly, with injected times and no session: the step clock,
-the per-sync waits and the sampler (the schedule: test_sampling_schedule.py; build_run on hand-built
-snapshots: test_profile_rates.py)."""
+the per-sync waits, the sampler, the GPU side without CUDA and the step scheduler (the schedule:
+test_sampling_schedule.py; build_run on hand-built snapshots: test_profile_rates.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+from time import perf_counter
+
+import pytest
 import torch
 
 from perfkit.collectors import steps
@@ -23,7 +27,7 @@ class Scheduler:
     def __call__(self, now: float, idx: int, env) -> Boundary:
         self.seen.append(idx)
         took = now - self.clock.begin_t if self.clock.index else None  # the closing step counts as timed
-        return Boundary(took, idx + self.every, now + 0.5)  # perfkit's own work here took 0.5 s
+        return Boundary(took, True, idx + self.every, now + 0.5)  # perfkit's own work here took 0.5 s
 
 
 def test_step_clock_fast_path_times_steps_and_hands_special_ones_to_the_scheduler():
@@ -40,8 +44,27 @@ def test_step_clock_fast_path_times_steps_and_hands_special_ones_to_the_schedule
     assert clock.starts[0] == 1.5 and clock.starts[1] == 4.0 and len(clock.starts) == 10
 
 
+def test_step_clock_applies_the_decision_whether_a_step_is_timed():
+    # the scheduler sees every boundary; it says steps 1 (warm-up), 3 and 4 are not timed
+    clock = StepClock(warmup_steps=1, on_boundary=lambda *a: None)
+    clock.on_boundary = lambda now, idx, env: Boundary(now - clock.begin_t if clock.index else None,
+                                                       clock.index not in (1, 3, 4), idx + 1, now + 0.25)
+    for i in range(1, 6):
+        clock.begin(None, now=10.0 * i)
+    clock.last_end = 52.0
+    clock.close(3.0, True)  # the run ends: the last step (5) took 3 s and counts
+    # a step's time runs from the end of perfkit's work at its boundary (0.25 s) to the next boundary
+    assert clock.times == [9.75, 3.0] and clock.untimed == [9.75, 9.75]  # the warm-up step is in neither
+    assert clock.steady_t == 20.0 and clock.next_special == 6
+    summary = clock.summary(t0=0.0)
+    assert summary.total_steps == 5 and summary.step_times == [9.75, 3.0] and summary.untimed_step_times == [9.75, 9.75]
+    assert summary.step_starts[:2] == [10250.0, 20250.0] and summary.last_step_end == 52000.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        summary.total_steps = 6  # type: ignore[misc]
+
+
 def test_step_clock_keeps_each_early_steps_syncs():
-    clock = StepClock(warmup_steps=0, on_boundary=lambda now, idx, env: Boundary(None, 10 ** 9, now))
+    clock = StepClock(warmup_steps=0, on_boundary=lambda now, idx, env: Boundary(None, False, 10 ** 9, now))
     clock.begin(None, now=0.0)
     clock.trail[("k",)] = 2
     clock.begin(None, now=1.0)
@@ -61,7 +84,7 @@ def test_sync_waits_keep_the_wait_and_the_host_work_after_it_on_timed_steps():
     clock.times.append(2.0)  # step 2 closes at 12.0: 0.9 s after the second
     clock.index, clock.begin_t = 3, 12.0
     waits.on_wait(("a.py", 5), 12.5, 12.6)  # step 3 is not timed: not kept
-    sites = waits.finish()
+    sites = waits.summary().sites
     assert sites[("a.py", 5)][:2] == [1, pytest_approx(0.2)]
     assert sites[("a.py", 5)][2] == pytest_approx(0.3) and sites[("a.py", 9)][2] == pytest_approx(0.9)
 
@@ -95,3 +118,82 @@ def test_sampler_counts_allocations_and_hooked_calls_only_while_started():
     allocs = {k: v for k, v in sink.per_sample.items() if k[0] == "alloc"}
     assert sum(per[7] for per in allocs.values()) == 1 and y.shape == (4,)
     assert sampler.hooked_calls == 1
+    summary = sampler.summary()
+    assert summary.steps == [7] and summary.counted == 1 and summary.hooked_calls == 1
+
+
+def test_gpu_steps_without_cuda_time_nothing_and_say_verify_was_skipped():
+    from perfkit.collectors.gpu_steps import GpuSteps
+    from perfkit.collectors.timing import SegmentClock
+
+    class NoCuda:
+        class cuda:
+            is_available = staticmethod(lambda: False)
+            is_initialized = staticmethod(lambda: False)
+
+    gpu = GpuSteps(SegmentClock(), timing_every=7, nvtx="auto", verify=True, verify_steps=20, timeline_limit=10)
+    assert gpu.setup(NoCuda, 0.0) == ["--verify needs CUDA; skipped on this machine"]
+    assert not gpu.verify_holds(3, warmup_steps=2)  # no --verify window: the steps after warm-up are timed
+    assert gpu.boundary(3, 1, sampled=False, period=None) is False and gpu.begin(1.0) is False
+    assert gpu.summary() is None and gpu.verify_result() is None
+
+
+class _Rules:  # the segment rules' part the scheduler calls (nothing to wrap here)
+    def poll(self):
+        pass
+
+    def finish_policy_discovery(self):
+        pass
+
+
+class _Sampler:  # records what the scheduler asks of the costly collectors
+    def __init__(self):
+        self.active, self.calls = False, []
+        self.streams = StreamMonitor()
+        self.streams.installed = True
+
+    def start(self, frame, idx):
+        self.active = True
+        self.calls.append(("start", idx))
+
+    def stop(self):
+        self.active = False
+        self.calls.append(("stop",))
+
+    def forget(self):
+        self.calls.append(("forget",))
+
+
+def test_the_scheduler_sees_special_boundaries_only_and_decides_timed_sampled_and_traced_steps():
+    from perfkit.collectors.gpu_steps import GpuSteps
+    from perfkit.collectors.patches import Patcher
+    from perfkit.collectors.sampling import SampleSchedule
+    from perfkit.collectors.scheduler import StepScheduler
+    from perfkit.collectors.self_cost import SelfMeter
+    from perfkit.collectors.timing import SegmentClock
+    from perfkit.config import Config
+
+    cfg = Config(warmup_steps=2, timing_every=3, timeline_steps=1, sample_steps=(7,))
+    clock = StepClock(cfg.warmup_steps)
+    segclock = SegmentClock(clock)
+    discovery = steps.Discovery(clock, Patcher(), find_steps=False, name_segments={})
+    discovery.stop(wrap_found=False)  # no window in this test
+    sampler, meter, seen = _Sampler(), SelfMeter(), []
+    sched = StepScheduler(cfg, clock, segclock, SampleSchedule(3, 31, 1.0, cfg.sample_steps), sampler,
+                          GpuSteps(segclock, timing_every=3, nvtx="off", verify=False, verify_steps=20, timeline_limit=100),
+                          discovery, _Rules(), Patcher(), meter, seen.append, [])
+    assert clock.on_boundary == sched.on_boundary
+    decided = []
+    clock.on_boundary = lambda now, idx, env: decided.append((idx, sched.on_boundary(now, idx, env))) or decided[-1][1]
+    env = object()
+    for i in range(1, 13):
+        clock.begin(env, now=perf_counter())
+    # warm-up steps 1-2, then the first steady step (traced: timeline_steps=1), every 3rd steady step
+    # (3, 6, 9, 12: the GPU-timed and traced ones; here traced only) and the sampled step 7 and the one after
+    assert [i for i, _ in decided] == [1, 2, 3, 4, 6, 7, 8, 9, 10, 12]
+    assert sampler.calls == [("start", 7), ("stop",)]
+    timed = {i - 1: b.timed for i, b in decided if b.took is not None}
+    assert timed == {1: False, 2: False, 3: True, 5: True, 6: True, 7: False, 8: True, 9: True, 11: True}
+    assert len(clock.times) == 12 - 2 - 1 - 1 and clock.untimed and len(clock.untimed) == 1  # step 12 still runs
+    assert meter.special_steps == {"warmup": 2, "poll": 7, "sample": 1} and seen == [env] * 10
+    assert sched.timed(7) is False and sched.timed(8) is True and sched.timed(2) is False

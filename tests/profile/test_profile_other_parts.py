@@ -10,6 +10,8 @@ import pytest
 from perfkit.collectors import regions
 from perfkit.collectors.patches import Patcher
 from perfkit.collectors.steps import Discovery, StepClock
+from perfkit.collectors.steps import ClockSummary
+from perfkit.collectors.timing import SegmentSummary
 from perfkit.profile.snapshot import Snapshot, segment_stats
 
 LOOP = '''
@@ -123,9 +125,9 @@ def test_outside_reads_the_loop_frames_instruction_and_names_the_rest(loop_code)
 
 
 def test_other_parts_nest_and_fold_into_their_totals():
-    snap = Snapshot(step_times=[0.01] * 4, seg_totals={"other": 0.004, "other/A": 0.008, "other/A/B": 0.02,
-                                                        "other/C": 0.004, "policy": 0.01},
-                    seg_calls={"other/A": 4, "other/A/B": 4, "other/C": 4})
+    segs = SegmentSummary(totals={"other": 0.004, "other/A": 0.008, "other/A/B": 0.02, "other/C": 0.004, "policy": 0.01},
+                          calls={"other/A": 4, "other/A/B": 4, "other/C": 4})
+    snap = Snapshot(clock=ClockSummary(step_times=[0.01] * 4), segments=segs)
     stats = segment_stats(snap, steady=4, n_steps=4)
     other = stats["other"]
     assert set(other.children) == {"A", "C"}

@@ -15,6 +15,8 @@ import torch
 from perfkit.collectors.sampling import loop_period
 from perfkit.config import Config
 from perfkit.profile.session import Session
+from perfkit.collectors.steps import ClockSummary, SyncSummary
+from perfkit.collectors.timing import SegmentSummary
 from perfkit.profile.snapshot import Snapshot, build_run
 
 from _helpers import AddEnv
@@ -75,19 +77,21 @@ def test_loop_period_from_the_learners_steps():
     assert loop_period([]) is None
 
 
-def _snapshot(**kw) -> Snapshot:
-    """A hand-built snapshot: 2 iterations of 24 steps, warm-up 5; 8 syncs at one site during step 24
-    (in the steady state) and 8 after the last step's start (the last update)."""
-    key = ("sync", ".item()", "/x/ppo.py", 317, "update", None, False)
-    base = dict(warmup_steps=5, total_steps=48, step_times=[0.001] * 42, num_envs=8,
-                counts={key + ("steady",): [16, 0, {"learner": 16}]}, trail={key + ("steady",): 8},
-                kept_trails={24: {key + ("steady",): 8}}, learner_steps=[24, 48])
-    base.update(kw)
-    return Snapshot(**base)
+def _snapshot(learner_steps=(24, 48), counts=None, trail=None, kept_trails=None) -> Snapshot:
+    """A hand-built snapshot, composed of the collectors' summaries: 2 iterations of 24 steps, warm-up
+    5; 8 syncs at one site during step 24 (in the steady state) and 8 after the last step's start (the
+    last update)."""
+    key = ("sync", ".item()", "/x/ppo.py", 317, "update", None, False, "steady")
+    clock = ClockSummary(total_steps=48, step_times=[0.001] * 42, trail={key: 8} if trail is None else trail,
+                         kept_trails={24: {key: 8}} if kept_trails is None else kept_trails)
+    syncs = SyncSummary(counts={key: [16, 0, {"learner": 16}]} if counts is None else counts)
+    return Snapshot(warmup_steps=5, num_envs=8, clock=clock, syncs=syncs,
+                    segments=SegmentSummary(learner_steps=list(learner_steps)))
 
 
 def test_build_run_counts_syncs_over_whole_periods():
     run = build_run(_snapshot())
+    assert run.steps == 43 and run.total_steps == 48 and len(run.step_times_ms) == 42 and run.sps == 8000
     (f,) = run.findings
     assert f.per_step == pytest.approx(8 / 24) and f.count == round(8 / 24 * 43)
     assert run.segments["learner"].syncs_per_step == pytest.approx(8 / 24)

@@ -160,7 +160,7 @@ def test_the_verify_window_is_whole_periods_of_the_loop():
     """Once-per-iteration syncs (the update, the logger) are in the window at the record's rate only if
     the window is a whole number of periods (the H200 run: 20 steps against a 24-step rsl_rl period read
     the update's .item() as 0/step, the record 0.83)."""
-    from perfkit.profile.session import PERIOD_WAIT, verify_window
+    from perfkit.collectors.verify import PERIOD_WAIT, verify_window
 
     assert verify_window(20, 24, 1) == 24 and verify_window(20, 16, 1) == 32 and verify_window(20, 5, 1) == 20
     assert verify_window(20, None, 1) is None  # wait for the period ...
