@@ -186,6 +186,10 @@ class Session:
             self.comm.install(self.patcher)
             if self.step_fn:
                 _steps.install_step_fn(self.patcher, self.step_fn)
+            from perfkit.collectors.self_cost import calibrate
+
+            # before the discovery window opens: its profile function would be timed with every call
+            self.meter.per_call_us = calibrate(torch)
             self.discovery = _steps.Discovery(self.clock, self.patcher, find_steps=not self.step_fn,
                                               name_segments=self.config.segment_names,
                                               step_methods=tuple(self.config.step_methods))
@@ -198,9 +202,6 @@ class Session:
             self._setup_gpu()
             _segments.on_transition = self.segclock.transition
             self.clock.on_end = self.segclock.mark_end
-            from perfkit.collectors.self_cost import calibrate
-
-            self.meter.per_call_us = calibrate(torch)
         except BaseException:
             self._teardown()
             raise

@@ -1,5 +1,6 @@
 """The flat sync-event path (issue 23.2): a sync's site is found once per code object and instruction,
-and code objects are looked up by identity."""
+code objects are looked up by identity, and the calibration that prices the path in the record's
+``self`` block is not run under the discovery window's profiler."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import textwrap
 import pytest
 import torch
 
-from perfkit.collectors import hub, regions, sites
+from perfkit.collectors import hub, regions, self_cost, sites
 from perfkit.session import Session
 
 LIB_FILE = os.path.join(sysconfig.get_paths()["purelib"], "perfkit_test_lib", "util.py")
@@ -130,6 +131,22 @@ def test_a_library_site_counts_at_its_line_and_keeps_its_chain():
     assert _counted(s) == {(LIB_FILE, 3): 3 * steady}  # one site, every call counted
     chain = s.sink.chains[("sync", ".item()", LIB_FILE, 3)]
     assert chain == ((LIB_FILE, 3), (USER_FILE, 3))  # back to the user's line that first reached it
+
+
+def test_the_calibration_runs_outside_the_discovery_window(monkeypatch):
+    seen = []
+    real = self_cost.calibrate
+
+    def spy(torch_mod):
+        mon = getattr(sys, "monitoring", None)
+        seen.append((sys.getprofile(), mon.get_tool(mon.PROFILER_ID) if mon is not None else None))
+        return real(torch_mod)
+
+    monkeypatch.setattr(self_cost, "calibrate", spy)
+    with Session(warmup_steps=2, count_cpu_tensors=True) as s:
+        pass
+    assert seen == [(None, None)]  # no profile function times the calibrated calls
+    assert set(s.run.self.per_call_us) == {"hooked_call", "segment_transition", "sync_event"}
 
 
 @pytest.mark.parametrize("would", [True, False])
