@@ -27,6 +27,8 @@ import sysconfig
 from functools import lru_cache
 from types import CodeType, FrameType
 
+from perfkit.source import real_path
+
 RUNTIME_PACKAGES = ("torch", "warp", "numpy", "functorch", "torchgen", "triton", "tensordict")
 
 _PERFKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -119,7 +121,7 @@ def kind_of(filename: str) -> str:
     if not filename or filename.startswith("<"):
         k = "runtime"  # <frozen importlib._bootstrap>, <string>, <stdin>: nothing a user can edit
     else:
-        real = os.path.realpath(filename)
+        real = real_path(filename)
         if real.startswith(_PERFKIT_PROGRAM_DIRS):
             k = "library"
         elif real.startswith(_PERFKIT_DIR + os.sep) or real.startswith(_runtime_dirs):
@@ -200,7 +202,7 @@ def outside_perfkit(frame: FrameType | None) -> FrameType | None:
         fn = frame.f_code.co_filename
         mine = _perfkit_code.get(fn)
         if mine is None:
-            real = os.path.realpath(fn) if fn and not fn.startswith("<") else ""
+            real = real_path(fn) if fn and not fn.startswith("<") else ""
             mine = _perfkit_code[fn] = real.startswith(_PERFKIT_DIR + os.sep) and not real.startswith(
                 _PERFKIT_PROGRAM_DIRS)
         if not mine:
@@ -241,7 +243,7 @@ def site_of(frame: FrameType | None) -> tuple[str, int, str]:
     last = None
     while frame is not None:
         fn = frame.f_code.co_filename
-        if not os.path.realpath(fn).startswith(_PERFKIT_DIR + os.sep):
+        if not real_path(fn).startswith(_PERFKIT_DIR + os.sep):
             last = frame
         frame = frame.f_back
     if last is None:
@@ -308,7 +310,7 @@ def library_of(filename: str) -> str | None:
     for library files; None for the user's code and the runtime."""
     if kind_of(filename) != "library":
         return None
-    real = os.path.realpath(filename)
+    real = real_path(filename)
     top = site = None
     if real.startswith(_PERFKIT_DIR + os.sep):
         top = "perfkit"
