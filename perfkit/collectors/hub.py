@@ -170,19 +170,17 @@ def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, w
     try:
         site = emit("sync", op, caller, would=would)
         vr = verify_range
-        if would or site is None or not wait_listeners or not st.main:  # no wait to time: a would-sync waits for nothing
-            if vr is None:
-                return orig(*args, **kwargs)
-            with vr(op, site):
-                return orig(*args, **kwargs)
-        t0 = perf_counter()
+        # the host's wait in a real sync on the main thread is timed (a would-sync waits for nothing)
+        timed = not would and site is not None and wait_listeners and st.main
+        t0 = perf_counter() if timed else 0.0
         try:
             if vr is None:
                 return orig(*args, **kwargs)
             with vr(op, site):
                 return orig(*args, **kwargs)
         finally:
-            _notify_wait(site, t0, perf_counter())
+            if timed:
+                _notify_wait(site, t0, perf_counter())
     finally:
         st.depth -= 1
 
