@@ -8,6 +8,7 @@ import os
 import sys
 import sysconfig
 import textwrap
+from time import perf_counter
 
 import pytest
 import torch
@@ -137,16 +138,24 @@ def test_the_calibration_runs_outside_the_discovery_window(monkeypatch):
     seen = []
     real = self_cost.calibrate
 
+    spent = []
+
     def spy(torch_mod):
         mon = getattr(sys, "monitoring", None)
         seen.append((sys.getprofile(), mon.get_tool(mon.PROFILER_ID) if mon is not None else None))
-        return real(torch_mod)
+        t0 = perf_counter()
+        try:
+            return real(torch_mod)
+        finally:
+            spent.append(perf_counter() - t0)
 
     monkeypatch.setattr(self_cost, "calibrate", spy)
     with Session(warmup_steps=2, count_cpu_tensors=True) as s:
         pass
     assert seen == [(None, None)]  # no profile function times the calibrated calls
     assert set(s.run.self.per_call_us) == {"hooked_call", "segment_transition", "sync_event"}
+    # a one-off cost of the start: inside the session's start-up (one clock, nested intervals)
+    assert s.run.self.startup_s >= round(spent[0], 6) - 1e-6
 
 
 @pytest.mark.parametrize("would", [True, False])
