@@ -143,17 +143,19 @@ def _quietly(fn: Callable, *args: Any) -> None:
 
 # ---- labels: which expression made the sync -----------------------------------------------------------
 
-_labels: dict[tuple[CodeType, int], str] = {}
+# (id(code), instruction offset) -> (code, label): by the code's identity (its own hash reads its whole
+# contents, ~1 µs for a large function), the code kept so that its id is not reused
+_labels: dict[tuple[int, int], tuple[CodeType, str]] = {}
 
 
 def op_label(frame: FrameType) -> str:
     """A short label of what ``frame`` was executing when it synced (``.item()``, ``t[...]``,
     ``t[...] = v``, ``bool(t)``, ``torch.tensor()``), cached per code object and instruction."""
-    key = (frame.f_code, frame.f_lasti)
-    label = _labels.get(key)
-    if label is None:
-        label = _labels[key] = _label_of(frame.f_code, frame.f_lasti)
-    return label
+    code, lasti = frame.f_code, frame.f_lasti
+    hit = _labels.get((id(code), lasti))
+    if hit is None:
+        hit = _labels[(id(code), lasti)] = (code, _label_of(code, lasti))
+    return hit[1]
 
 
 def sync_label(frame: FrameType, known: Callable[[str], bool]) -> str:

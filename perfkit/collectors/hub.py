@@ -27,12 +27,12 @@ import sys
 import threading
 from functools import lru_cache
 from time import perf_counter
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any, Callable
 
 from perfkit.collectors.cuda_syncs import RUNTIME_OPS, RuntimeSyncs, sync_label
 from perfkit.collectors.patches import Patcher, SyncOp, wraps
-from perfkit.collectors.sites import counts_on_cpu, outside_perfkit, site_of
+from perfkit.collectors.sites import code_counts_on_cpu, outside_perfkit, site_of
 
 
 MAIN_IDENT = threading.main_thread().ident
@@ -45,7 +45,6 @@ class _ThreadState(threading.local):
         self.main = threading.current_thread() is threading.main_thread()
         self.stack: list[str] = MAIN_STACK if self.main else []  # segment stack, innermost last
         self.last_cpu: tuple | None = None  # (frame id, line, tensor id) of the last .cpu() on a CPU tensor
-        self.sync_site: tuple | None = None  # site of the real sync just emitted (its call gets timed)
         self.runtime_syncs = 0  # syncs the CUDA runtime reported on this thread (cuda_syncs), ever
 
 
@@ -98,43 +97,41 @@ class Sink:
         return sum(c[0] for k, c in self.counts.items() if k[0] == kind)
 
 
-transparent: set = set()  # code objects of perfkit wrappers that stand between user code and a hook
+class CodeSet:
+    """A set of code objects by identity, each kept alive: a code object's own hash reads its whole
+    contents (~1 µs for a large function), too slow for a lookup per hooked call or per frame walked."""
+
+    def __init__(self) -> None:
+        self.ids: dict[int, CodeType] = {}
+
+    def add(self, code: CodeType) -> None:
+        self.ids[id(code)] = code
+
+    def __contains__(self, code: object) -> bool:
+        return self.ids.get(id(code)) is code
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+transparent = CodeSet()  # code objects of perfkit wrappers that stand between user code and a hook
+_transparent_ids = transparent.ids
 
 
 def direct_caller(frame: FrameType | None) -> FrameType | None:
     """``frame``, or the first frame outside perfkit's own wrappers (segment/step wrappers)."""
-    while frame is not None and frame.f_code in transparent:
+    while frame is not None and id(frame.f_code) in _transparent_ids:
         frame = frame.f_back
     return frame
 
 
-def call_original(orig, op: str, args: tuple, kwargs: dict, site: tuple | None = None):
-    """Run the hooked original; inside a ``--verify`` range (named by ``op`` and its ``site``) when one
-    is recording; timed for the :data:`wait_listeners` when :func:`emit` just reported it as a real
-    sync on the main thread."""
-    vr = verify_range
-    if wait_listeners:
-        st = tls
-        wsite = st.sync_site
-        if wsite is not None:
-            st.sync_site = None
-            t0 = perf_counter()
-            try:
-                if vr is None:
-                    return orig(*args, **kwargs)
-                with vr(op, site):
-                    return orig(*args, **kwargs)
-            finally:
-                t1 = perf_counter()
-                for w in list(wait_listeners):
-                    try:
-                        w(wsite, t0, t1)
-                    except Exception:  # pragma: no cover - instrumentation must never break the program
-                        pass
-    if vr is None:
-        return orig(*args, **kwargs)
-    with vr(op, site):
-        return orig(*args, **kwargs)
+def _notify_wait(site: tuple, t0: float, t1: float) -> None:
+    """Tell the :data:`wait_listeners` that a real sync at ``site`` held the main thread from ``t0`` to ``t1``."""
+    for w in list(wait_listeners):
+        try:
+            w(site, t0, t1)
+        except Exception:  # pragma: no cover - instrumentation must never break the program
+            pass
 
 
 def counts(cuda: bool, caller: FrameType | None) -> bool:
@@ -142,16 +139,17 @@ def counts(cuda: bool, caller: FrameType | None) -> bool:
     always on a device tensor; on a host tensor (a CPU-only run, :data:`count_cpu`) as would-sync-on-GPU
     only where the program made the call (:func:`perfkit.collectors.sites.counts_on_cpu`: torch's own
     bookkeeping ``.item()`` is nobody's sync, its distribution checks are the caller's)."""
-    return cuda or (count_cpu and caller is not None and counts_on_cpu(caller.f_code.co_filename))
+    return cuda or (count_cpu and caller is not None and code_counts_on_cpu(caller.f_code))
 
 
-def _no_segment() -> str:
+def _no_segment(frame: FrameType | None = None) -> str:
     return "other"
 
 
 # The segment of time and events while no segment is open: "other", or the segment of the training
-# loop's own code running now (collectors/regions.py sets it while a session knows the loop).
-outside_segment: Callable[[], str] = _no_segment
+# loop's own code running now (collectors/regions.py sets it while a session knows the loop), found
+# from the given frame outwards (from the caller's without one).
+outside_segment: Callable[..., str] = _no_segment
 
 
 def current_segment() -> str:
@@ -167,12 +165,24 @@ def sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict, w
     (``confirm``; False for explicit waits, which it does not report)."""
     if confirm and not would and runtime is not None:
         return _confirmed_sync_call(orig, op, caller, args, kwargs)
-    tls.depth += 1
+    st = tls
+    st.depth += 1
     try:
         site = emit("sync", op, caller, would=would)
-        return call_original(orig, op, args, kwargs, site)
+        vr = verify_range
+        # the host's wait in a real sync on the main thread is timed (a would-sync waits for nothing)
+        timed = not would and site is not None and wait_listeners and st.main
+        t0 = perf_counter() if timed else 0.0
+        try:
+            if vr is None:
+                return orig(*args, **kwargs)
+            with vr(op, site):
+                return orig(*args, **kwargs)
+        finally:
+            if timed:
+                _notify_wait(site, t0, perf_counter())
     finally:
-        tls.depth -= 1
+        st.depth -= 1
 
 
 def _confirmed_sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwargs: dict) -> Any:
@@ -194,13 +204,8 @@ def _confirmed_sync_call(orig: Callable, op: str, caller: Any, args: tuple, kwar
         n = st.runtime_syncs - before
         if n > 0:
             site = emit("sync", op, caller, n=n)
-            st.sync_site = None
-            if st.main and site is not None:
-                for w in list(wait_listeners):
-                    try:
-                        w(site, t0, t1)
-                    except Exception:  # pragma: no cover - instrumentation must never break the program
-                        pass
+            if st.main and site is not None and wait_listeners:
+                _notify_wait(site, t0, t1)
 
 
 def _runtime_sync(frame: FrameType) -> None:
@@ -212,7 +217,6 @@ def _runtime_sync(frame: FrameType) -> None:
     if frame is None or not sinks or is_compiling():
         return
     site = emit("sync", sync_label(frame, _known_label), frame)
-    tls.sync_site = None
     note = verify_note
     if note is not None and site is not None:
         note(site)
@@ -267,11 +271,10 @@ def emit(kind: str, op: str, frame: FrameType | None, nbytes: int | None = None,
     site = None
     try:
         site = site_of(frame)
-        seg = current_segment()
-        main = tls.main
-        thread = None if main else threading.current_thread().name
-        if kind == "sync" and wait_listeners:
-            tls.sync_site = site if (main and not would) else None
+        st = tls
+        stack = st.stack
+        seg = stack[-1] if stack else outside_segment(frame if frame is not None else sys._getframe(1))
+        thread = None if st.main else threading.current_thread().name
         for s in list(sinks):
             s.add(kind, op, site, seg, thread, nbytes, would, n, frame)
     except Exception:  # pragma: no cover - instrumentation must never break the program it watches

@@ -25,6 +25,10 @@ class Patcher:
     def __init__(self) -> None:
         self._undo: list[tuple[Any, str, Any]] = []
         self._callbacks: list[Callable[[], None]] = []  # extra undo steps (registrations elsewhere)
+        # id(new) -> (new, old) of every set_everywhere: a module imported while the patch was in place
+        # took the new object from its owner (``from mujoco import mj_step``); undo puts the old one back there
+        self._spread: dict[int, tuple[Any, Any]] = {}
+        self._first_pass: set[int] | None = None  # ids of the modules loaded at the first pass over them
 
     def set(self, owner: Any, name: str, new: Any) -> Any:
         old_own = vars(owner).get(name, _MISSING)
@@ -52,6 +56,7 @@ class Patcher:
         other holders are replaced at the block's end, in one pass for all the calls."""
         old = getattr(owner, name)
         self.set(owner, name, new)
+        self._spread[id(new)] = (new, old)
         if self._batch is not None:
             self._batch[id(old)] = (old, new, owner)
         else:
@@ -77,7 +82,10 @@ class Patcher:
                 self._replace_holders(pending)
 
     def _replace_holders(self, wanted: dict[int, tuple[Any, Any, Any]]) -> None:
-        for mod in list(sys.modules.values()):
+        mods = list(sys.modules.values())
+        if self._first_pass is None:
+            self._first_pass = {id(m) for m in mods}
+        for mod in mods:
             d = getattr(mod, "__dict__", None)
             if not isinstance(d, dict):
                 continue
@@ -105,6 +113,32 @@ class Patcher:
                     setattr(owner, name, old_own)
             except (AttributeError, TypeError):  # pragma: no cover - owner gone or frozen
                 pass
+        spread, self._spread = self._spread, {}
+        first, self._first_pass = self._first_pass, None
+        if spread:
+            for key, (new, old) in list(spread.items()):
+                for _ in range(len(spread)):  # a replacement replaced again: back to the first original
+                    w = spread.get(id(old))
+                    if w is None or w[0] is not old:
+                        break
+                    old = w[1]
+                spread[key] = (new, old)
+            self._put_back(spread, first or set())
+
+    @staticmethod
+    def _put_back(spread: dict[int, tuple[Any, Any]], seen: set[int]) -> None:
+        """A global still holding a replacement gets the original back, in the modules loaded since the
+        first pass (``seen``: those were there at every pass, which replaced their holders on the record)."""
+        for mod in list(sys.modules.values()):
+            if id(mod) in seen:
+                continue
+            d = getattr(mod, "__dict__", None)
+            if not isinstance(d, dict):
+                continue
+            for k, v in list(d.items()):
+                w = spread.get(id(v))
+                if w is not None and v is w[0]:
+                    d[k] = w[1]
 
     def __len__(self) -> int:
         return len(self._undo)

@@ -36,7 +36,9 @@ from typing import Iterator
 from perfkit.collectors import hub
 from perfkit.collectors.segments import segment_for_name
 
-_tables: dict[CodeType, tuple[dict[int, str], str]] = {}  # loop code -> ({instruction offset: segment}, default)
+# id(loop code) -> (the code, {instruction offset: segment}, default). Keyed by identity: a code object's
+# hash reads its whole contents (~1 µs for a large function) and the walk below looks up every frame.
+_tables: dict[int, tuple[CodeType, dict[int, str], str]] = {}
 MAX_DEPTH = 48  # frames walked up from an event to the loop's frame
 
 _LOGGER_RECEIVER = re.compile(r"(^|_)(writer|logger|logging|log|wandb|summary|tb|tensorboard|mlflow|pbar|tqdm|progress)(_|$)|(Writer|Logger)$",
@@ -55,20 +57,21 @@ def outside(frame: FrameType | None = None) -> str:
     if not _tables:
         return "other"
     f = sys._getframe(1) if frame is None else frame
-    tables = _tables
-    for _ in range(MAX_DEPTH):
-        if f is None:
-            break
-        t = tables.get(f.f_code)
-        if t is not None:
-            return t[0].get(f.f_lasti, t[1])
+    get = _tables.get
+    n = MAX_DEPTH
+    while f is not None and n:
+        code = f.f_code
+        t = get(id(code))
+        if t is not None and t[0] is code:
+            return t[1].get(f.f_lasti, t[2])
         f = f.f_back
+        n -= 1
     return "other"
 
 
 def install(code: CodeType, table: dict[int, str], default: str) -> None:
     """Know ``code`` as a training loop: its instructions' segments and the label of the rest."""
-    _tables[code] = (table, default)
+    _tables[id(code)] = (code, table, default)
     hub.outside_segment = outside
 
 

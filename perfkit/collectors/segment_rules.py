@@ -110,34 +110,38 @@ class SegmentRules:
 
     # ---- known targets ------------------------------------------------------------------------
     def install(self) -> None:
-        for key, seg in self.config_targets.items():
-            mod, _, dotted = key.partition(":")
-            try:
-                owner, name, _ = resolve(mod, dotted)
-            except LookupError as e:
-                self.errors.append(f"[tool.perfkit] segments: {e}")
-                continue
-            wrap_attr(self.patcher, owner, name, seg, everywhere=not isinstance(owner, type))
-            self._done.add((mod, dotted))
-        self.poll()
+        with self.patcher.batch():  # the aliases of every target replaced in one pass over the modules
+            for key, seg in self.config_targets.items():
+                mod, _, dotted = key.partition(":")
+                try:
+                    owner, name, _ = resolve(mod, dotted)
+                except LookupError as e:
+                    self.errors.append(f"[tool.perfkit] segments: {e}")
+                    continue
+                wrap_attr(self.patcher, owner, name, seg, everywhere=not isinstance(owner, type))
+                self._done.add((mod, dotted))
+            self.poll()
         self._install_optimizer_hooks()
 
     def poll(self) -> None:
-        """Wrap known targets of modules imported since the last call (cheap when none are new)."""
+        """Wrap known targets of modules imported since the last call (cheap when none are new); their
+        aliases in the loaded modules are replaced in one pass (``mujoco.mj_step`` and
+        ``mujoco.rollout.rollout`` scanned ~2,400 modules each on a real stack)."""
         if not self._modules_pending:
             return
         ready = {m for m in self._modules_pending if m in sys.modules}
         if not ready:
             return
-        for mod, dotted, seg in KNOWN_TARGETS:
-            if mod not in ready or (mod, dotted) in self._done:
-                continue
-            self._done.add((mod, dotted))
-            try:
-                owner, name, _ = resolve(mod, dotted)
-            except LookupError:
-                continue
-            wrap_attr(self.patcher, owner, name, seg, everywhere=(mod, dotted) in _EVERYWHERE)
+        with self.patcher.batch():
+            for mod, dotted, seg in KNOWN_TARGETS:
+                if mod not in ready or (mod, dotted) in self._done:
+                    continue
+                self._done.add((mod, dotted))
+                try:
+                    owner, name, _ = resolve(mod, dotted)
+                except LookupError:
+                    continue
+                wrap_attr(self.patcher, owner, name, seg, everywhere=(mod, dotted) in _EVERYWHERE)
         self._modules_pending -= ready
         if "torch" in ready:
             self._install_optimizer_hooks()

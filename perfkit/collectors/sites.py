@@ -25,7 +25,9 @@ import site
 import sys
 import sysconfig
 from functools import lru_cache
-from types import FrameType
+from types import CodeType, FrameType
+
+from perfkit.source import real_path
 
 RUNTIME_PACKAGES = ("torch", "warp", "numpy", "functorch", "torchgen", "triton", "tensordict")
 
@@ -85,6 +87,14 @@ _STDLIB_ROOTS = _stdlib_roots()
 _runtime_dirs: tuple[str, ...] = ()
 _cache: dict[str, str] = {}
 _on_behalf: dict[str, bool] = {}  # filename -> runtime code that syncs for its caller (on_behalf)
+# id(code) -> (code, findings can sit in it (:func:`reportable`), a call on a host tensor from it counts
+# (:func:`counts_on_cpu`)), one table per ``user_code_only``; by identity (a code object's hash reads its
+# whole contents, ~1 µs for a large function), each code kept alive so that its id is not reused
+_CodeInfo = tuple[CodeType, bool, bool]
+_reportable_codes: tuple[dict[int, _CodeInfo], dict[int, _CodeInfo]] = ({}, {})
+# (id(code), instruction offset) -> the site ``(file, line, function)`` of a reportable frame there
+# (``f_lineno`` reads the code's line table from its start on every access; ``f_lasti`` is a field)
+_line_sites: dict[tuple[int, int], tuple[str, int, str]] = {}
 user_code_only = False  # report findings at the first user frame (``[tool.perfkit] user_code_only``)
 
 
@@ -95,6 +105,9 @@ def set_runtime(packages: tuple[str, ...] = ()) -> None:
     _runtime_dirs = tuple(dirs)
     _cache.clear()
     _on_behalf.clear()
+    for codes in _reportable_codes:
+        codes.clear()
+    _line_sites.clear()  # keyed by ids of codes the tables above no longer keep alive
 
 
 set_runtime()
@@ -108,7 +121,7 @@ def kind_of(filename: str) -> str:
     if not filename or filename.startswith("<"):
         k = "runtime"  # <frozen importlib._bootstrap>, <string>, <stdin>: nothing a user can edit
     else:
-        real = os.path.realpath(filename)
+        real = real_path(filename)
         if real.startswith(_PERFKIT_PROGRAM_DIRS):
             k = "library"
         elif real.startswith(_PERFKIT_DIR + os.sep) or real.startswith(_runtime_dirs):
@@ -164,6 +177,19 @@ def counts_on_cpu(filename: str) -> bool:
     return reportable(filename) or on_behalf(filename)
 
 
+def _code_info(code: CodeType) -> _CodeInfo:
+    """What :func:`reportable` and :func:`counts_on_cpu` say of ``code``'s file, remembered for the code."""
+    fn = code.co_filename
+    info = _reportable_codes[user_code_only][id(code)] = (code, reportable(fn), counts_on_cpu(fn))
+    return info
+
+
+def code_counts_on_cpu(code: CodeType) -> bool:
+    """:func:`counts_on_cpu` of ``code``'s file, looked up by the code's identity."""
+    hit = _reportable_codes[user_code_only].get(id(code))
+    return (hit if hit is not None else _code_info(code))[2]
+
+
 _perfkit_code: dict[str, bool] = {}
 
 
@@ -176,7 +202,7 @@ def outside_perfkit(frame: FrameType | None) -> FrameType | None:
         fn = frame.f_code.co_filename
         mine = _perfkit_code.get(fn)
         if mine is None:
-            real = os.path.realpath(fn) if fn and not fn.startswith("<") else ""
+            real = real_path(fn) if fn and not fn.startswith("<") else ""
             mine = _perfkit_code[fn] = real.startswith(_PERFKIT_DIR + os.sep) and not real.startswith(
                 _PERFKIT_PROGRAM_DIRS)
         if not mine:
@@ -188,25 +214,36 @@ def outside_perfkit(frame: FrameType | None) -> FrameType | None:
 def user_frame(frame: FrameType | None) -> FrameType | None:
     """The first frame, walking outwards from ``frame``, that findings are reported at (outside the
     runtime; the user's own code with ``user_code_only``); None when there is none."""
+    codes = _reportable_codes[user_code_only]
     while frame is not None:
-        if reportable(frame.f_code.co_filename):
+        code = frame.f_code
+        hit = codes.get(id(code))
+        if hit is None:
+            hit = _code_info(code)
+        if hit[1]:
             return frame
         frame = frame.f_back
     return None
 
 
 def site_of(frame: FrameType | None) -> tuple[str, int, str]:
-    """``(filename, line, function)`` of the innermost reportable frame from ``frame`` outwards.
+    """``(filename, line, function)`` of the innermost reportable frame from ``frame`` outwards: one
+    tuple per code object and instruction, made once (every sync there gets the same site).
 
     Where no frame is (a sync inside the runtime called from the runtime), the outermost non-perfkit
     frame stands in, so nothing is ever silently dropped."""
     f = user_frame(frame)
     if f is not None:
-        return f.f_code.co_filename, f.f_lineno, f.f_code.co_name
+        key = (id(f.f_code), f.f_lasti)  # the code is kept alive by _reportable_codes: its id is not reused
+        s = _line_sites.get(key)
+        if s is None:
+            code = f.f_code
+            s = _line_sites[key] = (code.co_filename, f.f_lineno, code.co_name)
+        return s
     last = None
     while frame is not None:
         fn = frame.f_code.co_filename
-        if not os.path.realpath(fn).startswith(_PERFKIT_DIR + os.sep):
+        if not real_path(fn).startswith(_PERFKIT_DIR + os.sep):
             last = frame
         frame = frame.f_back
     if last is None:
@@ -273,7 +310,7 @@ def library_of(filename: str) -> str | None:
     for library files; None for the user's code and the runtime."""
     if kind_of(filename) != "library":
         return None
-    real = os.path.realpath(filename)
+    real = real_path(filename)
     top = site = None
     if real.startswith(_PERFKIT_DIR + os.sep):
         top = "perfkit"

@@ -233,7 +233,13 @@ class PhaseSink(Sink):
         return SyncSummary(counts=self.counts, per_sample=self.per_sample, chains=self.chains)
 
     def add(self, kind, op, site, segment, thread, nbytes, would, n=1, frame=None) -> None:
-        if kind in ("alloc", "stream"):
+        """One event, in one call (a sync's path: its phase from the clock's index, its key, the chain
+        of a key not seen before, its count by segment and the step's trail)."""
+        clock = self.clock
+        i = clock.index
+        if kind == "sync":
+            phase = "steady" if i > clock.warmup_steps else "warmup" if i else "setup"
+        elif kind in ("alloc", "stream"):
             if not self.sampling():
                 return
             phase = "sampled"
@@ -241,17 +247,25 @@ class PhaseSink(Sink):
             per = self.per_sample.get(where)
             if per is None:
                 per = self.per_sample[where] = {}
-            idx = self.clock.index
-            per[idx] = per.get(idx, 0) + n
+            per[i] = per.get(i, 0) + n
         else:
-            phase = self.clock.phase
+            phase = clock.phase
         key = (kind, op, site[0], site[1], site[2], thread, would, phase)
-        if key not in self.counts and (phase in ("steady", "sampled") or (kind, op, site[0], site[1]) not in self.chains):
-            self.chains[(kind, op, site[0], site[1])] = chain_of(frame)  # a steady-state path wins over set-up's
-        self.count(key, segment, nbytes, n)
+        counts = self.counts
+        c = counts.get(key)
+        if c is None:
+            where = (kind, op, site[0], site[1])
+            if phase in ("steady", "sampled") or where not in self.chains:
+                self.chains[where] = chain_of(frame)  # a steady-state path wins over set-up's
+            c = counts[key] = [0, 0, {}]
+        c[0] += n
+        if nbytes:
+            c[1] += nbytes
+        segs = c[2]
+        segs[segment] = segs.get(segment, 0) + n
         if kind == "sync":
-            if phase != "setup":
-                trail = self.clock.trail
+            if i:  # not set-up
+                trail = clock.trail
                 trail[key] = trail.get(key, 0) + n
             if self.on_sync is not None:
                 self.on_sync()

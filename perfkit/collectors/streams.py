@@ -52,10 +52,11 @@ class StreamMonitor:
 
             return hook
 
-        for name in ("to_torch", "from_torch"):
-            orig = getattr(wp, name, None)
-            if orig is not None:
-                patcher.set_everywhere(wp, name, interop(orig, name))
+        with patcher.batch():  # both functions' aliases in one pass over the loaded modules
+            for name in ("to_torch", "from_torch"):
+                orig = getattr(wp, name, None)
+                if orig is not None:
+                    patcher.set_everywhere(wp, name, interop(orig, name))
         self.installed = True
         return True
 

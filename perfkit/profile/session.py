@@ -36,7 +36,8 @@ from perfkit.collectors.patches import Patcher
 from perfkit.collectors.sampling import SampleSchedule, Sampler
 from perfkit.collectors.scheduler import StepScheduler
 from perfkit.collectors.segment_rules import SegmentRules
-from perfkit.collectors.self_cost import SelfMeter, calibrate
+from perfkit.collectors import self_cost
+from perfkit.collectors.self_cost import SelfMeter
 from perfkit.collectors.streams import StreamMonitor
 from perfkit.collectors.sync_wait import SyncWaits
 from perfkit.collectors.timing import SegmentClock
@@ -156,6 +157,8 @@ class Session:
             self.comm.install(self.patcher)
             if self.config.step_fn:
                 _steps.install_step_fn(self.patcher, self.config.step_fn)
+            # before the discovery window opens: its profile function would be timed with every call
+            self.meter.per_call_us = self_cost.calibrate(self._torch)
             if not self.discovery.start():
                 self.notes.append("another profiler was active: steps and name-ruled segments were not auto-detected")
             if self._torch is not None:
@@ -164,7 +167,6 @@ class Session:
             self.notes.extend(self.gpu.setup(torch, self.t_start))
             _segments.on_transition = self.segclock.transition
             self.clock.on_end = self.segclock.mark_end
-            self.meter.per_call_us = calibrate(self._torch)
         except BaseException:
             self._teardown()
             raise
