@@ -127,9 +127,9 @@ def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) 
         click.echo(f"Error: {describe_error(output, e)}{where}", err=True)
         return 2
     if not quiet and rank == 0:
-        from perfkit.renderers.console import render
+        from perfkit.renderers.console import ConsoleRenderer
 
-        render(rec)
+        sys.stderr.write(ConsoleRenderer(terminal=sys.stderr).render(rec))
         if world == 1:
             click.echo(f"run record: {output}", err=True)
     if not quiet and world > 1:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from perfkit.record import EXTRA_LAST_STEP_END, EXTRA_STEP_STARTS, EXTRA_TIMELINE, Run
+from perfkit.renderers.base import Renderer
 
 PID = 1
 TID_STEPS = 1
@@ -183,10 +184,28 @@ def steps_covered(trace: dict[str, Any]) -> list[int]:
     return sorted({e["args"]["step"] for e in trace["traceEvents"] if e["ph"] == "X"})
 
 
+class PerfettoRenderer(Renderer):
+    """The run's trace (``steps``: only those steps, :func:`parse_steps`) as Trace Event Format JSON."""
+
+    extension = ".json"
+    reads = "run"
+
+    def __init__(self, steps: StepRange | None = None):
+        self.steps = steps
+
+    def render(self, run: Run) -> str:
+        return self.encode(to_trace(run, self.steps))
+
+    @staticmethod
+    def encode(trace: dict[str, Any]) -> str:
+        return json.dumps(trace, separators=(",", ":")) + "\n"
+
+
 def write_trace(run: Run, path: str | os.PathLike, steps: StepRange | None = None) -> tuple[Path, int, list[int]]:
-    """Write the trace; returns the path, the number of span events and the steps covered."""
+    """Write the trace (:class:`PerfettoRenderer`); returns the path, the number of span events and the
+    steps covered, for the command's one line."""
     from perfkit.outputs import write_text
 
     trace = to_trace(run, steps)
-    write_text(path, json.dumps(trace, separators=(",", ":")) + "\n")
+    path = write_text(path, PerfettoRenderer.encode(trace))
     return Path(path), sum(1 for e in trace["traceEvents"] if e["ph"] == "X"), steps_covered(trace)
