@@ -104,6 +104,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
@@ -396,7 +397,7 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
             if repr_ms:
                 extra += repr_ms
                 how += " + tensor repr"
-        direction = price_kind(op)
+        direction = price_kind(f.op or "")  # the table's label as written (not lower-cased: "Event.synchronize()")
         if direction in ("d2h", "h2d"):
             c = _copy_ms(prices, direction, _bytes_per_call(f))
             if c:
@@ -526,8 +527,9 @@ class _SourceNamer:
 
 
 def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[str, Any] | None = None) -> Run:
-    """Set every finding's ``est_ms_per_step`` (bounded: module doc) and store ``run.extra["pricing"]``,
-    ``run.extra["what_if"]`` and ``run.extra["what_if_table"]``. Returns ``run`` (annotated in place).
+    """``run`` priced: a copy of it whose findings carry their ``est_ms_per_step`` (bounded: module doc)
+    and whose ``extra`` holds ``"pricing"``, ``"what_if"`` and ``"what_if_table"``. ``run`` itself is
+    left as it was (its findings and ``extra`` are not touched; the copy shares the rest).
 
     ``profile=None`` prices with this machine's cached profile if there is one, else the reference;
     costs a machine profile lacks (a CPU-only machine has no sync round trip) come from the reference,
@@ -535,6 +537,7 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
     of every price. ``validation=None`` reads the committed validation
     (:func:`perfkit.costs_profile.read_validation`); pass ``{}`` for none.
     """
+    run = dataclasses.replace(run, findings=[dataclasses.replace(f) for f in run.findings], extra=dict(run.extra))
     profile, reference = _profile_for(profile)
     if validation is None:
         validation = read_validation()

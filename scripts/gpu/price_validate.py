@@ -223,7 +223,7 @@ def predictions(run: Run, script: Path, fixes: list[str], profile: dict | None) 
         r = variant_of(run, variant)
         if r is None:
             continue
-        price_run(r, profile)
+        r = price_run(r, profile)
         model_of = r.extra[EXTRA_PRICING]["model_of"]
         for fx, found in attribute(r, script).items():
             if fx not in fixes:

@@ -103,6 +103,23 @@ def test_every_copy_op_is_priced_as_its_copy(op, direction):
     assert f"+ {direction.upper()} copy" in run.extra["pricing"]["how"][f"train.py:1 {op}"]
 
 
+def _table_ops():
+    from perfkit.collectors import hub
+
+    return sorted(hub.sync_ops().items())
+
+
+# every op of every patch table (and the runtime's names), not a list that can miss a new one
+@pytest.mark.parametrize("op,sync_op", _table_ops(), ids=[label for label, _ in _table_ops()])
+def test_every_op_of_the_tables_is_priced_by_its_table_row(op, sync_op):
+    run = price_run(run_of(sync(op, bytes=100 * 1_000_000)), GPU_PROFILE)  # 1 MB per call
+    how = run.extra["pricing"]["how"][f"train.py:1 {op}"]
+    copy = {"d2h": 0.015 + 1e6 / 10e9 * 1e3, "h2d": 0.020 + 1e6 / 5e9 * 1e3}.get(sync_op.price, 0.0)
+    extra = 0.200 if "print" in op else 0.0  # the tensor's repr (test_op_specific_extras)
+    assert run.findings[0].est_ms_per_step == pytest.approx(0.030 + copy + extra)
+    assert ("copy" in how) == (sync_op.price != "round trip"), how
+
+
 def test_a_sync_that_copies_nothing_pays_only_its_round_trip():
     run = price_run(run_of(sync(".nonzero()"), sync("torch.cuda.synchronize()", line=2)), GPU_PROFILE)
     assert [f.est_ms_per_step for f in run.findings] == pytest.approx([0.030, 0.030])
@@ -163,6 +180,7 @@ def test_a_sync_in_a_loop_body_holds_the_launch_of_its_op(tmp_path):
     loop = Finding("loop", "for-loop over envs", path, 2, per_step=16.0)
     write = Finding("sync", "t[i] = scalar", path, 3, per_step=16.0)
     run = price_run(run_of(loop, write, extra={"loop_ops": {f"{path}:2": 3.0}}), GPU_PROFILE)
+    loop, write = run.findings  # priced copies
     per_call = 0.018 / 5  # the probed iteration over the probe body's five calls
     assert loop.est_ms_per_step == pytest.approx(16 * 3 * per_call - 16 * per_call)
     assert write.est_ms_per_step == pytest.approx(16 * (0.030 + 0.020 + 4 / 5e9 * 1e3))  # round trip + the H2D copy
@@ -238,6 +256,7 @@ def test_cpu_machine_profile_borrows_sync_costs_from_the_labelled_reference():
     f = sync(per_step=1.0, would_sync_on_gpu=True)
     a = Finding("alloc", "torch.zeros", "train.py", 3, per_step=2.0)
     run = price_run(run_of(f, a), cpu_profile)
+    f, a = run.findings  # priced copies
     ref = reference_profile()
     assert f.est_ms_per_step == pytest.approx(ref["costs"]["sync_idle_ms"])
     costs = run.extra["pricing"]["costs"]
@@ -308,6 +327,7 @@ def test_measured_sync_wait_prices_one_removal_by_the_host_gap_after_it():
                            "train.py:2": {"wait_ms_per_step": 1.0, "gap_ms_per_step_after": 4.0, "calls_per_step": 2.0}}}
     a, b, c = sync(line=1), sync(line=2, per_step=2.0), sync(line=3)
     run = price_run(run_of(a, b, c, gpu=4.0, extra=extra), GPU_PROFILE)
+    a, b, c = run.findings  # priced copies
     rt = 0.4 * 0.010 + 0.6 * 0.030
     assert a.est_ms_per_step == pytest.approx(rt + 0.3)
     assert b.est_ms_per_step == pytest.approx(2 * 0.5)
@@ -328,3 +348,14 @@ def test_fixing_all_measured_syncs_saves_their_waits_bounded_by_the_gpu_floor():
     allp = run.extra["what_if"]["all_syncs"]
     assert allp["saved_ms"] == pytest.approx(7.0)
     assert allp["step_ms_after"] == pytest.approx(6.0)  # 10 - 7 = 3 ms, but the GPU's 6 ms stays
+
+
+def test_pricing_returns_a_priced_copy_and_leaves_the_run_as_it_was():
+    before = run_of(sync(per_step=2.0), extra={"notes": ["kept"]})
+    kept = before.to_dict()
+    priced = price_run(before, GPU_PROFILE)
+    assert priced is not before
+    assert before.to_dict() == kept  # no price, no pricing block: the input is not annotated
+    assert before.findings[0].est_ms_per_step is None and "pricing" not in before.extra
+    assert priced.findings[0].est_ms_per_step == pytest.approx(2 * 0.030)
+    assert priced.extra["notes"] == ["kept"] and "what_if" in priced.extra

@@ -178,7 +178,7 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
     monkeypatch.setattr(cp, "VALIDATION_PATH", tmp_path / "price-validation.json")
     run = Run(steps=10, num_envs=16, wall_s=0.01, step_ms={"mean": 1.0}, segments={"other": SegmentStats(cpu_ms_per_step=1.0)},
               findings=[Finding("sync", ".item()", "t.py", 1, segment="other", per_step=1.0, would_sync_on_gpu=True)])
-    price_run(run)
+    run = price_run(run)
     err = doc["models"]["round_trip"]["error"]
     assert run.extra["pricing"]["source_of"]["t.py:1 .item()"]["validation"] == f"unvalidated (error {err * 100:+.0f}%)"
 
@@ -261,7 +261,7 @@ def test_a_gpu_record_is_priced_three_ways_for_its_syncs(pv, tmp_path):
                                    "perfkit/rl/ppo.py:201": {"wait_ms_per_step": 0.1, "gap_ms_per_step_after": 2.0,
                                                              "calls_per_step": 1.0}}},
               machine={"device": "NVIDIA H200", "driver": "580.159.04", "torch": "2.11.0"})
-    price_run(run, reference_profile(), validation={})
+    run = price_run(run, reference_profile(), validation={})
     pr = pv.predictions(run, script, ["item_log", "fresh_tensors"], reference_profile())
     item, fresh = pr["item_log"], pr["fresh_tensors"]
     assert {v: p["model"] for v, p in item.items()} == {"as_priced": "sync_wait", "backlog_split": "backlog_split",

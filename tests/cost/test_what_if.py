@@ -4,7 +4,6 @@ source (and its model's validation) shown in the record, the console, Markdown a
 
 from __future__ import annotations
 
-import io
 import json
 import math
 
@@ -73,7 +72,7 @@ def test_the_49x_case_stays_above_the_untouched_time_and_says_where_its_prices_c
     old_after = max(0.278 - sum(unbounded[:5]), MIN_STEP_FRACTION * 0.278)
     assert old_after == pytest.approx(0.00556) and 53808 * 0.278 / old_after == pytest.approx(2_690_400, rel=1e-3)
 
-    price_run(run, ref, validation={})
+    run = price_run(run, ref, validation={})
     wi = run.extra[EXTRA_WHAT_IF]
     assert wi["statistic"] == "mean" and wi["step_ms"] == pytest.approx(0.29735)  # the mean, not the p50
     assert wi["sps"] == pytest.approx(53808, rel=1e-4)
@@ -167,7 +166,7 @@ def runs(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs(), st.data())
 def test_a_prediction_never_goes_below_the_untouched_time_and_uses_one_statistic(run, data):
-    price_run(run, data.draw(st.sampled_from((GPU_PROFILE, None))), validation={})
+    run = price_run(run, data.draw(st.sampled_from((GPU_PROFILE, None))), validation={})
     mean, n = run.step_ms["mean"], run.num_envs or 1
     buckets = run.extra["pricing"]["segments_ms"]
     for f in run.findings:  # no price exceeds the measured time of the segment it sits in, nor the step
@@ -202,7 +201,7 @@ def test_the_mean_is_the_statistic_even_when_the_p50_is_far_below_it():
     run = Run(steps=320, num_envs=1000, wall_s=1.28, step_ms={"p50": 1.0, "p99": 90.0, "mean": 4.0}, sps=250_000.0,
               segments={"other": SegmentStats(cpu_ms_per_step=3.0), "learner": SegmentStats(cpu_ms_per_step=1.0)},
               findings=[Finding("alloc", "torch.zeros", "t.py", 1, segment="other", per_step=100.0)])
-    price_run(run, GPU_PROFILE, validation={})
+    run = price_run(run, GPU_PROFILE, validation={})
     wi = run.extra[EXTRA_WHAT_IF]
     assert wi["step_ms"] == 4.0 and wi["sps"] == pytest.approx(250_000.0)
     assert wi["step_ms_after"] == pytest.approx(4.0 - 100 * 0.004)
@@ -225,12 +224,10 @@ def test_source_and_validation_labels_reach_console_markdown_and_html(tmp_path):
     run = price_run(issue_run(), reference_profile(), validation=VALIDATION)
     path = run.save(tmp_path / "run.json")
     run = Run.load(path)  # the outputs read the record as saved
-    buf = io.StringIO()
-    console.render(run, file=buf, width=200)
-    con = buf.getvalue()
+    con = console.ConsoleRenderer(width=200).render(run)
     rep = build_report([run])
     rep.figures = []  # the plots are another test's business
-    md, page = markdown.render(rep), html.render(rep)
+    md, page = markdown.MarkdownRenderer().render(rep), html.HtmlRenderer().render(rep)
     expected = ["reference H200 profile, not measured here", "unvalidated (error +85%)",
                 "validated on NVIDIA H200 (worst error -12%)", "unvalidated (effect below noise)",
                 "floored at 0.035 ms/step"]
@@ -255,19 +252,19 @@ def test_a_probe_profile_of_this_machine_and_a_measured_sync_wait_are_named_so()
                         "physics": SegmentStats(cpu_ms_per_step=0.1, gpu_ms_per_step=5.0)},
               findings=[Finding("sync", ".item()", "train.py", 1, segment="logging", per_step=1.0),
                         Finding("alloc", "torch.zeros", "train.py", 2, segment="logging", per_step=2.0)], extra=extra)
-    price_run(run, GPU_PROFILE, validation={})
+    run = price_run(run, GPU_PROFILE, validation={})
     src = run.extra["pricing"]["source_of"]
     assert src["train.py:1 .item()"]["label"] == "measured here (sync wait)"
     assert src["train.py:1 .item()"]["model"] == "sync_wait"
     assert src["train.py:2 torch.zeros"]["label"] == "this machine's probe profile"
     # the same profile on another machine's run is not this machine's
     run.machine = {"device": "NVIDIA A100", "driver": "550", "torch": "2.11.0"}
-    price_run(run, GPU_PROFILE, validation={})
+    run = price_run(run, GPU_PROFILE, validation={})
     assert run.extra["pricing"]["source_of"]["train.py:2 torch.zeros"]["label"] == (
         "probe profile of another machine (NVIDIA_H200|580.1|2.11.0), not measured here")
     # the reference on an H200 run is the same GPU model, not probed here
     run.machine = dict(H200_MACHINE, driver="999")
-    price_run(run, None, validation={})
+    run = price_run(run, None, validation={})
     assert run.extra["pricing"]["source_of"]["train.py:2 torch.zeros"]["label"] == (
         "reference H200 profile (same GPU model, not probed on this machine)")
 
@@ -316,7 +313,7 @@ def test_a_negative_segment_time_bounds_nothing_and_is_said():
             "logging": SegmentStats(cpu_ms_per_step=0.6), "other": SegmentStats(cpu_ms_per_step=-1.0)}
     run = Run(steps=8, num_envs=8, wall_s=0.04, step_ms={"mean": 5.7}, segments=segs,
               findings=[Finding("alloc", "torch.zeros", "t.py", 1, segment="other", per_step=100.0)])
-    price_run(run, GPU_PROFILE, validation={})
+    run = price_run(run, GPU_PROFILE, validation={})
     assert run.findings[0].est_ms_per_step == pytest.approx(0.4)  # unbounded: 100 x 4 us
     assert run.extra["pricing"]["segments_consistent"] is False
     assert run.extra["pricing"]["segments_ms"] == {REST: 5.7}

@@ -5,7 +5,6 @@ own findings rank first; the console gives each top finding its fix and keeps th
 
 from __future__ import annotations
 
-import io
 
 import pytest
 
@@ -94,9 +93,7 @@ def test_the_scripts_own_findings_rank_before_a_librarys():
 
 def test_the_console_gives_each_top_finding_its_fix_and_one_line_of_notes():
     run = price_run(cpu_run(), reference_profile(), validation={})
-    buf = io.StringIO()
-    console.render(run, file=buf, width=250)
-    con = buf.getvalue()
+    con = console.ConsoleRenderer(width=250).render(run)
     for f in run.findings:
         assert f"fix: fix {f.op}" in con
     assert "on an H200 this costs ~" in con
