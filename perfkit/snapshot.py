@@ -4,7 +4,7 @@
 The session (:mod:`perfkit.session`) fills a snapshot when it ends — counts from its sink, step times
 from its clock, segment and GPU times, what was sampled — and nothing in here touches a hook.
 
-Counting definitions the record follows (``perfkit.run/2``):
+Counting definitions the record follows (``perfkit.run/3``, as /2):
 
 * ``steps`` are the steady-state steps (after ``warmup_steps``; ``total_steps`` counts them all);
   step times cover the timed ones (not sampled, not ``--verify``);
@@ -14,7 +14,7 @@ Counting definitions the record follows (``perfkit.run/2``):
   at most the most events the site made in one earlier step, and a site that synced *only* after the
   last step began is teardown. When the loop's period is known (the steps between learner updates),
   a sync's rate is counted over whole periods: the steady steps cut at the start to k periods ending
-  with the last step (:func:`rate_window`), and ``count = per_step * steps``. Syncs before the first step are setup. Setup and teardown are kept apart (``extra``),
+  with the last step (:func:`rate_window`), and ``count = per_step * steps``. Syncs before the first step are setup. Setup and teardown are kept apart (``outside_steps``),
   never per-step costs. Warm-up events are in neither count;
 * allocation, loop and stream findings come from the sampled steps (``sampling``), each standing for
   the steps until the next: ``per_step`` is their weighted mean — or, for an event whose sampled
@@ -29,10 +29,9 @@ from typing import Any
 
 from perfkit.record import (
     EXTRA_COUNT_CPU_TENSORS, EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
-    EXTRA_LAST_STEP_END, EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_OTHER_ENV_STEPS, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
-    EXTRA_SAMPLED_STEPS, EXTRA_SETUP_SYNCS, EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_STEP_STARTS,
-    EXTRA_SYNC_WAIT, EXTRA_TEARDOWN_SYNCS, EXTRA_TIMELINE, EXTRA_TOTAL_STEPS, EXTRA_VERIFY,
-    EXTRA_WARMUP_STEPS, EXTRA_WARP_TORCH_INTEROP, Finding, Run, SEGMENTS, SegmentStats,
+    EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_OTHER_ENV_STEPS, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
+    EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_SYNC_WAIT, EXTRA_VERIFY,
+    EXTRA_WARP_TORCH_INTEROP, Finding, OutsideSteps, Run, SEGMENTS, SegmentStats, Timeline,
 )
 from perfkit.source import relpath, source_line
 
@@ -103,8 +102,6 @@ def build_run(snap: Snapshot) -> Run:
     steady = max(0, n_steps - snap.warmup_steps)
     run.num_envs = snap.num_envs
     run.env = dict(snap.env)
-    if snap.num_envs is not None:
-        run.env.setdefault("num_envs", snap.num_envs)
     times = snap.step_times
     if not times and snap.untimed_step_times:  # every steady step was sampled (a short run): their times, said so
         times = snap.untimed_step_times
@@ -127,10 +124,7 @@ def build_run(snap: Snapshot) -> Run:
     run.segments = segment_stats(snap, steady, n_steps)
     findings, setup, teardown, loop_ops = _findings(snap, steady, n_steps, loops_mod)
     run.findings = findings
-    if setup:
-        run.extra[EXTRA_SETUP_SYNCS] = setup
-    if teardown:
-        run.extra[EXTRA_TEARDOWN_SYNCS] = teardown  # after the last step's start
+    run.outside_steps = OutsideSteps(setup=setup, teardown=teardown)  # teardown: after the last step's start
     sync_wait = sync_wait_record(snap.sync_waits, len(times))
     if sync_wait:
         run.extra[EXTRA_SYNC_WAIT] = sync_wait  # host time in each real sync, and the host work after it
@@ -146,14 +140,11 @@ def build_run(snap: Snapshot) -> Run:
     n_timed = len(times)
     transitions = 2 * sum(snap.seg_calls.values()) / n_timed if n_timed else 0.0  # an entry and the way back
     run.self = self_cost(snap.self_meter, transitions, run.syncs_per_step)
-    run.extra[EXTRA_TOTAL_STEPS] = n_steps
-    run.extra[EXTRA_WARMUP_STEPS] = min(snap.warmup_steps, n_steps)
     run.extra[EXTRA_STEP_DETECTION] = snap.step_detection
     if snap.other_envs:
         run.extra[EXTRA_OTHER_ENV_STEPS] = [{"thread": t, "env": e, "steps": n} for (t, e), n in snap.other_envs.items()]
     if snap.step_classes:
         run.extra[EXTRA_STEP_CLASSES] = list(snap.step_classes)
-    run.extra[EXTRA_SAMPLED_STEPS] = list(snap.sampled_steps)
     window = rate_window(snap, steady)
     if window:
         cut, period = window
@@ -162,10 +153,8 @@ def build_run(snap: Snapshot) -> Run:
         run.extra[EXTRA_POLICY_CLASSES] = list(snap.policy_classes)
     if snap.cuda_alloc:
         run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = sum(snap.cuda_alloc) / len(snap.cuda_alloc)
-    run.extra[EXTRA_TIMELINE] = list(snap.timeline)
-    run.extra[EXTRA_STEP_STARTS] = list(snap.step_starts)
-    if snap.last_step_end is not None:
-        run.extra[EXTRA_LAST_STEP_END] = snap.last_step_end
+    run.timeline = Timeline(spans=list(snap.timeline), step_starts_ms=list(snap.step_starts),
+                            last_step_end_ms=snap.last_step_end)
     run.extra[EXTRA_COUNT_CPU_TENSORS] = snap.count_cpu_tensors
     if snap.sync_source:
         run.extra[EXTRA_SYNC_SOURCE] = snap.sync_source

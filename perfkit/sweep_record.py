@@ -5,7 +5,7 @@ compare`` and scripts read. Layout of a sweep directory::
 
     sweep.json        manifest: target, options, points, knee
     sweep.csv         one row per point (pandas)
-    points/<N>.json   the run record of each point (perfkit.run/2), OOM and failed points included
+    points/<N>.json   the run record of each point (perfkit.run/3), OOM and failed points included
     points/<N>.log    the point's stdout/stderr
 """
 

@@ -38,7 +38,7 @@ from perfkit.batched_env import describe_env
 from perfkit.machine import process_memory
 from perfkit.oom import is_oom
 from perfkit.record import (
-    EXTRA_BUILD_S, EXTRA_ERROR, EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS, EXTRA_SEGMENTS_SOURCE, EXTRA_SESSION, EXTRA_TIMELINE,
+    EXTRA_BUILD_S, EXTRA_ERROR, EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS, EXTRA_SEGMENTS_SOURCE, EXTRA_SESSION,
     EXTRA_TRACEBACK, Run, SegmentStats,
 )
 
@@ -245,8 +245,8 @@ class _Point:
             run.segments = dict(srun.segments)
             run.extra[EXTRA_SEGMENTS_SOURCE] = "perfkit.session (instrumented pass after the timed steady state)"
         run.findings = list(srun.findings)
-        if srun.extra.get(EXTRA_TIMELINE):
-            run.extra[EXTRA_TIMELINE] = srun.extra[EXTRA_TIMELINE]
+        if srun.timeline.spans:
+            run.timeline.spans = srun.timeline.spans
 
     def memory(self) -> dict[str, Any]:
         # an OOM while building (before self.cuda is known): how far the allocations got is the useful number

@@ -20,8 +20,6 @@ from perfkit.formatting import num as fmt_num
 from perfkit.record import (
     EXTRA_ERROR,
     EXTRA_SEGMENTS_SOURCE,
-    EXTRA_WHAT_IF,
-    EXTRA_WHAT_IF_TABLE,
     Finding,
     RecordError,
     Run,
@@ -86,7 +84,7 @@ class Report:
 # ---- inputs -------------------------------------------------------------------------------------
 
 def load_inputs(paths: Sequence[str | os.PathLike]) -> list[Item]:
-    """Each path: a run record (perfkit.run/2 or /1), or a sweep directory / manifest (perfkit.sweep/1).
+    """Each path: a run record (perfkit.run/3, /2 or /1), or a sweep directory / manifest (perfkit.sweep/1).
     Raises RecordError naming the file that could not be read."""
     items: list[Item] = []
     for p in paths:
@@ -427,12 +425,12 @@ WHAT_IF_COLUMNS = ["#", "fix", "site", "price ms/step", "price from", "validatio
 
 
 def what_if_section(run: Run, label: str) -> dict[str, Any] | None:
-    """A run's what-if table (``run.extra["what_if_table"]``: fixing the top 1..N findings, cumulative),
+    """A run's what-if table (``run.pricing.what_if_table``: fixing the top 1..N findings, cumulative),
     its summary line and the pricing notes, as the cost model wrote them into the record
     (:func:`perfkit.analysis.cost.price_run`); None for a record without them (unpriced, or priced
     before the table existed)."""
-    rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
-    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    rows = run.pricing.what_if_table
+    wi = run.pricing.what_if
     summary = wi.get("summary")
     if not isinstance(rows, list) or not rows or not summary:
         return None

@@ -14,7 +14,7 @@ from perfkit.cli.program_args import ProgramCommand
     context_settings=dict(allow_interspersed_args=False, help_option_names=["-h", "--help"]),
 )
 @click.option("-o", "--output", "output", default="runs/latest.json", show_default=True, metavar="PATH",
-              help="Where to write the run record (perfkit.run/2 JSON); relative to the directory perfkit was started in. "
+              help="Where to write the run record (perfkit.run/3 JSON); relative to the directory perfkit was started in. "
                    "Under torchrun (WORLD_SIZE > 1) rank R writes PATH with .rankR before its suffix "
                    "(run.json -> run.rankR.json; a directory -> DIR/run.rankR.json).")
 @click.option("--max-syncs-per-step", type=click.FloatRange(min=0), default=None,

@@ -9,13 +9,8 @@ from typing import IO
 from perfkit.formatting import num
 from perfkit.record import (
     EXTRA_NOTES,
-    EXTRA_PRICING,
-    EXTRA_TOTAL_STEPS,
     EXTRA_SYNC_SOURCE,
     EXTRA_VERIFY,
-    EXTRA_WARMUP_STEPS,
-    EXTRA_WHAT_IF,
-    EXTRA_WHAT_IF_TABLE,
     Run,
 )
 from perfkit.renderers.base import Renderer
@@ -71,11 +66,10 @@ def _headline(con, run: Run) -> None:
         con.print(
             f"  {env} on {dev}: [bold]{num(run.sps, 4)} {run.throughput_unit}[/]  step p50 {num(run.step_ms.get('p50'))} ms"
             f"  p99 {num(run.step_ms.get('p99'))} ms  ({run.steps} steady steps, warm-up {num(run.warmup_s)} s"
-            f" over {run.extra.get(EXTRA_WARMUP_STEPS, 0)} steps)"
+            f" over {run.warmup_steps} steps)"
         )
     else:
-        total = run.extra.get(EXTRA_TOTAL_STEPS, 0)
-        con.print(f"  {env} on {dev}: {total} step(s) detected, none in steady state (warm-up {run.extra.get(EXTRA_WARMUP_STEPS, 0)})")
+        con.print(f"  {env} on {dev}: {run.total_steps} step(s) detected, none in steady state (warm-up {run.warmup_steps})")
 
 
 def _segments(con, run: Run) -> None:
@@ -219,7 +213,7 @@ _TAGS = {"measured": "measured here", "probe": "this machine's probe", "other": 
 
 def _source_tag(run: Run, f) -> str:
     """`` [ref. H200, bounded]``: where a finding's price comes from, in brief."""
-    src = ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
+    src = (run.pricing.prices.get("source_of") or {}).get(f"{f.site} {f.op}")
     if not isinstance(src, dict):
         return ""
     label = src.get("label") or ""
@@ -239,8 +233,8 @@ def _what_if(con, run: Run) -> None:
 
     if not run.steps:
         return  # no step: nothing per step to price or to gain
-    rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
-    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    rows = run.pricing.what_if_table
+    wi = run.pricing.what_if
     summary = wi.get("summary")
     # the notes in one line (records priced before it existed: their "prices:" note)
     note = wi.get("note") or next((n for n in wi.get("notes") or [] if str(n).startswith("prices:")), None)

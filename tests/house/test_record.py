@@ -1,0 +1,118 @@
+"""The run record's schema: /3 with typed blocks, /2 and /1 records (committed under reports/) still read
+and migrated with every fact kept."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from perfkit.record import MOVED_TO_BLOCKS, SCHEMA, OutsideSteps, Pricing, Run, Timeline, migrate
+
+ROOT = Path(__file__).resolve().parents[2]
+OLD_RECORDS = [
+    "reports/stacks-h200/profile/record.json",  # /2, a GPU profile with teardown syncs and sync waits
+    "reports/price-validation-h200/profiles/n256-none.json",  # /2, a loop priced with loop_ops
+    "reports/overhead-h200/train-256-perfkit-r1.json",  # /2
+    "reports/train-vs-naive-h200/train_naive.json",  # /1
+    "reports/sweeps-h200/sweep-ant/points/4096.json",  # /1, a sweep point with a session pass
+]
+_ONCE = {"total_steps", "warmup_steps", "sampled_steps"}  # facts /2 kept twice
+
+
+def kept(old, new) -> bool:
+    """Every fact of ``old`` is in ``new`` with its value (``new`` may add fields an older perfkit did not
+    write, at their defaults)."""
+    if isinstance(old, dict):
+        return isinstance(new, dict) and all(k in new and kept(v, new[k]) for k, v in old.items())
+    if isinstance(old, list):
+        return isinstance(new, list) and len(old) == len(new) and all(kept(a, b) for a, b in zip(old, new))
+    return old == new
+
+
+@pytest.mark.parametrize("rel", OLD_RECORDS)
+def test_an_old_record_is_read_as_the_current_schema_with_every_fact_kept(rel, tmp_path):
+    path = ROOT / rel
+    old = json.loads(path.read_text())
+    assert old["schema"] in ("perfkit.run/1", "perfkit.run/2")
+    run = Run.load(path)
+    assert run.schema == SCHEMA
+    new = run.to_dict()
+    for key, value in old.items():
+        if key in ("schema", "extra"):
+            continue
+        if key == "env":  # the env block no longer repeats the run's num_envs
+            assert {k: v for k, v in value.items() if k != "num_envs"} == new["env"]
+            assert value.get("num_envs", old["num_envs"]) == new["num_envs"]
+            continue
+        assert kept(value, new[key]), key
+    extra = old.get("extra") or {}
+    for key, value in extra.items():
+        if key in MOVED_TO_BLOCKS:
+            block, name = MOVED_TO_BLOCKS[key]
+            assert new[block][name] == value, key
+            assert key not in run.extra
+        elif key in ("total_steps", "warmup_steps"):
+            assert new[key] == value and key not in run.extra
+        elif key == "sampled_steps":
+            assert run.sampling["steps"] == value and key not in run.extra
+        else:
+            assert run.extra[key] == value, key
+    # saved again, it reads back the same
+    assert Run.load(run.save(tmp_path / "again.json")).to_dict() == new
+
+
+def test_the_blocks_of_an_old_record_are_typed_and_read_where_they_are_used():
+    run = Run.load(ROOT / "reports/stacks-h200/profile/record.json")
+    assert isinstance(run.timeline, Timeline) and run.timeline.spans and run.timeline.step_starts_ms
+    assert isinstance(run.outside_steps, OutsideSteps) and run.outside_steps.teardown
+    assert isinstance(run.pricing, Pricing) and run.pricing.prices["source_of"]
+    from perfkit.renderers.perfetto import to_trace
+
+    assert to_trace(run)["otherData"]["source"] == "timeline"  # export-trace reads the typed timeline
+
+
+def test_migrate_leaves_its_input_alone_and_a_current_record_as_it_is():
+    old = json.loads((ROOT / OLD_RECORDS[0]).read_text())
+    kept = copy.deepcopy(old)
+    new = migrate(old)
+    assert old == kept and new is not old and new["schema"] == SCHEMA
+    assert migrate(new) is new
+
+
+def test_a_repeated_fact_that_disagrees_is_not_the_same_fact_and_stays():
+    d = Run(steps=5, num_envs=8, total_steps=10, warmup_steps=5, sampling={"steps": [6]}).to_dict()
+    d["schema"] = "perfkit.run/2"
+    d["env"] = {"num_envs": 16}  # not the run's 8
+    d["extra"] = {"total_steps": 11, "warmup_steps": 5, "sampled_steps": [6, 7]}
+    run = Run.from_dict(d)
+    assert run.env == {"num_envs": 16} and run.total_steps == 10 and run.warmup_steps == 5
+    assert run.extra == {"total_steps": 11, "sampled_steps": [6, 7]}
+
+
+def test_a_block_of_the_wrong_type_is_refused_with_its_name():
+    from perfkit.record import RecordError
+
+    d = Run(steps=1).to_dict()
+    d["timeline"] = {"spans": "soon"}
+    with pytest.raises(RecordError, match="timeline.spans"):
+        Run.from_dict(d, "r.json")
+    d["timeline"] = []
+    with pytest.raises(RecordError, match="'timeline'"):
+        Run.from_dict(d, "r.json")
+
+
+def test_a_new_record_stores_no_fact_twice():
+    from perfkit.snapshot import Snapshot, build_run
+
+    snap = Snapshot(command=["t.py"], total_steps=12, warmup_steps=2, num_envs=4, env={"name": "toy", "device": "cpu"},
+                    step_times=[0.01] * 8, sampled={3: 31}, sampled_steps=[3], timeline=[{"step": 3, "segment": "other",
+                    "start_ms": 1.0, "dur_ms": 2.0, "gpu": False}], step_starts=[float(i) for i in range(12)],
+                    last_step_end=12.5)
+    d = build_run(snap).to_dict()
+    assert d["schema"] == SCHEMA and d["total_steps"] == 12 and d["warmup_steps"] == 2 and d["num_envs"] == 4
+    assert "num_envs" not in d["env"] and d["sampling"]["steps"] == [3]
+    assert not {*_ONCE, *MOVED_TO_BLOCKS} & set(d["extra"])
+    assert d["timeline"]["spans"][0]["step"] == 3 and d["timeline"]["last_step_end_ms"] == 12.5
