@@ -46,35 +46,39 @@ FINDING_KINDS = ("sync", "alloc", "loop", "stream")
 
 # ---- run.extra keys (writer -> readers) ---------------------------------------------------------------
 # profiling session (perfkit.snapshot) -> ...
-EXTRA_STEP_DETECTION = "step_detection"  # "auto" | "manual" | "--step-fn MOD:CLASS.METHOD" -> console (no step found)
-EXTRA_STEP_CLASSES = "step_classes"  # the env classes whose step marked the steps -> console (no step found)
-EXTRA_POLICY_CLASSES = "policy_classes"  # the modules found as the policy -> console (segments)
-EXTRA_RATE_WINDOW = "rate_window"  # {period, steps, first_step}: syncs' rates are over whole periods of the loop -> console
+EXTRA_STEP_DETECTION = "step_detection"  # "auto" | "manual" | "--step-fn MOD:CLASS.METHOD" -> report
+EXTRA_STEP_CLASSES = "step_classes"  # the env classes whose step marked the steps -> report
+EXTRA_POLICY_CLASSES = "policy_classes"  # the modules found as the policy -> report
+EXTRA_RATE_WINDOW = "rate_window"  # {period, steps, first_step}: syncs' rates are over whole periods of the loop -> report
 EXTRA_SYNC_WAIT = "sync_wait"  # {site: {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}} -> cost model
 EXTRA_LOOP_OPS = "loop_ops"  # {site: torch calls per loop iteration} -> cost model
-EXTRA_OTHER_ENV_STEPS = "other_env_steps"  # steps of envs that do not mark the steps: [{thread, env, steps}] -> console
 EXTRA_SYNC_SOURCE = "sync_source"  # "runtime" (CUDA's own sync reports) | "hooks" (each hook decides) -> console
-EXTRA_COUNT_CPU_TENSORS = "count_cpu_tensors"
-EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"
-EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"
-EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"
-EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"
+EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"  # the CUDA caching allocator's own count -> report
+EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"  # steps timed with CUDA events -> report
+EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"  # their mean GPU time -> report
+EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"  # [{call, path, line, count}]: where Warp and torch share memory -> report
 EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, hooked_syncs, hooked_without_runtime_sync, unattributed, sites, ...} -> console
 EXTRA_NOTES = "notes"  # [str] shown under the summary -> console
 EXTRA_TRACEBACK = "traceback"  # why a record is incomplete (session, sweep worker) -> console
-# perfkit profile -> console
+# perfkit profile -> its budget message
 EXTRA_BUDGET = "budget"  # {max_syncs_per_step, max_allocs_per_step, exceeded}
 # runner, sweep worker -> sweep, report, compare, ranks
 EXTRA_ERROR = "error"  # why a point (or a run) failed, one line
 EXTRA_ENDED_AT = "ended_at"  # when the profiled program ended (Unix time): which rank of a job failed first
-# sweep worker -> sweep record, report, compare
+# sweep worker -> sweep record (its points' table), report, compare
 EXTRA_PHYSICS_SPS = "physics_sps"
 EXTRA_BUILD_S = "build_s"
 EXTRA_FIRST_STEP_S = "first_step_s"
+EXTRA_WARMUP_STEPS_S = "warmup_steps_s"  # the warm-up steps' time (warmup_s = build_s + this)
+EXTRA_HOST_MS_PER_STEP = "host_ms_per_step"  # host (enqueue) time per step: close to the step time = launch-bound
+EXTRA_TIMING = "timing"  # how the steps were timed: "cuda-events" | "perf_counter"
+EXTRA_GPU_INDEX = "gpu_index"  # the CUDA device the point ran on, as its process numbers it
+EXTRA_CUDA_VISIBLE_DEVICES = "cuda_visible_devices"  # the point process's CUDA_VISIBLE_DEVICES (the sweep's GPU)
 EXTRA_SEGMENTS_SOURCE = "segments_source"
-EXTRA_SESSION = "session"  # the sweep worker's instrumented pass: {used, reason | steps, ...}
-# Run.from_dict
-EXTRA_UNKNOWN_FIELDS = "unknown_fields"  # top-level fields of the record this perfkit does not know
+EXTRA_SESSION = "session"  # the sweep worker's instrumented pass: {used, reason | steps, ...} -> report (why it failed)
+# Run.from_dict -> Run.to_dict: top-level fields of a record this perfkit does not know, written back
+# when the record is saved again (a newer perfkit's record loses nothing)
+EXTRA_UNKNOWN_FIELDS = "unknown_fields"
 
 EXTRA_KEYS: frozenset[str] = frozenset(v for k, v in dict(globals()).items() if k.startswith("EXTRA_"))
 """Every ``extra`` key perfkit writes; a test fails on a write of any other."""

@@ -45,7 +45,7 @@ from perfkit.collectors import hub, steps as _steps
 from perfkit.collectors.hub import tls
 from perfkit.collectors.patches import Patcher
 from perfkit.config import Config
-from perfkit.record import Run
+from perfkit.record import EXTRA_NOTES, EXTRA_TRACEBACK, Run
 
 _active: "Session | None" = None
 POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
@@ -237,8 +237,8 @@ class Session:
                 import traceback
 
                 self.run = Run(command=self.command, status="partial")
-                self.run.extra["notes"] = [f"perfkit could not build the full record: {type(e).__name__}: {e}"]
-                self.run.extra["traceback"] = traceback.format_exc()
+                self.run.extra[EXTRA_NOTES] = [f"perfkit could not build the full record: {type(e).__name__}: {e}"]
+                self.run.extra[EXTRA_TRACEBACK] = traceback.format_exc()
         finally:
             tls.depth -= 1
         return self.run
@@ -547,6 +547,6 @@ class Session:
             try:
                 run = price_run(run)
             except Exception as e:  # pricing is an annotation: never lose the record over it
-                run.extra.setdefault("notes", []).append(f"pricing failed: {type(e).__name__}: {e}")
+                run.extra.setdefault(EXTRA_NOTES, []).append(f"pricing failed: {type(e).__name__}: {e}")
         return run
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfkit.record import (
-    EXTRA_COUNT_CPU_TENSORS, EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
-    EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_OTHER_ENV_STEPS, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
+    EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
+    EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
     EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_SYNC_WAIT, EXTRA_VERIFY,
     EXTRA_WARP_TORCH_INTEROP, Finding, OutsideSteps, Run, SEGMENTS, SegmentStats, Timeline,
 )
@@ -141,8 +141,6 @@ def build_run(snap: Snapshot) -> Run:
     transitions = 2 * sum(snap.seg_calls.values()) / n_timed if n_timed else 0.0  # an entry and the way back
     run.self = self_cost(snap.self_meter, transitions, run.syncs_per_step)
     run.extra[EXTRA_STEP_DETECTION] = snap.step_detection
-    if snap.other_envs:
-        run.extra[EXTRA_OTHER_ENV_STEPS] = [{"thread": t, "env": e, "steps": n} for (t, e), n in snap.other_envs.items()]
     if snap.step_classes:
         run.extra[EXTRA_STEP_CLASSES] = list(snap.step_classes)
     window = rate_window(snap, steady)
@@ -155,7 +153,6 @@ def build_run(snap: Snapshot) -> Run:
         run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = sum(snap.cuda_alloc) / len(snap.cuda_alloc)
     run.timeline = Timeline(spans=list(snap.timeline), step_starts_ms=list(snap.step_starts),
                             last_step_end_ms=snap.last_step_end)
-    run.extra[EXTRA_COUNT_CPU_TENSORS] = snap.count_cpu_tensors
     if snap.sync_source:
         run.extra[EXTRA_SYNC_SOURCE] = snap.sync_source
     if snap.gpu_totals is not None:

@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from perfkit.analysis.knee import DEFAULT_THRESHOLD, Knee, find_knee
-from perfkit.record import EXTRA_BUILD_S, EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS, RecordError, Run
+from perfkit.record import (
+    EXTRA_BUILD_S, EXTRA_CUDA_VISIBLE_DEVICES, EXTRA_FIRST_STEP_S, EXTRA_GPU_INDEX, EXTRA_HOST_MS_PER_STEP,
+    EXTRA_PHYSICS_SPS, EXTRA_TIMING, EXTRA_WARMUP_STEPS_S, RecordError, Run,
+)
 
 SWEEP_SCHEMA = "perfkit.sweep/1"
 """The manifest schema this perfkit writes."""
@@ -117,6 +120,9 @@ def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
         warmup_s=r.warmup_s if r else math.nan,
         build_s=r.extra.get(EXTRA_BUILD_S, math.nan) if r else math.nan,
         first_step_s=(r.extra.get(EXTRA_FIRST_STEP_S) if r and r.extra.get(EXTRA_FIRST_STEP_S) is not None else math.nan),
+        warmup_steps_s=r.extra.get(EXTRA_WARMUP_STEPS_S, math.nan) if r else math.nan,
+        host_ms_per_step=r.extra.get(EXTRA_HOST_MS_PER_STEP, math.nan) if r else math.nan,
+        timing=r.extra.get(EXTRA_TIMING) if r else None,
         peak_gpu_bytes=r.memory.get("peak_gpu_bytes", math.nan) if r else math.nan,
         gpu_used_bytes=r.memory.get("gpu_used_bytes", math.nan) if r else math.nan,
         host_peak_rss_bytes=r.memory.get("host_peak_rss_bytes", math.nan) if r else math.nan,
@@ -128,7 +134,9 @@ def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
         for name, seg in r.segments.items():
             t = seg.gpu_ms_per_step if seg.gpu_ms_per_step is not None else seg.cpu_ms_per_step
             row[f"seg_{name}_ms"] = t
-    row.update(gpu=p.gpu, elapsed_s=p.elapsed_s, rc=p.rc, record=p.record, error=p.error)
+    row.update(gpu=p.gpu, elapsed_s=p.elapsed_s, rc=p.rc, record=p.record, error=p.error,
+               cuda_visible_devices=r.extra.get(EXTRA_CUDA_VISIBLE_DEVICES) if r else None,
+               gpu_index=r.extra.get(EXTRA_GPU_INDEX) if r else None)
     return row
 
 

@@ -18,8 +18,17 @@ from typing import Any, Sequence
 from perfkit.formatting import nbytes as fmt_bytes
 from perfkit.formatting import num as fmt_num
 from perfkit.record import (
+    EXTRA_CUDA_ALLOCATOR_ALLOCS,
     EXTRA_ERROR,
+    EXTRA_GPU_STEP_MS_MEAN,
+    EXTRA_GPU_TIMED_STEPS,
+    EXTRA_POLICY_CLASSES,
+    EXTRA_RATE_WINDOW,
     EXTRA_SEGMENTS_SOURCE,
+    EXTRA_SESSION,
+    EXTRA_STEP_CLASSES,
+    EXTRA_STEP_DETECTION,
+    EXTRA_WARP_TORCH_INTEROP,
     Finding,
     RecordError,
     Run,
@@ -173,7 +182,27 @@ SETUP_FIELDS: list[tuple[str, str, str]] = [
     ("act dim", "env", "act_dim"),
     ("horizon (steps)", "env", "episode_length"),
     ("rendering", "env", "rendering"),
+    # how the profile measured (a sweep point's block holds none of these: the row is then left out)
+    ("steps marked by", "extra", EXTRA_STEP_DETECTION),
+    ("stepped env", "extra", EXTRA_STEP_CLASSES),
+    ("policy", "extra", EXTRA_POLICY_CLASSES),
+    ("sync rates over", "extra", EXTRA_RATE_WINDOW),
+    ("GPU-timed steps", "extra", EXTRA_GPU_TIMED_STEPS),
+    ("GPU step mean (ms)", "extra", EXTRA_GPU_STEP_MS_MEAN),
+    ("CUDA allocations/step", "extra", EXTRA_CUDA_ALLOCATOR_ALLOCS),
+    ("Warp-torch shared memory", "extra", EXTRA_WARP_TORCH_INTEROP),
 ]
+
+
+def _extra_value(v: Any) -> str:
+    """One of the profile's own facts (``SETUP_FIELDS``' ``extra`` rows) in a cell."""
+    if isinstance(v, dict) and {"period", "steps"} <= set(v):  # the rate window
+        periods = v["steps"] // v["period"] if isinstance(v["steps"], int) and isinstance(v["period"], int) and v["period"] else "?"
+        return f"the last {fmt_num(v['steps'])} steady steps ({periods} whole periods of {fmt_num(v['period'])} steps)"
+    if isinstance(v, list):  # class names, or where Warp and torch share memory
+        return ", ".join(f"{x.get('call')} at {x.get('path')}:{x.get('line')} ({fmt_num(x.get('count'))}x)"
+                         if isinstance(x, dict) else str(x) for x in v) or "-"
+    return fmt_num(v)
 
 
 def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
@@ -184,6 +213,8 @@ def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
             ns = [p.num_envs for p in item.sweep.points]
             return f"{ns[0]:,}..{ns[-1]:,} ({len(ns)} points)" if len(ns) > 1 else f"{ns[0]:,}"
         return fmt_num(rep.num_envs)
+    if block == "extra":
+        return _extra_value(rep.extra.get(key))
     src = rep.machine if block == "machine" else rep.env
     v = src.get(key)
     if key == "episode_length" and v is None:
@@ -418,6 +449,9 @@ def _notes(rep: Report) -> None:
         if r is not None and r.extra.get(EXTRA_SEGMENTS_SOURCE, "").startswith("sweep worker"):
             rep.notes.append(f"{it.label}: segments not broken down (run the sweep with --session-steps N for per-segment "
                              "times and findings); the bar is the whole env.step")
+        session = r.extra.get(EXTRA_SESSION) if r is not None else None
+        if isinstance(session, dict) and session.get("used") is False and session.get("reason"):
+            rep.notes.append(f"{it.label}: no per-segment breakdown: {session['reason']}")
     rep.notes = list(dict.fromkeys(rep.notes))
 
 

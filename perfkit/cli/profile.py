@@ -137,7 +137,7 @@ def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) 
 
         click.echo(rank_line(rec, output), err=True)
     if problems:
-        click.echo("perfkit profile: budget exceeded\n" + "\n".join(problems), err=True)
+        click.echo("perfkit profile: budget exceeded\n" + "\n".join(rec.extra[EXTRA_BUDGET]["exceeded"]), err=True)
         if code == 0:
             code = 2
     return code

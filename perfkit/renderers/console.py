@@ -9,6 +9,7 @@ from typing import IO
 from perfkit.formatting import num
 from perfkit.record import (
     EXTRA_NOTES,
+    EXTRA_TRACEBACK,
     EXTRA_SYNC_SOURCE,
     EXTRA_VERIFY,
     Run,
@@ -152,6 +153,9 @@ def _notes(con, run: Run) -> None:
 
     for note in run.extra.get(EXTRA_NOTES, []):
         con.print(f"  [yellow]note:[/] {escape(note)}")
+    trace = run.extra.get(EXTRA_TRACEBACK)
+    if isinstance(trace, str) and trace.strip():  # perfkit's own error, where the record is incomplete
+        con.print(f"  [yellow]perfkit's error:[/] [dim]{escape(trace.strip().splitlines()[-1])}[/]")
     line = self_line(run)
     if line:
         con.print(f"[dim]{escape(line)}[/]")

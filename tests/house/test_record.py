@@ -3,6 +3,7 @@ and migrated with every fact kept."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 from pathlib import Path
@@ -116,3 +117,61 @@ def test_a_new_record_stores_no_fact_twice():
     assert "num_envs" not in d["env"] and d["sampling"]["steps"] == [3]
     assert not {*_ONCE, *MOVED_TO_BLOCKS} & set(d["extra"])
     assert d["timeline"]["spans"][0]["step"] == 3 and d["timeline"]["last_step_end_ms"] == 12.5
+
+
+# ---- the registry of extra keys ---------------------------------------------------------------------
+
+SOURCES = [*sorted((ROOT / "perfkit").rglob("*.py")), *sorted((ROOT / "scripts").rglob("*.py")),
+           *sorted((ROOT / "benchmarks").rglob("*.py"))]
+
+
+def _is_extra(node) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "extra"
+
+
+def _extra_uses():
+    """``(writes, reads)``: ``[(file, key node)]`` of every key written into a run's ``extra`` (``x.extra[k] =``,
+    ``x.extra.setdefault(k, ...)``, ``x.extra.update({k: ...})``) and ``{EXTRA_* name: {files}}`` of every
+    other use of a registered name."""
+    writes, reads = [], {}
+    for path in SOURCES:
+        tree = ast.parse(path.read_text())
+        written = set()
+        for node in ast.walk(tree):
+            keys = []
+            if isinstance(node, ast.Subscript) and _is_extra(node.value) and isinstance(node.ctx, ast.Store):
+                keys = [node.slice]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_extra(node.func.value):
+                if node.func.attr == "setdefault" and node.args:
+                    keys = [node.args[0]]
+                elif node.func.attr == "update" and node.args and isinstance(node.args[0], ast.Dict):
+                    keys = list(node.args[0].keys)
+            writes += [(path.relative_to(ROOT), k) for k in keys]
+            written |= {id(k) for k in keys}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id.startswith("EXTRA_") and id(node) not in written:
+                reads.setdefault(node.id, set()).add(str(path.relative_to(ROOT)))
+    return writes, reads
+
+
+def test_every_extra_key_written_is_a_registered_name():
+    import perfkit.record as record
+
+    writes, _ = _extra_uses()
+    assert writes, "the scan finds the writes"
+    bad = [f"{path}:{k.lineno} {ast.unparse(k)}" for path, k in writes
+           if not (isinstance(k, ast.Name) and k.id.startswith("EXTRA_") and hasattr(record, k.id))]
+    assert not bad, f"extra keys written without their EXTRA_* name in perfkit/record.py: {bad}"
+
+
+def test_every_registered_extra_key_is_written_and_read_somewhere():
+    import perfkit.record as record
+
+    writes, reads = _extra_uses()
+    written = {k.id for _, k in writes if isinstance(k, ast.Name)}
+    names = {k for k in vars(record) if k.startswith("EXTRA_") and k != "EXTRA_KEYS"}
+    assert {getattr(record, k) for k in names} == record.EXTRA_KEYS
+    assert not names - written, f"registered, never written: {sorted(names - written)}"
+    unread = sorted(k for k in names if not reads.get(k, set()) - {"perfkit/record.py"}
+                    and k != "EXTRA_UNKNOWN_FIELDS")  # written back by Run.to_dict: a newer record loses nothing
+    assert not unread, f"written, read by nothing: {unread}"
