@@ -169,7 +169,6 @@ def _sync(device: str) -> None:
 def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", rounds: int = 9, steps: int = 200,
             name: str = "ant", warmup: int = 20, clock: str = "wall", warm_steps: int = 10,
             with_control: bool = False) -> dict[str, Any]:
-    from perfkit.record import EXTRA_TOTAL_STEPS
     from perfkit.profile.session import Session
 
     if clock == "thread" and device.startswith("cuda"):
@@ -240,7 +239,7 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
         "ratio_of_best": max(sps_b) / max(sps_a),
         "overhead_of_best_pct": round((1 - max(sps_b) / max(sps_a)) * 100, 2),
         "control_ratio_median": statistics.median(control) if control else None,
-        "session_found_steps": bool(run and run.extra.get(EXTRA_TOTAL_STEPS)),
+        "session_found_steps": bool(run and run.total_steps),
         "session_findings": len(run.findings) if run else None,
         "session_segments": list(run.segments) if run else None,
     }

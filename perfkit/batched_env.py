@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-# Optional settings an env may expose; scalars among them are copied into the record's env block.
-ENV_FIELDS = ("name", "backend", "num_envs", "sim_dt", "decimation", "policy_dt", "obs_dim", "act_dim",
+# Optional settings an env may expose; scalars among them are copied into the record's env block
+# (its num_envs is the record's own ``num_envs``, not repeated there).
+ENV_FIELDS = ("name", "backend", "sim_dt", "decimation", "policy_dt", "obs_dim", "act_dim",
               "max_episode_steps", "max_episode_length")
 
 
 @runtime_checkable
 class BatchedEnv(Protocol):
-    """What perfkit needs of a batched env (the optional fields are listed in :data:`ENV_FIELDS`)."""
+    """What perfkit needs of a batched env (the optional fields are listed in :data:`ENV_FIELDS`; ``num_envs``
+    is the record's own field)."""
 
     num_envs: int
 

@@ -1,10 +1,13 @@
 """The run record: what one profiling session (or one sweep point) measured, as plain, versioned data.
 
-Collectors fill a :class:`Run`; analyses read and annotate it; renderers draw it. It serializes to JSON
-with schema :data:`SCHEMA`; :data:`READABLE_SCHEMAS` are the schemas this perfkit loads. The fields of
-:class:`Run` are never renamed without a new schema; anything else a stage wants to keep goes in
-``extra``, and every ``extra`` key that one module writes and another reads is named below
-(``EXTRA_*``), so writer and readers cannot drift apart.
+Collectors fill a :class:`Run`; analyses read it (the cost model returns a priced copy); renderers
+draw it. It serializes to JSON with schema :data:`SCHEMA`; :data:`READABLE_SCHEMAS` are the schemas
+this perfkit loads, an older one migrated on load (:func:`migrate`). The fields of :class:`Run` are
+never renamed without a new schema. Its typed blocks hold what more than one module reads: the
+``timeline`` (:class:`Timeline`), the syncs outside the steps (:class:`OutsideSteps`) and the
+``pricing`` (:class:`Pricing`). Anything else a stage keeps goes in ``extra``, and every ``extra``
+key is named below (``EXTRA_*``, listed in :data:`EXTRA_KEYS`) with the module that writes it and
+those that read it, so writer and readers cannot drift apart (``tests/house/test_record.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "perfkit.run/2"
-"""The schema this perfkit writes. /2: a finding's ``count`` is over the steady-state steps (/1
+SCHEMA = "perfkit.run/3"
+"""The schema this perfkit writes. /3: the timeline, the syncs outside the steps and the pricing are
+typed blocks (``timeline``, ``outside_steps``, ``pricing``) instead of ``extra`` keys, and no fact is
+stored twice (``extra`` no longer repeats ``total_steps``, ``warmup_steps`` or the sampled steps, nor
+``env`` the run's ``num_envs``); counts are defined as in /2. /2: a finding's ``count`` is over the steady-state steps (/1
 counted warm-up too); ``total_steps``, ``warmup_steps``, ``sampling``, ``Finding.chain``/``library``
 and ``SegmentStats.children`` added; later, without a new schema, the ``dist`` block (a record
 without one is rank 0 of a world of 1), the ``comm`` segment, the ``self`` block (perfkit's own
@@ -26,8 +32,8 @@ block (:data:`EXTRA_VERIFY`). Since then a sync-prone call counts only when the 
 (a copy of zero elements, a ``.to`` to where the tensor already is, a non-blocking copy into pinned
 memory are not syncs), and torch's own checks made for the caller (``torch.distributions`` argument
 validation) count at the caller's line."""
-READABLE_SCHEMAS: tuple[str, ...] = ("perfkit.run/1", SCHEMA)
-"""The schemas :meth:`Run.load` accepts (a new schema is one more entry here)."""
+READABLE_SCHEMAS: tuple[str, ...] = ("perfkit.run/1", "perfkit.run/2", SCHEMA)
+"""The schemas :meth:`Run.load` accepts (a new schema is one more entry here, and a step in :func:`migrate`)."""
 REQUIRED_FIELDS: tuple[str, ...] = ("command", "steps", "num_envs", "wall_s", "warmup_s", "sps", "step_ms",
                                     "segments", "findings", "machine")
 """The minimum fields of every readable schema: a record without one of them is refused, never shown
@@ -38,48 +44,44 @@ SEGMENTS = ("physics", "policy", "reward", "learner", "comm", "logging", "other"
 
 FINDING_KINDS = ("sync", "alloc", "loop", "stream")
 
-# ---- run.extra keys shared between modules (writer -> readers) --------------------------------------
-# profiling session -> console, perfetto, cost model, sweep worker, benchmarks
-EXTRA_TOTAL_STEPS = "total_steps"  # steps detected, warm-up included
-EXTRA_WARMUP_STEPS = "warmup_steps"  # of which warm-up
-EXTRA_STEP_DETECTION = "step_detection"  # "auto" | "manual" | "--step-fn MOD:CLASS.METHOD"
-EXTRA_STEP_CLASSES = "step_classes"
-EXTRA_POLICY_CLASSES = "policy_classes"
-EXTRA_SAMPLED_STEPS = "sampled_steps"
-EXTRA_RATE_WINDOW = "rate_window"  # {period, steps, first_step}: syncs' rates are over whole periods of the loop
-EXTRA_SETUP_SYNCS = "setup_syncs"  # syncs before the first step: not a per-step cost
-EXTRA_TEARDOWN_SYNCS = "teardown_syncs"  # syncs after the last step's start
+# ---- run.extra keys (writer -> readers) ---------------------------------------------------------------
+# profiling session (perfkit.profile.snapshot) -> ...
+EXTRA_STEP_DETECTION = "step_detection"  # "auto" | "manual" | "--step-fn MOD:CLASS.METHOD" -> report
+EXTRA_STEP_CLASSES = "step_classes"  # the env classes whose step marked the steps -> report
+EXTRA_POLICY_CLASSES = "policy_classes"  # the modules found as the policy -> report
+EXTRA_RATE_WINDOW = "rate_window"  # {period, steps, first_step}: syncs' rates are over whole periods of the loop -> report
 EXTRA_SYNC_WAIT = "sync_wait"  # {site: {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}} -> cost model
 EXTRA_LOOP_OPS = "loop_ops"  # {site: torch calls per loop iteration} -> cost model
-EXTRA_TIMELINE = "timeline"  # [{step, segment, start_ms, dur_ms, gpu}] -> export-trace (segment detail, spread over the run)
-EXTRA_STEP_STARTS = "step_starts_ms"  # start of every step of the run (step k at index k-1), ms from the session's start
-EXTRA_LAST_STEP_END = "last_step_end_ms"  # when the last step's call returned, same clock
-EXTRA_OTHER_ENV_STEPS = "other_env_steps"  # steps of envs that do not mark the steps: [{thread, env, steps}]
-EXTRA_COUNT_CPU_TENSORS = "count_cpu_tensors"
 EXTRA_SYNC_SOURCE = "sync_source"  # "runtime" (CUDA's own sync reports) | "hooks" (each hook decides) -> console
-EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"
-EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"
-EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"
+EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"  # the CUDA caching allocator's own count -> report
+EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"  # steps timed with CUDA events -> report
+EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"  # their mean GPU time -> report
+EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"  # [{call, path, line, count}]: where Warp and torch share memory -> report
 EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, hooked_syncs, hooked_without_runtime_sync, unattributed, sites, ...} -> console
-EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"
-EXTRA_NOTES = "notes"  # [str] shown under the summary
-EXTRA_TRACEBACK = "traceback"  # why a record is incomplete (session, sweep worker)
-# cost model -> console, report, scripts (perfkit.pricing.cost documents each)
-EXTRA_PRICING = "pricing"  # {model, profile, costs, how, model_of, source_of, validation, step_ms, ...}
-EXTRA_WHAT_IF = "what_if"  # fixing the top N: {statistic, step_ms, untouched_ms, step_ms_after, sps_after, bound, ...}
-EXTRA_WHAT_IF_TABLE = "what_if_table"  # [{rank, site, op, est_ms_per_step, source_label, validation, step_ms_after, sps_after, ...}]
-# perfkit profile
+EXTRA_NOTES = "notes"  # [str] shown under the summary -> console
+EXTRA_TRACEBACK = "traceback"  # why a record is incomplete (session, sweep worker) -> console
+# perfkit profile -> its budget message
 EXTRA_BUDGET = "budget"  # {max_syncs_per_step, max_allocs_per_step, exceeded}
-# sweep worker -> sweep, report, compare
+# runner, sweep worker -> sweep, report, compare, ranks
 EXTRA_ERROR = "error"  # why a point (or a run) failed, one line
 EXTRA_ENDED_AT = "ended_at"  # when the profiled program ended (Unix time): which rank of a job failed first
+# sweep worker -> sweep record (its points' table), report, compare
 EXTRA_PHYSICS_SPS = "physics_sps"
 EXTRA_BUILD_S = "build_s"
 EXTRA_FIRST_STEP_S = "first_step_s"
+EXTRA_WARMUP_STEPS_S = "warmup_steps_s"  # the warm-up steps' time (warmup_s = build_s + this)
+EXTRA_HOST_MS_PER_STEP = "host_ms_per_step"  # host (enqueue) time per step: close to the step time = launch-bound
+EXTRA_TIMING = "timing"  # how the steps were timed: "cuda-events" | "perf_counter"
+EXTRA_GPU_INDEX = "gpu_index"  # the CUDA device the point ran on, as its process numbers it
+EXTRA_CUDA_VISIBLE_DEVICES = "cuda_visible_devices"  # the point process's CUDA_VISIBLE_DEVICES (the sweep's GPU)
 EXTRA_SEGMENTS_SOURCE = "segments_source"
-EXTRA_SESSION = "session"  # the sweep worker's instrumented pass: {used, reason | steps, ...}
-# Run.from_dict
-EXTRA_UNKNOWN_FIELDS = "unknown_fields"  # top-level fields of the record this perfkit does not know
+EXTRA_SESSION = "session"  # the sweep worker's instrumented pass: {used, reason | steps, ...} -> report (why it failed)
+# Run.from_dict -> Run.to_dict: top-level fields of a record this perfkit does not know, written back
+# when the record is saved again (a newer perfkit's record loses nothing)
+EXTRA_UNKNOWN_FIELDS = "unknown_fields"
+
+EXTRA_KEYS: frozenset[str] = frozenset(v for k, v in dict(globals()).items() if k.startswith("EXTRA_"))
+"""Every ``extra`` key perfkit writes; a test fails on a write of any other."""
 
 
 class RecordError(ValueError):
@@ -162,6 +164,45 @@ class SelfCost:
         return self.startup_s + sum(self.special_s.values()) + self.sampled_extra_s + self.record_s
 
 
+@dataclass
+class Timeline:
+    """When things happened, in ms from the session's start (``perfkit export-trace`` draws it).
+
+    ``spans``: ``{"step", "segment", "start_ms", "dur_ms", "gpu"}`` of the segments, on steps spread
+    over the whole run (the first few steady steps and every GPU-timed one); ``step_starts_ms``: the
+    start of every step of the run (step k at index k-1); ``last_step_end_ms``: when the last step's
+    call returned. Empty for a run without one (a sweep point without a session pass)."""
+
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    step_starts_ms: list[float] = field(default_factory=list)
+    last_step_end_ms: float | None = None
+
+
+@dataclass
+class OutsideSteps:
+    """Syncs made outside every step, never a per-step cost: ``setup`` before the first step began,
+    ``teardown`` after the last one began (at a site that did not sync in the steps before). Each entry:
+    ``{"op", "path", "line", "function", "count", ...}``."""
+
+    setup: list[dict[str, Any]] = field(default_factory=list)
+    teardown: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Pricing:
+    """The cost model's annotation (:func:`perfkit.pricing.cost.price_run`; empty: not priced).
+
+    ``prices``: how the findings were priced (``model``, ``profile``, ``costs``, ``how``, ``model_of``,
+    ``source_of``, ``unpriced``, ``validation``, ``step_ms``, ...); ``what_if``: fixing the top N
+    (``statistic``, ``step_ms``, ``step_ms_after``, ``sps_after``, ``bound``, ``summary``, ``notes``,
+    ...); ``what_if_table``: fixing the top 1..N, cumulative, one row each (``rank``, ``site``, ``op``,
+    ``est_ms_per_step``, ``source_label``, ``validation``, ``step_ms_after``, ``sps_after``, ...)."""
+
+    prices: dict[str, Any] = field(default_factory=dict)
+    what_if: dict[str, Any] = field(default_factory=dict)
+    what_if_table: list[dict[str, Any]] = field(default_factory=list)
+
+
 # ``memory`` keys in order of preference for a run's one memory figure (``Run.peak_memory``);
 # records written before host_peak_rss_bytes existed held the sweep worker's peak RSS in host_rss_bytes
 MEMORY_FIGURES = (
@@ -198,6 +239,9 @@ class Run:
     sampling: dict[str, Any] = field(default_factory=dict)  # the sampled steps: {"steps": [...], "every": k, "weights": [...]}
     dist: dict[str, Any] = field(default_factory=dict)  # rank, world size, backend, device; collectives and DDP (perfkit.dist)
     self: SelfCost | None = None  # what perfkit itself cost the run (None: not measured, e.g. a record of an older perfkit)
+    timeline: Timeline = field(default_factory=Timeline)
+    outside_steps: OutsideSteps = field(default_factory=OutsideSteps)
+    pricing: Pricing = field(default_factory=Pricing)
     schema: str = SCHEMA
 
     # ---- derived views -------------------------------------------------------------------------
@@ -229,7 +273,7 @@ class Run:
     def on_device_price(self, f: Finding) -> tuple[str | None, float | None]:
         """A CPU run's GPU-only price of ``f`` (the cost model keeps it out of the run's own prediction):
         ``("H200", ms/step)``, or ``(None, None)``."""
-        src = ((self.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
+        src = (self.pricing.prices.get("source_of") or {}).get(f"{f.site} {f.op}")
         if not isinstance(src, dict) or src.get("on_device_ms") is None:
             return None, None
         return str(src.get("on_device") or "GPU"), float(src["on_device_ms"])
@@ -255,6 +299,7 @@ class Run:
         missing = [k for k in REQUIRED_FIELDS if k not in d]
         if missing:
             raise RecordError(f"{source}: an incomplete {schema} run record: missing {', '.join(missing)}")
+        d = migrate(d, source)
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: _checked(source, k, v, _RUN_TYPES.get(k)) for k, v in d.items() if k in known}
         unknown = {k: v for k, v in d.items() if k not in known}
@@ -274,6 +319,10 @@ class Run:
         own = _checked(source, "self", d.get("self"), "dict?")
         kwargs["self"] = None if own is None else SelfCost(**{
             k: _checked(source, f"self.{k}", v, _SELF_TYPES[k]) for k, v in own.items() if k in _SELF_TYPES})
+        for name, cls_, types in (("timeline", Timeline, _TIMELINE_TYPES), ("outside_steps", OutsideSteps, _OUTSIDE_TYPES),
+                                  ("pricing", Pricing, _PRICING_TYPES)):
+            block = _checked(source, name, d.get(name), "dict?") or {}
+            kwargs[name] = cls_(**{k: _checked(source, f"{name}.{k}", v, types[k]) for k, v in block.items() if k in types})
         run = cls(**kwargs)
         if unknown:
             run.extra.setdefault(EXTRA_UNKNOWN_FIELDS, {}).update(unknown)
@@ -331,6 +380,49 @@ class Run:
         return self.findings_frame()
 
 
+# ---- older schemas ------------------------------------------------------------------------------------
+
+MOVED_TO_BLOCKS: dict[str, tuple[str, str]] = {
+    "timeline": ("timeline", "spans"), "step_starts_ms": ("timeline", "step_starts_ms"),
+    "last_step_end_ms": ("timeline", "last_step_end_ms"),
+    "setup_syncs": ("outside_steps", "setup"), "teardown_syncs": ("outside_steps", "teardown"),
+    "pricing": ("pricing", "prices"), "what_if": ("pricing", "what_if"), "what_if_table": ("pricing", "what_if_table"),
+}
+"""The ``extra`` keys of /1 and /2 that are typed blocks in /3: ``{key: (block, field)}``."""
+
+
+def migrate(d: dict[str, Any], source: str = "<dict>") -> dict[str, Any]:
+    """A /1 or /2 record's data as /3 (a new dict; ``d`` is left as it was; a /3 record is returned as is).
+
+    The ``extra`` keys of :data:`MOVED_TO_BLOCKS` move into their blocks; the facts /2 kept twice are
+    kept once: ``extra``'s ``total_steps`` and ``warmup_steps`` (the fields, where a /1 record had
+    none), ``extra["sampled_steps"]`` (``sampling["steps"]``) and ``env["num_envs"]`` (``num_envs``)
+    are dropped where they equal the fact kept, and kept where they do not (then they are not the same
+    fact). Nothing else changes: counts mean in /3 what they meant in /2. Type errors are left to
+    :meth:`Run.from_dict`, which names the field."""
+    if d.get("schema") == SCHEMA or not isinstance(d.get("extra", {}), dict):
+        return d
+    d = dict(d)
+    extra = d["extra"] = dict(d.get("extra") or {})
+    for key, (block, name) in MOVED_TO_BLOCKS.items():
+        if key in extra:
+            d[block] = {**(d.get(block) or {}), name: extra.pop(key)}
+    for key in ("total_steps", "warmup_steps"):
+        if key in extra and (key not in d or d[key] == extra[key]):
+            d[key] = extra.pop(key)
+    sampling = d.get("sampling")
+    if "sampled_steps" in extra and (sampling is None or isinstance(sampling, dict)):
+        if "steps" not in (sampling or {}):  # /1 had no sampling block
+            d["sampling"] = {**(sampling or {}), "steps": extra.pop("sampled_steps")}
+        elif sampling["steps"] == extra["sampled_steps"]:
+            del extra["sampled_steps"]
+    env = d.get("env")
+    if isinstance(env, dict) and "num_envs" in env and env["num_envs"] == d.get("num_envs"):
+        d["env"] = {k: v for k, v in env.items() if k != "num_envs"}
+    d["schema"] = SCHEMA
+    return d
+
+
 def _segment_stats(source: str, where: str, seg: Any) -> SegmentStats:
     _checked(source, where, seg, "dict")
     stats = SegmentStats(**{k: _checked(source, f"{where}.{k}", v, _SEGMENT_TYPES[k])
@@ -350,6 +442,9 @@ _RUN_TYPES = {
     "exit_code": "int?", "env": "dict", "step_times_ms": "num-list", "memory": "dict", "extra": "dict",
     "total_steps": "int", "warmup_steps": "int", "sampling": "dict", "dist": "dict",
 }
+_TIMELINE_TYPES = {"spans": "list", "step_starts_ms": "num-list", "last_step_end_ms": "num?"}
+_OUTSIDE_TYPES = {"setup": "list", "teardown": "list"}
+_PRICING_TYPES = {"prices": "dict", "what_if": "dict", "what_if_table": "list"}
 _SELF_TYPES = {"startup_s": "num", "special_s": "num-dict", "special_steps": "num-dict", "sampled_extra_s": "num",
                "record_s": "num", "per_step_ms": "num", "per_step": "num-dict", "per_call_us": "num-dict", "calibration": "str"}
 _SEGMENT_TYPES = {"gpu_ms_per_step": "num?", "cpu_ms_per_step": "num", "syncs_per_step": "num",

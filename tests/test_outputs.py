@@ -137,7 +137,7 @@ def test_profile_output_to_dev_null_a_fifo_and_a_symlink(tmp_path, exits_script,
     os.mkfifo(fifo)
     reader = FifoReader(fifo)
     assert profile(fifo).exit_code == 0
-    assert json.loads(reader.text())["schema"] == "perfkit.run/2" and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(reader.text())["schema"] == "perfkit.run/3" and stat.S_ISFIFO(os.lstat(fifo).st_mode)
     target = tmp_path / "run-1.json"
     target.write_text("stale")
     link = tmp_path / "latest.json"

@@ -8,8 +8,8 @@ format what is here, so every output always agrees.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,11 +18,17 @@ from typing import Any, Sequence
 from perfkit.formatting import nbytes as fmt_bytes
 from perfkit.formatting import num as fmt_num
 from perfkit.record import (
+    EXTRA_CUDA_ALLOCATOR_ALLOCS,
     EXTRA_ERROR,
-    EXTRA_PRICING,
+    EXTRA_GPU_STEP_MS_MEAN,
+    EXTRA_GPU_TIMED_STEPS,
+    EXTRA_POLICY_CLASSES,
+    EXTRA_RATE_WINDOW,
     EXTRA_SEGMENTS_SOURCE,
-    EXTRA_WHAT_IF,
-    EXTRA_WHAT_IF_TABLE,
+    EXTRA_SESSION,
+    EXTRA_STEP_CLASSES,
+    EXTRA_STEP_DETECTION,
+    EXTRA_WARP_TORCH_INTEROP,
     Finding,
     RecordError,
     Run,
@@ -87,7 +93,7 @@ class Report:
 # ---- inputs -------------------------------------------------------------------------------------
 
 def load_inputs(paths: Sequence[str | os.PathLike]) -> list[Item]:
-    """Each path: a run record (perfkit.run/2 or /1), or a sweep directory / manifest (perfkit.sweeps.runner/1).
+    """Each path: a run record (perfkit.run/3, /2 or /1), or a sweep directory / manifest (perfkit.sweep/1).
     Raises RecordError naming the file that could not be read."""
     items: list[Item] = []
     for p in paths:
@@ -176,7 +182,27 @@ SETUP_FIELDS: list[tuple[str, str, str]] = [
     ("act dim", "env", "act_dim"),
     ("horizon (steps)", "env", "episode_length"),
     ("rendering", "env", "rendering"),
+    # how the profile measured (a sweep point's block holds none of these: the row is then left out)
+    ("steps marked by", "extra", EXTRA_STEP_DETECTION),
+    ("stepped env", "extra", EXTRA_STEP_CLASSES),
+    ("policy", "extra", EXTRA_POLICY_CLASSES),
+    ("sync rates over", "extra", EXTRA_RATE_WINDOW),
+    ("GPU-timed steps", "extra", EXTRA_GPU_TIMED_STEPS),
+    ("GPU step mean (ms)", "extra", EXTRA_GPU_STEP_MS_MEAN),
+    ("CUDA allocations/step", "extra", EXTRA_CUDA_ALLOCATOR_ALLOCS),
+    ("Warp-torch shared memory", "extra", EXTRA_WARP_TORCH_INTEROP),
 ]
+
+
+def _extra_value(v: Any) -> str:
+    """One of the profile's own facts (``SETUP_FIELDS``' ``extra`` rows) in a cell."""
+    if isinstance(v, dict) and {"period", "steps"} <= set(v):  # the rate window
+        periods = v["steps"] // v["period"] if isinstance(v["steps"], int) and isinstance(v["period"], int) and v["period"] else "?"
+        return f"the last {fmt_num(v['steps'])} steady steps ({periods} whole periods of {fmt_num(v['period'])} steps)"
+    if isinstance(v, list):  # class names, or where Warp and torch share memory
+        return ", ".join(f"{x.get('call')} at {x.get('path')}:{x.get('line')} ({fmt_num(x.get('count'))}x)"
+                         if isinstance(x, dict) else str(x) for x in v) or "-"
+    return fmt_num(v)
 
 
 def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
@@ -187,6 +213,8 @@ def _setup_value(item: Item, rep: Run | None, block: str, key: str) -> str:
             ns = [p.num_envs for p in item.sweep.points]
             return f"{ns[0]:,}..{ns[-1]:,} ({len(ns)} points)" if len(ns) > 1 else f"{ns[0]:,}"
         return fmt_num(rep.num_envs)
+    if block == "extra":
+        return _extra_value(rep.extra.get(key))
     src = rep.machine if block == "machine" else rep.env
     v = src.get(key)
     if key == "episode_length" and v is None:
@@ -207,7 +235,23 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
                  command: Sequence[str] | None = None, single: Item | Run | None = None) -> Report:
     """``inputs``: Items, or Runs / Sweeps directly (labelled for you). Per-rank records of a
     data-parallel job are also merged (:mod:`perfkit.analysis.ranks`), beside ``single`` (the 1-GPU
-    run: one of the inputs, or found among them) for the scaling efficiency."""
+    run: one of the inputs, or found among them) for the scaling efficiency. One builder per section
+    of the report, in the order it shows them."""
+    items = _items_of(inputs)
+    rep = Report(title=title, items=items, command=list(command or []),
+                 generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    _setup_section(rep)
+    _runs_section(rep)
+    _ranks_section(rep, single)
+    sps_series = _sweep_sections(rep)
+    found = _findings_section(rep)
+    _what_if_sections(rep)
+    _figures(rep, sps_series, found)
+    _notes(rep)
+    return rep
+
+
+def _items_of(inputs: Sequence[Item | Any]) -> list[Item]:
     items: list[Item] = []
     for x in inputs:
         if isinstance(x, Item):
@@ -219,23 +263,29 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
     _dedupe_labels(items)
     if not items:
         raise ValueError("a report needs at least one run or sweep")
-    rep = Report(title=title, items=items, command=list(command or []),
-                 generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    return items
 
-    # hardware / software block, one column per input
-    rep.setup_columns = [it.label for it in items]
-    reps = [it.representative() for it in items]
+
+def _setup_section(rep: Report) -> None:
+    """The hardware / software block, one column per input."""
+    rep.setup_columns = [it.label for it in rep.items]
+    reps = [it.representative() for it in rep.items]
     for row_label, block, key in SETUP_FIELDS:
-        vals = [_setup_value(it, r, block, key) for it, r in zip(items, reps)]
+        vals = [_setup_value(it, r, block, key) for it, r in zip(rep.items, reps)]
         if all(v in ("-", "off (not recorded)") for v in vals) and row_label not in ("GPU", "torch", "num_envs", "rendering"):
             continue
         rep.setup_rows.append((row_label, vals))
 
-    # single runs side by side
-    runs = [(it.label, it.run) for it in items if it.run is not None]
+
+def _single_runs(rep: Report) -> list[tuple[str, Run]]:
+    return [(it.label, it.run) for it in rep.items if it.run is not None]
+
+
+def _runs_section(rep: Report) -> None:
+    """The single runs side by side."""
     rep.run_columns = ["run", "status", "num_envs", "steps", "env SPS", "physics SPS", "p50 ms", "p99 ms",
                        "warm-up s", "memory", "syncs/step", "allocs/step", "findings"]
-    for label, r in runs:
+    for label, r in _single_runs(rep):
         mem, kind = r.peak_memory()
         rep.run_rows.append([
             label, r.status, fmt_num(r.num_envs), fmt_num(r.steps), sps_cell(r),
@@ -244,23 +294,29 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
             fmt_num(float(_syncs(r))), fmt_num(float(_allocs(r))), fmt_num(len(r.findings)),
         ])
 
-    # data-parallel jobs: their ranks merged
+
+def _ranks_section(rep: Report, single: Item | Run | None) -> None:
+    """Data-parallel jobs: their ranks merged, against ``single`` (the 1-GPU run) where given."""
     from perfkit.analysis.ranks import report_sections
 
     base = None
     if single is not None:
-        it = single if isinstance(single, Item) else next((i for i in items if i.run is single), None)
+        it = single if isinstance(single, Item) else next((i for i in rep.items if i.run is single), None)
         base = (it.label, it.run) if it is not None else (run_label(single, "single"), single)
-    rep.ranks = report_sections(runs, base, fmt_num)
+    rep.ranks = report_sections(_single_runs(rep), base, fmt_num)
 
-    # sweeps
+
+SWEEP_COLUMNS = ["num_envs", "status", "env SPS", "physics SPS", "p50 ms", "p99 ms", "warm-up s", "memory", "note"]
+
+
+def _sweep_sections(rep: Report) -> list[dict[str, Any]]:
+    """One table per sweep; returns the series the throughput figure draws."""
     sps_series = []
-    for it in items:
+    for it in rep.items:
         if it.sweep is None:
             continue
         sw = it.sweep
         knee = sw.knee()
-        cols = ["num_envs", "status", "env SPS", "physics SPS", "p50 ms", "p99 ms", "warm-up s", "memory", "note"]
         rows = []
         ns, sps, phys, mem, failed = [], [], [], [], []
         mem_kind = None
@@ -290,21 +346,24 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
             elif p.status not in ("pending", "skipped"):
                 failed.append((p.num_envs, p.status))
         rep.sweeps.append({"label": it.label, "command": sw.manifest.get("command") or [],
-                           "knee": sw.describe_knee(), "columns": cols, "rows": rows, "source": it.source})
+                           "knee": sw.describe_knee(), "columns": list(SWEEP_COLUMNS), "rows": rows, "source": it.source})
         sps_series.append({"label": sw.short_label, "num_envs": ns, "sps": sps, "physics_sps": phys,
                            "memory_bytes": mem, "memory_kind": mem_kind or "memory", "failed": failed, "knee": knee})
+    return sps_series
 
-    # findings, costliest first, across runs and sweep points
+
+def _findings_section(rep: Report) -> list[tuple[str, Finding]]:
+    """The findings, costliest first, across runs and sweep points; returns them all (labelled)."""
+    items = rep.items
     found: list[tuple[str, Finding]] = []
     gpu_only: dict[int, str] = {}  # a CPU run's finding priced only for a GPU: what it costs there
     for it in items:
         if it.run is not None:
             found += [(it.label if len(items) > 1 else "", f) for f in it.run.findings]
-            source_of = (it.run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}
             for f in it.run.findings:
-                src = source_of.get(f"{f.site} {f.op}")
-                if f.est_ms_per_step is None and isinstance(src, dict) and src.get("on_device_ms") is not None:
-                    gpu_only[id(f)] = f"on an {src.get('on_device')}: ~{fmt_num(src['on_device_ms'])}"
+                device, on_device = (None, None) if f.est_ms_per_step is not None else it.run.on_device_price(f)
+                if on_device is not None:
+                    gpu_only[id(f)] = f"on an {device}: ~{fmt_num(on_device)}"
         else:
             # one row per site across the sweep's points: the point where it costs most
             best: dict[tuple, tuple[str, Finding]] = {}
@@ -331,43 +390,56 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         row += [f.kind + (" (CPU tensor)" if f.would_sync_on_gpu else ""), f.op, f.site, f.function, f.segment,
                 rate, price if id(f) in stepless else gpu_only.get(id(f), price), f.message, f.code]
         rep.findings_rows.append(row)
+    return found
 
-    # what if: each priced run's fixes in order, with where each price comes from
-    for it in items:
+
+def _what_if_sections(rep: Report) -> None:
+    """Each priced run's fixes in order, with where each price comes from."""
+    for it in rep.items:
         if it.run is not None:
             section = what_if_section(it.run, it.label)
             if section is not None:
                 rep.what_if.append(section)
 
-    # per-step material for the figures
+
+FIGURES = [
+    Figure("sps_memory.png", "Throughput and memory vs num_envs",
+           "Env steps/s (solid) and physics steps/s = env SPS x decimation (dashed) on log axes; the star "
+           "and dotted line mark the knee; red bands are points that ran out of memory or failed. Memory: "
+           "device memory the point's process took beyond what was free before the env was built (Warp's "
+           "allocations included) where measured, else torch's peak allocation, else peak host RSS."),
+    Figure("segments.png", "Segment breakdown per step",
+           "Mean time per steady-state step in each training-loop segment (GPU time where CUDA events were "
+           "taken, CPU time otherwise)."),
+    Figure("step_times.png", "Step-time distribution",
+           "Steady-state step times in ms: box p25-p75, whiskers p1-p99, red tick p99."),
+    Figure("findings.png", "Top findings",
+           "Sites that make the GPU wait, by estimated cost per step (or by occurrences per step when the "
+           "machine's costs were not probed)."),
+]
+
+
+def _figures(rep: Report, sps_series: list[dict[str, Any]], found: list[tuple[str, Finding]]) -> None:
+    """The figures and the per-step material each draws."""
     seg_entries: list[tuple[str, Run]] = []
     dist: list[tuple[str, list[float]]] = []
-    for it in items:
+    for it in rep.items:
         if it.run is not None:
             seg_entries.append((it.label, it.run))
             dist.append((it.label, it.run.step_times_ms))
         else:
             for r in it.sweep.completed():
-                lab = f"{it.sweep.short_label} n={r.num_envs}" if len(items) > 1 else f"n={r.num_envs}"
+                lab = f"{it.sweep.short_label} n={r.num_envs}" if len(rep.items) > 1 else f"n={r.num_envs}"
                 seg_entries.append((lab, r))
                 dist.append((lab, r.step_times_ms))
     rep.plot_data = {"sps": sps_series, "segments": seg_entries, "dist": dist, "findings": found}
-    rep.figures = [
-        Figure("sps_memory.png", "Throughput and memory vs num_envs",
-               "Env steps/s (solid) and physics steps/s = env SPS x decimation (dashed) on log axes; the star "
-               "and dotted line mark the knee; red bands are points that ran out of memory or failed. Memory: "
-               "device memory the point's process took beyond what was free before the env was built (Warp's "
-               "allocations included) where measured, else torch's peak allocation, else peak host RSS."),
-        Figure("segments.png", "Segment breakdown per step",
-               "Mean time per steady-state step in each training-loop segment (GPU time where CUDA events were "
-               "taken, CPU time otherwise)."),
-        Figure("step_times.png", "Step-time distribution",
-               "Steady-state step times in ms: box p25-p75, whiskers p1-p99, red tick p99."),
-        Figure("findings.png", "Top findings",
-               "Sites that make the GPU wait, by estimated cost per step (or by occurrences per step when the "
-               "machine's costs were not probed)."),
-    ]
-    for it in items:
+    rep.figures = [dataclasses.replace(f) for f in FIGURES]  # each report draws its own (plots sets the path)
+
+
+def _notes(rep: Report) -> None:
+    """What the reader must know about an input: a run that did not complete, an unknown num_envs,
+    a sweep without segments."""
+    for it in rep.items:
         r = it.representative()
         if r is not None and r.status not in ("complete",) and it.run is not None:
             rep.notes.append(f"{it.label}: run status is {r.status!r}" + (f" ({r.extra.get(EXTRA_ERROR)})" if r.extra.get(EXTRA_ERROR) else ""))
@@ -377,20 +449,22 @@ def build_report(inputs: Sequence[Item | Any], title: str = "perfkit throughput 
         if r is not None and r.extra.get(EXTRA_SEGMENTS_SOURCE, "").startswith("sweep worker"):
             rep.notes.append(f"{it.label}: segments not broken down (run the sweep with --session-steps N for per-segment "
                              "times and findings); the bar is the whole env.step")
+        session = r.extra.get(EXTRA_SESSION) if r is not None else None
+        if isinstance(session, dict) and session.get("used") is False and session.get("reason"):
+            rep.notes.append(f"{it.label}: no per-segment breakdown: {session['reason']}")
     rep.notes = list(dict.fromkeys(rep.notes))
-    return rep
 
 
 WHAT_IF_COLUMNS = ["#", "fix", "site", "price ms/step", "price from", "validation", "step ms (mean)"]
 
 
 def what_if_section(run: Run, label: str) -> dict[str, Any] | None:
-    """A run's what-if table (``run.extra["what_if_table"]``: fixing the top 1..N findings, cumulative),
+    """A run's what-if table (``run.pricing.what_if_table``: fixing the top 1..N findings, cumulative),
     its summary line and the pricing notes, as the cost model wrote them into the record
     (:func:`perfkit.pricing.cost.price_run`); None for a record without them (unpriced, or priced
     before the table existed)."""
-    rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
-    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    rows = run.pricing.what_if_table
+    wi = run.pricing.what_if
     summary = wi.get("summary")
     if not isinstance(rows, list) or not rows or not summary:
         return None

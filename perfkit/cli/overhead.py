@@ -86,65 +86,13 @@ def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, p
     """
     import shlex
 
-    from perfkit.cli.requires import require
-    from perfkit.overhead.measure import DEFAULT_METRIC, OverheadError, Target, check_arms, check_gates, compile_metric, markdown, measure, table
-    from perfkit.outputs import describe_error, resolve, write_text
-    from perfkit.profile.runner import TargetError, check_target
+    from perfkit.overhead.measure import DEFAULT_METRIC, Target, measure, table
+    from perfkit.outputs import resolve
 
-    args = list(target_and_args)
-    if module is None:
-        if not args:
-            raise click.UsageError("give a script to run (perfkit overhead [options] script.py [args...]) or -m module")
-        target, args = args[0], args[1:]
-    else:
-        target = module
-    if wall_only and metric_regex is not None:
-        raise BadInput("--wall-only and --metric-regex exclude each other")
-    regex = None if wall_only else (metric_regex or DEFAULT_METRIC)
-    try:
-        arm_list = check_arms(arms.split(","))
-        compile_metric(regex)
-        extra = shlex.split(profile_args)
-    except OverheadError as e:
-        raise BadInput(str(e)) from None
-    except ValueError as e:  # shlex: an unclosed quote
-        raise BadInput(f"--profile-args: {e}") from None
-    if max_overhead is not None or max_added_wall is not None:
-        if "perfkit" not in arm_list:
-            raise BadInput("--max-overhead / --max-added-wall gate the perfkit arm: include it in --arms")
-    needs = (("torch", "numpy") if "perfkit" in arm_list else ()) + (("torch",) if "torch-profiler" in arm_list else ())
-    require("overhead", *needs)
-    try:
-        check_target(target, module is not None)
-    except TargetError as e:
-        raise BadInput(str(e)) from None
-    from perfkit.cli.paths import check_output, distinct_outputs, program_inputs
-
-    distinct_outputs({"--json": json_path, "--markdown": md_path})
-    outputs = {}
-    for opt, path in (("--json", json_path), ("--markdown", md_path)):
-        if path:
-            p = resolve(path)
-            check_output(p, path, program_inputs(target, args, module is not None), what=opt, note=" (nothing was run)")
-            outputs[opt] = (path, p)
-
-    import json
-
-    def write(result) -> None:
-        for opt, (shown, p) in outputs.items():
-            text = json.dumps(result, indent=1) + "\n" if opt == "--json" else markdown(result)
-            try:
-                write_text(p, text)
-            except OSError as e:
-                click.echo(f"Error: {describe_error(shown, e)}", err=True)
-
-    def progress(run) -> None:
-        if quiet:
-            return
-        where = "warm-up" if run["round"] == 0 else f"round {run['round']}/{rounds}"
-        what = (f"{result_name} {run['metric']:,.6g}" if run["metric"] is not None else "") if run["ok"] else f"FAILED ({run['reason']})"
-        click.echo(f"[{where}] {run['arm']:<15} {what}  wall {run['wall_s']:.1f} s", err=True)
-
+    target, args = _target_of(list(target_and_args), module)
+    regex, arm_list, extra = _checked_options(arms, metric_regex, wall_only, profile_args, max_overhead, max_added_wall)
+    _check_target(arm_list, target, module)
+    write = _writer(_outputs(json_path, md_path, target, args, module))
     result_name = "SPS" if regex == DEFAULT_METRIC else ("metric" if regex else "")
     partial: dict = {}
 
@@ -159,7 +107,8 @@ def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, p
     try:
         result = measure(Target(target, args, module=module is not None), arms=arm_list, rounds=rounds, metric_regex=regex,
                          timeout=timeout, warmup_runs=warmup_runs, log_dir=resolve(logs) if logs else None,
-                         profile_args=extra, on_run=progress, on_round=on_round)
+                         profile_args=extra, on_run=None if quiet else _progress(rounds, result_name),
+                         on_round=on_round)
     except KeyboardInterrupt:
         result = partial.get("result")
         click.echo("perfkit overhead: interrupted", err=True)
@@ -172,12 +121,109 @@ def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, p
     click.echo(table(result), nl=False)
     if code:
         ctx.exit(code)
+    problems = _problems(result, max_overhead, max_added_wall)
+    for p in problems:
+        click.echo(f"perfkit overhead: {p}", err=True)
+    ctx.exit(1 if problems else 0)
+
+
+def _target_of(args: list[str], module: str | None) -> tuple[str, list[str]]:
+    """The script (or module) to run and its arguments."""
+    if module is not None:
+        return module, args
+    if not args:
+        raise click.UsageError("give a script to run (perfkit overhead [options] script.py [args...]) or -m module")
+    return args[0], args[1:]
+
+
+def _checked_options(arms, metric_regex, wall_only, profile_args, max_overhead, max_added_wall):
+    """``(metric regex or None, arms, extra profile options)``; BadInput for options that cannot work together."""
+    import shlex
+
+    from perfkit.overhead.measure import DEFAULT_METRIC, OverheadError, check_arms, compile_metric
+
+    if wall_only and metric_regex is not None:
+        raise BadInput("--wall-only and --metric-regex exclude each other")
+    regex = None if wall_only else (metric_regex or DEFAULT_METRIC)
+    try:
+        arm_list = check_arms(arms.split(","))
+        compile_metric(regex)
+        extra = shlex.split(profile_args)
+    except OverheadError as e:
+        raise BadInput(str(e)) from None
+    except ValueError as e:  # shlex: an unclosed quote
+        raise BadInput(f"--profile-args: {e}") from None
+    if max_overhead is not None or max_added_wall is not None:
+        if "perfkit" not in arm_list:
+            raise BadInput("--max-overhead / --max-added-wall gate the perfkit arm: include it in --arms")
+    return regex, arm_list, extra
+
+
+def _check_target(arm_list: list[str], target: str, module: str | None) -> None:
+    """The arms' libraries are installed and the target exists, before anything runs."""
+    from perfkit.cli.requires import require
+    from perfkit.profile.runner import TargetError, check_target
+
+    needs = (("torch", "numpy") if "perfkit" in arm_list else ()) + (("torch",) if "torch-profiler" in arm_list else ())
+    require("overhead", *needs)
+    try:
+        check_target(target, module is not None)
+    except TargetError as e:
+        raise BadInput(str(e)) from None
+
+
+def _outputs(json_path, md_path, target: str, args: list[str], module: str | None) -> dict:
+    """``{option: (path as given, resolved path)}`` of the results' files, each checked writable first."""
+    from perfkit.cli.paths import check_output, distinct_outputs, program_inputs
+    from perfkit.outputs import resolve
+
+    distinct_outputs({"--json": json_path, "--markdown": md_path})
+    outputs = {}
+    for opt, path in (("--json", json_path), ("--markdown", md_path)):
+        if path:
+            p = resolve(path)
+            check_output(p, path, program_inputs(target, args, module is not None), what=opt, note=" (nothing was run)")
+            outputs[opt] = (path, p)
+    return outputs
+
+
+def _writer(outputs: dict):
+    """``write(result)``: the results as JSON and Markdown where asked (after every round); a file that
+    cannot be written is said, and the measurement goes on."""
+    import json
+
+    from perfkit.overhead.measure import markdown
+    from perfkit.outputs import describe_error, write_text
+
+    def write(result) -> None:
+        for opt, (shown, p) in outputs.items():
+            text = json.dumps(result, indent=1) + "\n" if opt == "--json" else markdown(result)
+            try:
+                write_text(p, text)
+            except OSError as e:
+                click.echo(f"Error: {describe_error(shown, e)}", err=True)
+
+    return write
+
+
+def _progress(rounds: int, result_name: str):
+    """``on_run(run)``: one line per finished run."""
+
+    def progress(run) -> None:
+        where = "warm-up" if run["round"] == 0 else f"round {run['round']}/{rounds}"
+        what = (f"{result_name} {run['metric']:,.6g}" if run["metric"] is not None else "") if run["ok"] else f"FAILED ({run['reason']})"
+        click.echo(f"[{where}] {run['arm']:<15} {what}  wall {run['wall_s']:.1f} s", err=True)
+
+    return progress
+
+
+def _problems(result: dict, max_overhead: float | None, max_added_wall: float | None) -> list[str]:
+    """Failed runs and failed gates, one line each."""
+    from perfkit.overhead.measure import check_gates
+
     problems = []
     fails = result["summary"]["failures"]
     if fails:
         problems.append(f"{len(fails)} run(s) failed: " + ", ".join(
             f"{'warm-up' if f['round'] == 0 else 'round ' + str(f['round'])} {f['arm']} ({f['reason']})" for f in fails))
-    problems += check_gates(result, max_overhead, max_added_wall)
-    for p in problems:
-        click.echo(f"perfkit overhead: {p}", err=True)
-    ctx.exit(1 if problems else 0)
+    return problems + check_gates(result, max_overhead, max_added_wall)

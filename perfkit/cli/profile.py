@@ -14,7 +14,7 @@ from perfkit.cli.program_args import ProgramCommand
     context_settings=dict(allow_interspersed_args=False, help_option_names=["-h", "--help"]),
 )
 @click.option("-o", "--output", "output", default="runs/latest.json", show_default=True, metavar="PATH",
-              help="Where to write the run record (perfkit.run/2 JSON); relative to the directory perfkit was started in. "
+              help="Where to write the run record (perfkit.run/3 JSON); relative to the directory perfkit was started in. "
                    "Under torchrun (WORLD_SIZE > 1) rank R writes PATH with .rankR before its suffix "
                    "(run.json -> run.rankR.json; a directory -> DIR/run.rankR.json).")
 @click.option("--max-syncs-per-step", type=click.FloatRange(min=0), default=None,
@@ -125,9 +125,9 @@ def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) 
         return 2
     failed_rank = world > 1 and (rec.status != "complete" or code != 0)
     if not quiet and rank == 0 and not failed_rank:  # a failing rank's stderr stays torchrun's, plus one line
-        from perfkit.renderers.console import render
+        from perfkit.renderers.console import ConsoleRenderer
 
-        render(rec)
+        sys.stderr.write(ConsoleRenderer(terminal=sys.stderr).render(rec))
         if world == 1:
             click.echo(f"run record: {output}", err=True)
         else:
@@ -138,7 +138,7 @@ def _finish(outcome, output: str, out_path, max_syncs, max_allocs, quiet: bool) 
 
         click.echo(rank_line(rec, output), err=True)
     if problems:
-        click.echo("perfkit profile: budget exceeded\n" + "\n".join(problems), err=True)
+        click.echo("perfkit profile: budget exceeded\n" + "\n".join(rec.extra[EXTRA_BUDGET]["exceeded"]), err=True)
         if code == 0:
             code = 2
     return code

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-SCHEMA = "perfkit.overhead.measure/1"
+SCHEMA = "perfkit.overhead/1"
 ARMS = ("plain", "perfkit", "torch-profiler")
 DEFAULT_METRIC = r"^SPS: ([-+0-9.,eE]+)\s*$"
 PROFILER_ARM_MODULE = "perfkit.overhead.profiler_arm"

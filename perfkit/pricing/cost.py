@@ -9,7 +9,7 @@ is its ``cpu_ms_per_step`` (host time spent in the segment per step, a mean over
 its GPU time ``g_s`` its ``gpu_ms_per_step``. SPS is a mean rate, ``N * 1000 / T`` (``N`` = num_envs,
 1 without it: steps/s), before and after a fix alike. Step-time percentiles (p50, p99) are never used.
 
-**Price of one finding** (``raw``; costs per call times ``per_step``), by model (``pricing["model_of"]``):
+**Price of one finding** (``raw``; costs per call times ``per_step``), by model (``pricing.prices["model_of"]``):
 
 * **sync** — ``round_trip + drain + extra``.
   ``round_trip`` is the idle-queue sync (``sync_idle_ms``) when the queue is empty and what a sync
@@ -23,7 +23,7 @@ its GPU time ``g_s`` its ``gpu_ms_per_step``. SPS is a mean rate, ``N * 1000 / T
     time blocked per call and the host work from its end to the next sync or the step end): removing
     *one* sync saves ``round_trip + min(wait - round_trip, gap_after)`` per call: the queued GPU work
     overlaps only with the host work before the next sync, which then waits instead. Fixing *all*
-    syncs saves their summed waits (``pricing["sync_all_ms"]``, ``what_if["all_syncs"]``).
+    syncs saves their summed waits (``pricing.prices["sync_all_ms"]``, ``what_if["all_syncs"]``).
   - ``backlog_split`` (GPU timing, no measured wait): the syncs of a step share the backlog evenly,
     ``drain = B / k`` (``k`` syncs per step), so all of them together never drain more than ``B``.
   - ``round_trip`` (no GPU timing: a CPU-only run's would-sync-on-GPU findings): the round trip alone,
@@ -55,16 +55,16 @@ its GPU time ``g_s`` its ``gpu_ms_per_step``. SPS is a mean rate, ``N * 1000 / T
 **CPU runs** (the record's device is ``cpu``). A price that used a GPU cost from another machine's
 profile (a sync round trip, a copy, a kernel launch: anything but the CPU allocator's price) is no cost
 on this machine and would promise a speed-up that cannot happen here: the finding gets no
-``est_ms_per_step`` and enters no prediction; ``pricing["source_of"][key]`` keeps it as
+``est_ms_per_step`` and enters no prediction; ``pricing.prices["source_of"][key]`` keeps it as
 ``on_device_ms`` (``"on an H200 this costs ~X ms/step"``) and ``what_if["on_device"]`` sums them.
 
 **Bound.** The step is cut into *buckets*: each recorded segment ``s`` (time ``h_s``) and the
 unsegmented rest ``R = max(0, T - sum h_s)``. A finding sits in its segment's bucket (the rest when
 its segment is not recorded). Its price is ``est = min(raw, bucket time, T)``: a finding cannot save
 more than the measured time of the segment it sits in (a sync's wait is host time inside its
-segment). ``pricing["source_of"][key]`` keeps ``raw`` (``unbounded_ms``) and the bound when it binds.
+segment). ``pricing.prices["source_of"][key]`` keeps ``raw`` (``unbounded_ms``) and the bound when it binds.
 A record with a negative segment time has no usable breakdown: the whole step is then one bucket
-(``pricing["segments_consistent"]`` is false and the notes say so).
+(``pricing.prices["segments_consistent"]`` is false and the notes say so).
 
 **What if.** Fixing a set ``F`` of findings: per bucket ``b``, ``saved_b = min(time_b, sum of est over
 the fixed findings in b)`` (when ``F`` holds every sync and all their waits were measured, a sync
@@ -85,13 +85,13 @@ and ``SPS_after = N * 1000 / T_after``; ``bound`` names the term that set it (``
 where the untouched time and the GPU floor are smaller still, as in a run without segment times).
 A prediction is made on this run's own measured times: a price from another machine enters it
 bounded, never scaled.
-``run.extra["what_if_table"]`` lists the top ``TOP_N`` findings, the script's own first (a library's is
+``run.pricing.what_if_table`` lists the top ``TOP_N`` findings, the script's own first (a library's is
 fixed by configuring, subclassing or reporting it upstream), each group by ``est``, with the cumulative
-``T_after`` and SPS of fixing the first 1..k of them; ``run.extra["what_if"]`` is the top-N summary,
+``T_after`` and SPS of fixing the first 1..k of them; ``run.pricing.what_if`` is the top-N summary,
 with the words every output shows (``summary``, ``notes``, and ``note``, the notes in one line for
 the console: :func:`what_if_summary`, :func:`pricing_notes`, :func:`pricing_note_line`).
 
-**Where each price comes from** (``pricing["source_of"][key]["label"]``): ``measured here (sync
+**Where each price comes from** (``pricing.prices["source_of"][key]["label"]``): ``measured here (sync
 wait)``; ``this machine's probe profile`` (the profile's key is the run's machine); ``reference H200
 profile, not measured here`` (or ``... same GPU model, not probed on this machine``); another
 machine's profile, named. A price from another machine is never scaled, only bounded as above, and
@@ -104,6 +104,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
@@ -120,11 +121,9 @@ from perfkit.collectors import hub
 from perfkit.formatting import num
 from perfkit.record import (
     EXTRA_LOOP_OPS,
-    EXTRA_PRICING,
     EXTRA_SYNC_WAIT,
-    EXTRA_WHAT_IF,
-    EXTRA_WHAT_IF_TABLE,
     Finding,
+    Pricing,
     Run,
 )
 
@@ -396,7 +395,7 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
             if repr_ms:
                 extra += repr_ms
                 how += " + tensor repr"
-        direction = price_kind(op)
+        direction = price_kind(f.op or "")  # the table's label as written (not lower-cased: "Event.synchronize()")
         if direction in ("d2h", "h2d"):
             c = _copy_ms(prices, direction, _bytes_per_call(f))
             if c:
@@ -526,15 +525,18 @@ class _SourceNamer:
 
 
 def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[str, Any] | None = None) -> Run:
-    """Set every finding's ``est_ms_per_step`` (bounded: module doc) and store ``run.extra["pricing"]``,
-    ``run.extra["what_if"]`` and ``run.extra["what_if_table"]``. Returns ``run`` (annotated in place).
+    """``run`` priced: a copy of it whose findings carry their ``est_ms_per_step`` (bounded: module doc)
+    and whose ``pricing`` block (:class:`perfkit.record.Pricing`) holds ``prices``, ``what_if`` and
+    ``what_if_table``. ``run`` itself is left as it was (its findings and pricing are not touched; the
+    copy shares the rest).
 
     ``profile=None`` prices with this machine's cached profile if there is one, else the reference;
     costs a machine profile lacks (a CPU-only machine has no sync round trip) come from the reference,
-    and ``pricing["costs"]`` names the source of every number used, ``pricing["source_of"]`` the source
+    and ``pricing.prices["costs"]`` names the source of every number used, ``pricing.prices["source_of"]`` the source
     of every price. ``validation=None`` reads the committed validation
     (:func:`perfkit.pricing.machine_profile.read_validation`); pass ``{}`` for none.
     """
+    run = dataclasses.replace(run, findings=[dataclasses.replace(f) for f in run.findings], pricing=Pricing())
     profile, reference = _profile_for(profile)
     if validation is None:
         validation = read_validation()
@@ -576,7 +578,7 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
         source_of[key] = {"source": source, "label": label, "model": model,
                           "validation": validation_label(model, validation), "bucket": bucket,
                           "bound_ms": room, "unbounded_ms": raw if bounded else None}
-    run.extra[EXTRA_PRICING] = {
+    run.pricing.prices = {
         "model": MODEL,
         "statistic": STATISTIC,
         "profile": profile.get("source"),
@@ -599,12 +601,12 @@ def price_run(run: Run, profile: dict[str, Any] | None = None, validation: dict[
         "gpu_backlog_ms_per_step": ctx.backlog_ms,
         "queue_full_fraction": round(ctx.busy, 4),
     }
-    run.extra[EXTRA_WHAT_IF] = what_if(run, ctx=ctx)
-    run.extra[EXTRA_WHAT_IF_TABLE] = what_if_table(run, ctx=ctx)
+    run.pricing.what_if = what_if(run, ctx=ctx)
+    run.pricing.what_if_table = what_if_table(run, ctx=ctx)
     # the words every output shows, kept with the numbers (renderers format the record, nothing else)
-    run.extra[EXTRA_WHAT_IF]["summary"] = what_if_summary(run)
-    run.extra[EXTRA_WHAT_IF]["notes"] = pricing_notes(run)
-    run.extra[EXTRA_WHAT_IF]["note"] = pricing_note_line(run)
+    run.pricing.what_if["summary"] = what_if_summary(run)
+    run.pricing.what_if["notes"] = pricing_notes(run)
+    run.pricing.what_if["note"] = pricing_note_line(run)
     return run
 
 
@@ -615,7 +617,7 @@ def is_cpu_run(run: Run) -> bool:
 
 def on_device_prices(run: Run) -> dict[str, Any] | None:
     """A CPU run's findings priced only for a GPU: ``{"device", "findings", "ms_per_step"}``, or None."""
-    src = [s for s in ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).values()
+    src = [s for s in (run.pricing.prices.get("source_of") or {}).values()
            if isinstance(s, dict) and s.get("on_device_ms") is not None]
     if not src:
         return None
@@ -645,7 +647,7 @@ def _savings(run: Run, fixed: list[Finding]) -> list[tuple[Finding, float]]:
     sync saves at least its share (by calls) of its site's measured wait."""
     out = [(f, f.est_ms_per_step or 0.0) for f in fixed]
     syncs = [f for f in run.findings if f.kind == "sync"]
-    all_ms = (run.extra.get(EXTRA_PRICING) or {}).get("sync_all_ms")
+    all_ms = run.pricing.prices.get("sync_all_ms")
     if not syncs or not isinstance(all_ms, (int, float)) or not all(any(f is g for g in fixed) for f in syncs):
         return out
     sw = run.extra[EXTRA_SYNC_WAIT]
@@ -716,7 +718,7 @@ def what_if(run: Run, top_n: int = TOP_N, ctx: _RunContext | None = None) -> dic
                             "gain": p["gain"]})
     syncs = [f for f in run.findings if f.kind == "sync" and f.est_ms_per_step is not None]
     all_syncs = predict(run, syncs, ctx=ctx) if syncs else None
-    source_of = (run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}
+    source_of = run.pricing.prices.get("source_of") or {}
     sources: dict[str, dict[str, Any]] = {}
     for f in priced:
         src = source_of.get(f"{f.site} {f.op}")
@@ -735,7 +737,7 @@ def what_if_table(run: Run, top_n: int = TOP_N, ctx: _RunContext | None = None) 
     price comes from, and the cumulative predicted mean step time and SPS."""
     ctx = ctx or _RunContext.of(run)
     top = _ranked(run)[:top_n]
-    source_of = (run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}
+    source_of = run.pricing.prices.get("source_of") or {}
     rows = []
     for k, f in enumerate(top, 1):
         p = predict(run, top[:k], ctx=ctx)
@@ -765,8 +767,8 @@ def pricing_notes(run: Run) -> list[str]:
     """The lines every output shows under the what-if table: the statistic, where the prices come
     from (how many findings each source priced, how many bounded), and how far each model used is
     validated. Read from the record alone (also for a record loaded later)."""
-    pr = run.extra.get(EXTRA_PRICING) or {}
-    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    pr = run.pricing.prices
+    wi = run.pricing.what_if
     gpu = on_device_prices(run)
     if pr and gpu and not wi.get("sources"):
         return [_on_device_words(gpu, pr)]
@@ -801,8 +803,8 @@ def _on_device_words(gpu: dict[str, Any], pr: dict[str, Any]) -> str:
 
 def pricing_note_line(run: Run) -> str | None:
     """The pricing notes in one line (the console's): where the prices come from and what is left out."""
-    pr = run.extra.get(EXTRA_PRICING) or {}
-    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    pr = run.pricing.prices
+    wi = run.pricing.what_if
     parts = _source_parts(wi)
     gpu = on_device_prices(run)
     if gpu:
@@ -834,7 +836,7 @@ def _source_parts(wi: dict[str, Any]) -> list[str]:
 def what_if_summary(run: Run) -> str | None:
     """The one-line what-if every output shows: ``fixing the top 5: est. 0.297 -> 0.0546 ms/step
     (mean), 53,808 -> 292,900 env-steps/s (x5.44); ...`` and what set the prediction."""
-    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    wi = run.pricing.what_if
     if not wi.get("fixed") or not wi.get("step_ms_after") or wi.get("statistic") != STATISTIC:
         return None
     unit = "env-steps/s" if run.num_envs else "steps/s"

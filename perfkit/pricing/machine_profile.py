@@ -10,7 +10,7 @@ report prices with the same numbers.
 When no profile for this machine exists, a *reference* profile prices the run: the H200 profile
 shipped at ``perfkit/data/h200-profile.json`` (measured by ``perfkit probe`` on the H200, see
 ``reports/probes-h200/``). The profile says where it came from (``source``), and the cost model
-copies that into ``run.extra["pricing"]``.
+copies that into ``run.pricing.prices``.
 
 **Validation.** ``perfkit/data/price-validation.json`` (schema ``perfkit.price-validation/1``, written
 by ``scripts/gpu/price_validate.py`` on the H200 and committed from its output) says, per pricing
@@ -18,7 +18,7 @@ model (``loop``, ``alloc``, ``sync_wait``, ``backlog_split``, ``round_trip``: se
 :mod:`perfkit.pricing.cost`), whether the model's predicted saving of removing a planted anti-pattern
 of ``examples/train_naive.py`` came within the tolerance (±30 %) of the measured saving, and its
 worst error. :func:`read_validation` reads it; the cost model copies each finding's model's status
-into ``run.extra["pricing"]`` and the renderers show it ("unvalidated (error +85%)"). Without the
+into ``run.pricing.prices`` and the renderers show it ("unvalidated (error +85%)"). Without the
 file every model reads "not validated".
 """
 

@@ -268,7 +268,7 @@ class Session:
             price_run = None
         if price_run is not None:
             try:
-                price_run(run)
+                run = price_run(run)
             except Exception as e:  # pricing is an annotation: never lose the record over it
                 run.extra.setdefault(EXTRA_NOTES, []).append(f"pricing failed: {type(e).__name__}: {e}")
         return run

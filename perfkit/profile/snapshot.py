@@ -6,7 +6,7 @@ collector's own frozen summary (the clock's steps and times, the sink's counts, 
 and the GPU's times, the sampler's counts and the schedule's weights, the per-sync waits) and what the
 session itself knows. Nothing in here touches a hook.
 
-Counting definitions the record follows (``perfkit.run/2``):
+Counting definitions the record follows (``perfkit.run/3``, as /2):
 
 * ``steps`` are the steady-state steps (after ``warmup_steps``; ``total_steps`` counts them all);
   step times cover the timed ones (not sampled, not ``--verify``);
@@ -16,7 +16,7 @@ Counting definitions the record follows (``perfkit.run/2``):
   at most the most events the site made in one earlier step, and a site that synced *only* after the
   last step began is teardown. When the loop's period is known (the steps between learner updates),
   a sync's rate is counted over whole periods: the steady steps cut at the start to k periods ending
-  with the last step (:func:`rate_window`), and ``count = per_step * steps``. Syncs before the first step are setup. Setup and teardown are kept apart (``extra``),
+  with the last step (:func:`rate_window`), and ``count = per_step * steps``. Syncs before the first step are setup. Setup and teardown are kept apart (``outside_steps``),
   never per-step costs. Warm-up events are in neither count;
 * allocation, loop and stream findings come from the sampled steps (``sampling``), each standing for
   the steps until the next: ``per_step`` is their weighted mean — or, for an event whose sampled
@@ -30,11 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfkit.record import (
-    EXTRA_COUNT_CPU_TENSORS, EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
-    EXTRA_LAST_STEP_END, EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_OTHER_ENV_STEPS, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
-    EXTRA_SAMPLED_STEPS, EXTRA_SETUP_SYNCS, EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_STEP_STARTS,
-    EXTRA_SYNC_WAIT, EXTRA_TEARDOWN_SYNCS, EXTRA_TIMELINE, EXTRA_TOTAL_STEPS, EXTRA_VERIFY,
-    EXTRA_WARMUP_STEPS, EXTRA_WARP_TORCH_INTEROP, Finding, Run, SEGMENTS, SegmentStats,
+    EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
+    EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
+    EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_SYNC_WAIT, EXTRA_VERIFY,
+    EXTRA_WARP_TORCH_INTEROP, Finding, OutsideSteps, Run, SEGMENTS, SegmentStats, Timeline,
 )
 from perfkit.collectors.sampling import SampleSummary, ScheduleSummary
 from perfkit.collectors.steps import ClockSummary, SyncSummary
@@ -87,8 +86,6 @@ def build_run(snap: Snapshot) -> Run:
     steady = max(0, n_steps - snap.warmup_steps)
     run.num_envs = snap.num_envs
     run.env = dict(snap.env)
-    if snap.num_envs is not None:
-        run.env.setdefault("num_envs", snap.num_envs)
     times = snap.clock.step_times
     if not times and snap.clock.untimed_step_times:  # every steady step was sampled (a short run): their times, said so
         times = snap.clock.untimed_step_times
@@ -111,10 +108,7 @@ def build_run(snap: Snapshot) -> Run:
     run.segments = segment_stats(snap, steady, n_steps)
     findings, setup, teardown, loop_ops = _findings(snap, steady, n_steps, loops_mod)
     run.findings = findings
-    if setup:
-        run.extra[EXTRA_SETUP_SYNCS] = setup
-    if teardown:
-        run.extra[EXTRA_TEARDOWN_SYNCS] = teardown  # after the last step's start
+    run.outside_steps = OutsideSteps(setup=setup, teardown=teardown)  # teardown: after the last step's start
     sync_wait = sync_wait_record(snap.waits.sites, len(times))
     if sync_wait:
         run.extra[EXTRA_SYNC_WAIT] = sync_wait  # host time in each real sync, and the host work after it
@@ -130,14 +124,9 @@ def build_run(snap: Snapshot) -> Run:
     n_timed = len(times)
     transitions = 2 * sum(snap.segments.calls.values()) / n_timed if n_timed else 0.0  # an entry and the way back
     run.self = self_cost(snap.self_meter, transitions, run.syncs_per_step)
-    run.extra[EXTRA_TOTAL_STEPS] = n_steps
-    run.extra[EXTRA_WARMUP_STEPS] = min(snap.warmup_steps, n_steps)
     run.extra[EXTRA_STEP_DETECTION] = snap.step_detection
-    if snap.clock.other_envs:
-        run.extra[EXTRA_OTHER_ENV_STEPS] = [{"thread": t, "env": e, "steps": n} for (t, e), n in snap.clock.other_envs.items()]
     if snap.step_classes:
         run.extra[EXTRA_STEP_CLASSES] = list(snap.step_classes)
-    run.extra[EXTRA_SAMPLED_STEPS] = list(snap.sampling.steps)
     window = rate_window(snap, steady)
     if window:
         cut, period = window
@@ -146,11 +135,8 @@ def build_run(snap: Snapshot) -> Run:
         run.extra[EXTRA_POLICY_CLASSES] = list(snap.policy_classes)
     if snap.sampling.cuda_alloc:
         run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = sum(snap.sampling.cuda_alloc) / len(snap.sampling.cuda_alloc)
-    run.extra[EXTRA_TIMELINE] = snap.segments.timeline + (snap.gpu.timeline if snap.gpu is not None else [])
-    run.extra[EXTRA_STEP_STARTS] = list(snap.clock.step_starts)
-    if snap.clock.last_step_end is not None:
-        run.extra[EXTRA_LAST_STEP_END] = snap.clock.last_step_end
-    run.extra[EXTRA_COUNT_CPU_TENSORS] = snap.count_cpu_tensors
+    run.timeline = Timeline(spans=snap.segments.timeline + (snap.gpu.timeline if snap.gpu is not None else []),
+                            step_starts_ms=list(snap.clock.step_starts), last_step_end_ms=snap.clock.last_step_end)
     if snap.sync_source:
         run.extra[EXTRA_SYNC_SOURCE] = snap.sync_source
     if snap.gpu is not None:

@@ -3,21 +3,18 @@ the program's): throughput, step times, a per-segment table and the top findings
 
 from __future__ import annotations
 
-import sys
+import io
 from typing import IO
 
 from perfkit.formatting import num
 from perfkit.record import (
     EXTRA_NOTES,
-    EXTRA_PRICING,
-    EXTRA_TOTAL_STEPS,
+    EXTRA_TRACEBACK,
     EXTRA_SYNC_SOURCE,
     EXTRA_VERIFY,
-    EXTRA_WARMUP_STEPS,
-    EXTRA_WHAT_IF,
-    EXTRA_WHAT_IF_TABLE,
     Run,
 )
+from perfkit.renderers.base import Renderer
 
 
 def _child_rows(t, s, depth: int) -> None:
@@ -29,13 +26,38 @@ def _child_rows(t, s, depth: int) -> None:
         _child_rows(t, c, depth + 1)
 
 
-def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | None = None) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+class ConsoleRenderer(Renderer):
+    """The run summary ``perfkit profile`` prints: ``top`` findings, ``width`` columns (default 120).
+    ``terminal``: the stream the text is for, so that colour codes are in it exactly when rich would
+    print them there (a terminal); None: plain text."""
 
-    out = file if file is not None else sys.stderr
-    con = Console(file=out, width=width or 120, highlight=False, soft_wrap=False)
+    extension = ".txt"
+    reads = "run"
+
+    def __init__(self, top: int = 10, width: int | None = None, terminal: IO[str] | None = None):
+        self.top, self.width, self.terminal = top, width, terminal
+
+    def render(self, run: Run) -> str:
+        from rich.console import Console
+
+        con = Console(file=self.terminal if self.terminal is not None else io.StringIO(), width=self.width or 120,
+                      highlight=False, soft_wrap=False)
+        with con.capture() as text:
+            _headline(con, run)
+            _segments(con, run)
+            _findings(con, run, self.top)
+            _what_if(con, run)
+            ver = run.extra.get(EXTRA_VERIFY)
+            if isinstance(ver, dict) and ver.get("steps"):
+                _verify(con, ver)
+            _notes(con, run)
+        return text.get()
+
+
+def _headline(con, run: Run) -> None:
+    """The command, its status, and the run's throughput and step times (or why it has none)."""
+    from rich.markup import escape
+
     cmd = " ".join(run.command) or "(no command)"
     status = "" if run.status == "complete" else f"  [bold red]{run.status}[/]"
     con.print(f"[bold]perfkit[/] {escape(cmd)}{status}")
@@ -45,11 +67,16 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
         con.print(
             f"  {env} on {dev}: [bold]{num(run.sps, 4)} {run.throughput_unit}[/]  step p50 {num(run.step_ms.get('p50'))} ms"
             f"  p99 {num(run.step_ms.get('p99'))} ms  ({run.steps} steady steps, warm-up {num(run.warmup_s)} s"
-            f" over {run.extra.get(EXTRA_WARMUP_STEPS, 0)} steps)"
+            f" over {run.warmup_steps} steps)"
         )
     else:
-        total = run.extra.get(EXTRA_TOTAL_STEPS, 0)
-        con.print(f"  {env} on {dev}: {total} step(s) detected, none in steady state (warm-up {run.extra.get(EXTRA_WARMUP_STEPS, 0)})")
+        con.print(f"  {env} on {dev}: {run.total_steps} step(s) detected, none in steady state (warm-up {run.warmup_steps})")
+
+
+def _segments(con, run: Run) -> None:
+    """The per-segment table, what 'other' holds indented below it."""
+    from rich.table import Table
+
     if run.segments:
         t = Table(title=None, box=None, pad_edge=False, header_style="bold")
         for c in ("segment", "cpu ms/step", "gpu ms/step", "syncs/step", "allocs/step", "calls/step"):
@@ -66,52 +93,69 @@ def render(run: Run, file: IO[str] | None = None, top: int = 10, width: int | No
     if run.steps and run.num_envs is None:
         con.print("  [dim]steps/s counts loop steps: the stepped object has no num_envs; give it with "
                   "--num-envs N or perfkit.step(num_envs=N) for env-steps/s and per-env loop detection[/]")
+
+
+def _findings(con, run: Run, top: int) -> None:
+    """The costliest ``top`` findings, the script's own first, then each library's."""
+    from rich.markup import escape
+
     findings = sorted(run.findings, key=lambda f: (-(run.price_ms(f) or 0.0), -f.per_step))
-    if findings:
-        source = {"runtime": "; syncs as the CUDA runtime reported them",
-                  "hooks": ""}.get(run.extra.get(EXTRA_SYNC_SOURCE, ""), "")
-        con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))}, by where they live{source})")
-        shown = findings[:top]
-        groups = [None] + sorted({f.library for f in shown if f.library})
-        for lib in groups:
-            group = [f for f in shown if f.library == lib]
-            if not group:
-                continue
-            if lib is None:
-                con.print("  [bold]your code[/]")
-            else:
-                con.print(f"  [bold]{escape(lib)}[/] [dim](a library: change the call in your code shown after 'via', "
-                          f"configure or subclass the library, or report it upstream)[/]")
-            for f in group:
-                extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
-                if run.steps:
-                    cost = f"  ~{num(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
-                    device, on_device = run.on_device_price(f)
-                    if on_device is not None:
-                        cost = f"  [dim]on an {escape(device)} this costs ~{num(on_device)} ms/step[/]"
-                    rate = f"{num(f.per_step)}/step{cost}"
-                else:  # no step: a count over the run, and no per-step rate or price to divide it into
-                    rate = f"{f.count}x in the run [dim](no step detected: no per-step rate)[/]"
-                con.print(f"    [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
-                          f" {escape('[' + f.segment + ']')}  {rate}{extra}")
-                if f.code:
-                    con.print(f"           [dim]{escape(f.code)}[/]")
-                if len(f.chain) > 1 and f.chain[-1] != f.site:
-                    con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
-                elif len(f.chain) > 1:  # the runtime made it for this call (torch.distributions' checks)
-                    con.print(f"           [dim]made inside {escape(f.chain[0])} for this call[/]")
-                if f.message:
-                    con.print(f"           [green]fix:[/] {escape(f.message)}")
-                if f.kind == "sync":
-                    con.print(f"           [dim]{_lint_xref(f)}[/]")
-    else:
+    if not findings:
         con.print("[green]no syncs, allocations, per-env loops or stream hazards found[/]")
-    _what_if(con, run)
-    ver = run.extra.get(EXTRA_VERIFY)
-    if isinstance(ver, dict) and ver.get("steps"):
-        _verify(con, ver)
+        return
+    source = {"runtime": "; syncs as the CUDA runtime reported them",
+              "hooks": ""}.get(run.extra.get(EXTRA_SYNC_SOURCE, ""), "")
+    con.print(f"[bold]findings[/] ({len(findings)}; top {min(top, len(findings))}, by where they live{source})")
+    shown = findings[:top]
+    groups = [None] + sorted({f.library for f in shown if f.library})
+    for lib in groups:
+        group = [f for f in shown if f.library == lib]
+        if not group:
+            continue
+        if lib is None:
+            con.print("  [bold]your code[/]")
+        else:
+            con.print(f"  [bold]{escape(lib)}[/] [dim](a library: change the call in your code shown after 'via', "
+                      f"configure or subclass the library, or report it upstream)[/]")
+        for f in group:
+            _finding(con, run, f)
+
+
+def _finding(con, run: Run, f) -> None:
+    from rich.markup import escape
+
+    extra = (" [dim](would sync on GPU)[/]" if f.would_sync_on_gpu else "") + (f" [dim]thread {f.thread}[/]" if f.thread else "")
+    if run.steps:
+        cost = f"  ~{num(f.est_ms_per_step)} ms/step{_source_tag(run, f)}" if f.est_ms_per_step is not None else ""
+        device, on_device = run.on_device_price(f)
+        if on_device is not None:
+            cost = f"  [dim]on an {escape(device)} this costs ~{num(on_device)} ms/step[/]"
+        rate = f"{num(f.per_step)}/step{cost}"
+    else:  # no step: a count over the run, and no per-step rate or price to divide it into
+        rate = f"{f.count}x in the run [dim](no step detected: no per-step rate)[/]"
+    con.print(f"    [bold]{f.kind:<6}[/] {f.path}:{f.line}  {escape(f.op)}  in {escape(f.function or '?')}()"
+              f" {escape('[' + f.segment + ']')}  {rate}{extra}")
+    if f.code:
+        con.print(f"           [dim]{escape(f.code)}[/]")
+    if len(f.chain) > 1 and f.chain[-1] != f.site:
+        con.print(f"           [dim]via {escape(f.chain[-1])}[/]")
+    elif len(f.chain) > 1:  # the runtime made it for this call (torch.distributions' checks)
+        con.print(f"           [dim]made inside {escape(f.chain[0])} for this call[/]")
+    if f.message:
+        con.print(f"           [green]fix:[/] {escape(f.message)}")
+    if f.kind == "sync":
+        con.print(f"           [dim]{_lint_xref(f)}[/]")
+
+
+def _notes(con, run: Run) -> None:
+    """The record's notes, then perfkit's own cost in one line."""
+    from rich.markup import escape
+
     for note in run.extra.get(EXTRA_NOTES, []):
         con.print(f"  [yellow]note:[/] {escape(note)}")
+    trace = run.extra.get(EXTRA_TRACEBACK)
+    if isinstance(trace, str) and trace.strip():  # perfkit's own error, where the record is incomplete
+        con.print(f"  [yellow]perfkit's error:[/] [dim]{escape(trace.strip().splitlines()[-1])}[/]")
     line = self_line(run)
     if line:
         con.print(f"[dim]{escape(line)}[/]")
@@ -132,7 +176,7 @@ def self_line(run: Run) -> str | None:
             f"to this run{more}")
 
 
-def _verify(con: Console, ver: dict) -> None:
+def _verify(con, ver: dict) -> None:
     """--verify, both ways: runtime syncs no hook saw (with the line that made them) and hooked calls the
     runtime made no sync for (false reports)."""
     from rich.markup import escape
@@ -173,7 +217,7 @@ _TAGS = {"measured": "measured here", "probe": "this machine's probe", "other": 
 
 def _source_tag(run: Run, f) -> str:
     """`` [ref. H200, bounded]``: where a finding's price comes from, in brief."""
-    src = ((run.extra.get(EXTRA_PRICING) or {}).get("source_of") or {}).get(f"{f.site} {f.op}")
+    src = (run.pricing.prices.get("source_of") or {}).get(f"{f.site} {f.op}")
     if not isinstance(src, dict):
         return ""
     label = src.get("label") or ""
@@ -193,8 +237,8 @@ def _what_if(con, run: Run) -> None:
 
     if not run.steps:
         return  # no step: nothing per step to price or to gain
-    rows = run.extra.get(EXTRA_WHAT_IF_TABLE)
-    wi = run.extra.get(EXTRA_WHAT_IF) or {}
+    rows = run.pricing.what_if_table
+    wi = run.pricing.what_if
     summary = wi.get("summary")
     # the notes in one line (records priced before it existed: their "prices:" note)
     note = wi.get("note") or next((n for n in wi.get("notes") or [] if str(n).startswith("prices:")), None)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+from perfkit.renderers.base import Renderer
+
 TEMPLATE = "report.html.j2"
 
 
@@ -28,15 +30,14 @@ def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
-def render(report) -> str:
-    """The page as a string; the report's figures must already be drawn (``plots.draw_report``)."""
-    from perfkit import __version__
+class HtmlRenderer(Renderer):
+    """``index.html`` from the report's model; its figures must already be drawn (``plots.draw_report``)."""
 
-    images = {fig.name: data_uri(fig.path) for fig in report.figures if fig.path is not None}
-    return environment().get_template(TEMPLATE).render(report=report, images=images, version=__version__)
+    extension = ".html"
+    reads = "report"
 
+    def render(self, report) -> str:
+        from perfkit import __version__
 
-def write(report, path: str | Path) -> Path:
-    from perfkit.outputs import write_text
-
-    return write_text(path, render(report))
+        images = {fig.name: data_uri(fig.path) for fig in report.figures if fig.path is not None}
+        return environment().get_template(TEMPLATE).render(report=report, images=images, version=__version__)

@@ -1,7 +1,7 @@
 """Chrome / Perfetto trace JSON (the "Trace Event Format") from a run record.
 
-The profile session writes ``run.extra[EXTRA_STEP_STARTS]`` — the start of every step of the run —
-and ``run.extra[EXTRA_TIMELINE]``: ``{"step", "segment", "start_ms", "dur_ms", "gpu"}`` spans of the
+The profile session writes the record's ``timeline`` (:class:`perfkit.record.Timeline`): the start of
+every step of the run (``step_starts_ms``) and ``spans``: ``{"step", "segment", "start_ms", "dur_ms", "gpu"}`` of the
 segments, recorded on steps spread over the whole run (the first few steady steps and every
 GPU-timed one). Every step becomes a "step N" span on a track of its own; each segment span a
 complete ("X") event on a CPU or a GPU track. A run without a timeline (a sweep point, an older record) gets one span per steady-state step
@@ -17,7 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perfkit.record import EXTRA_LAST_STEP_END, EXTRA_STEP_STARTS, EXTRA_TIMELINE, Run
+from perfkit.record import Run
+from perfkit.renderers.base import Renderer
 
 PID = 1
 TID_STEPS = 1
@@ -78,17 +79,11 @@ def _in(step: int, steps: StepRange | None) -> bool:
 
 
 def _timeline(run: Run) -> list | None:
-    tl = run.extra.get(EXTRA_TIMELINE)
-    if tl and not isinstance(tl, list):
-        raise TraceError(f"extra.timeline is a {type(tl).__name__}, not a list of spans")
-    return tl or None
+    return run.timeline.spans or None
 
 
 def _step_starts(run: Run) -> list[float]:
-    starts = run.extra.get(EXTRA_STEP_STARTS) or []
-    if not isinstance(starts, list):
-        raise TraceError(f"extra.{EXTRA_STEP_STARTS} is a {type(starts).__name__}, not a list")
-    return [_num(v, EXTRA_STEP_STARTS, i) for i, v in enumerate(starts)]
+    return [_num(v, "timeline.step_starts_ms", i) for i, v in enumerate(run.timeline.step_starts_ms)]
 
 
 def trace_events(run: Run, steps: StepRange | None = None) -> list[dict[str, Any]]:
@@ -130,8 +125,8 @@ def trace_events(run: Run, steps: StepRange | None = None) -> list[dict[str, Any
                 if k < len(starts):
                     hi = starts[k]
                 else:  # the last step: until its call returned (or its last recorded span)
-                    end = run.extra.get(EXTRA_LAST_STEP_END)
-                    hi = _num(end, EXTRA_LAST_STEP_END, k) if end is not None else bounds.get(k, [lo, lo])[1]
+                    end = run.timeline.last_step_end_ms
+                    hi = _num(end, "timeline.last_step_end_ms", k) if end is not None else bounds.get(k, [lo, lo])[1]
                 held.append(k)
                 if _in(k, steps) and hi > lo:
                     spans.append({"ph": "X", "pid": PID, "tid": TID_STEPS, "name": f"step {k}", "cat": "step",
@@ -183,10 +178,28 @@ def steps_covered(trace: dict[str, Any]) -> list[int]:
     return sorted({e["args"]["step"] for e in trace["traceEvents"] if e["ph"] == "X"})
 
 
+class PerfettoRenderer(Renderer):
+    """The run's trace (``steps``: only those steps, :func:`parse_steps`) as Trace Event Format JSON."""
+
+    extension = ".json"
+    reads = "run"
+
+    def __init__(self, steps: StepRange | None = None):
+        self.steps = steps
+
+    def render(self, run: Run) -> str:
+        return self.encode(to_trace(run, self.steps))
+
+    @staticmethod
+    def encode(trace: dict[str, Any]) -> str:
+        return json.dumps(trace, separators=(",", ":")) + "\n"
+
+
 def write_trace(run: Run, path: str | os.PathLike, steps: StepRange | None = None) -> tuple[Path, int, list[int]]:
-    """Write the trace; returns the path, the number of span events and the steps covered."""
+    """Write the trace (:class:`PerfettoRenderer`); returns the path, the number of span events and the
+    steps covered, for the command's one line."""
     from perfkit.outputs import write_text
 
     trace = to_trace(run, steps)
-    write_text(path, json.dumps(trace, separators=(",", ":")) + "\n")
+    path = write_text(path, PerfettoRenderer.encode(trace))
     return Path(path), sum(1 for e in trace["traceEvents"] if e["ph"] == "X"), steps_covered(trace)

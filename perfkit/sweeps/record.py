@@ -1,11 +1,11 @@
-"""A sweep on disk: its manifest (``sweep.json``, schema ``perfkit.sweeps.runner/1``), its points and their records.
+"""A sweep on disk: its manifest (``sweep.json``, schema ``perfkit.sweep/1``), its points and their records.
 
 The data side of :mod:`perfkit.sweeps.runner` (which runs the points): what ``perfkit report``, ``perfkit
 compare`` and scripts read. Layout of a sweep directory::
 
     sweep.json        manifest: target, options, points, knee
     sweep.csv         one row per point (pandas)
-    points/<N>.json   the run record of each point (perfkit.run/2), OOM and failed points included
+    points/<N>.json   the run record of each point (perfkit.run/3), OOM and failed points included
     points/<N>.log    the point's stdout/stderr
 """
 
@@ -19,11 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from perfkit.sweeps.knee import DEFAULT_THRESHOLD, Knee, find_knee
-from perfkit.record import EXTRA_BUILD_S, EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS, RecordError, Run
+from perfkit.record import (
+    EXTRA_BUILD_S, EXTRA_CUDA_VISIBLE_DEVICES, EXTRA_FIRST_STEP_S, EXTRA_GPU_INDEX, EXTRA_HOST_MS_PER_STEP,
+    EXTRA_PHYSICS_SPS, EXTRA_TIMING, EXTRA_WARMUP_STEPS_S, RecordError, Run,
+)
 
-SWEEP_SCHEMA = "perfkit.sweeps.runner/1"
+SWEEP_SCHEMA = "perfkit.sweep/1"
 """The manifest schema this perfkit writes."""
-READABLE_SWEEP_SCHEMAS: tuple[str, ...] = ("perfkit.sweeps.runner/1",)
+READABLE_SWEEP_SCHEMAS: tuple[str, ...] = ("perfkit.sweep/1",)
 """The manifest schemas :func:`load_sweep` accepts (a new schema is one more entry here)."""
 MANIFEST = "sweep.json"
 CSV = "sweep.csv"
@@ -117,6 +120,9 @@ def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
         warmup_s=r.warmup_s if r else math.nan,
         build_s=r.extra.get(EXTRA_BUILD_S, math.nan) if r else math.nan,
         first_step_s=(r.extra.get(EXTRA_FIRST_STEP_S) if r and r.extra.get(EXTRA_FIRST_STEP_S) is not None else math.nan),
+        warmup_steps_s=r.extra.get(EXTRA_WARMUP_STEPS_S, math.nan) if r else math.nan,
+        host_ms_per_step=r.extra.get(EXTRA_HOST_MS_PER_STEP, math.nan) if r else math.nan,
+        timing=r.extra.get(EXTRA_TIMING) if r else None,
         peak_gpu_bytes=r.memory.get("peak_gpu_bytes", math.nan) if r else math.nan,
         gpu_used_bytes=r.memory.get("gpu_used_bytes", math.nan) if r else math.nan,
         host_peak_rss_bytes=r.memory.get("host_peak_rss_bytes", math.nan) if r else math.nan,
@@ -128,7 +134,9 @@ def point_row(p: PointResult, run: Run | None) -> dict[str, Any]:
         for name, seg in r.segments.items():
             t = seg.gpu_ms_per_step if seg.gpu_ms_per_step is not None else seg.cpu_ms_per_step
             row[f"seg_{name}_ms"] = t
-    row.update(gpu=p.gpu, elapsed_s=p.elapsed_s, rc=p.rc, record=p.record, error=p.error)
+    row.update(gpu=p.gpu, elapsed_s=p.elapsed_s, rc=p.rc, record=p.record, error=p.error,
+               cuda_visible_devices=r.extra.get(EXTRA_CUDA_VISIBLE_DEVICES) if r else None,
+               gpu_index=r.extra.get(EXTRA_GPU_INDEX) if r else None)
     return row
 
 
@@ -142,7 +150,7 @@ def points_frame(points: list[PointResult], runs: dict[int, Run]):
 # ---- reading ------------------------------------------------------------------------------------
 
 def is_sweep_path(path: str | os.PathLike) -> bool:
-    """A sweep directory (holding sweep.json) or a manifest file of schema perfkit.sweeps.runner/*."""
+    """A sweep directory (holding sweep.json) or a manifest file of schema perfkit.sweep/*."""
     p = Path(path)
     if p.is_dir():
         return (p / MANIFEST).is_file()
@@ -152,7 +160,7 @@ def is_sweep_path(path: str | os.PathLike) -> bool:
                 head = f.read(4096).decode(errors="replace")
         except OSError:
             return False
-        return '"perfkit.sweeps.runner/' in head
+        return '"perfkit.sweep/' in head
     return False
 
 

@@ -30,7 +30,7 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,9 @@ from perfkit.batched_env import describe_env
 from perfkit.machine import process_memory
 from perfkit.sweeps.oom import is_oom
 from perfkit.record import (
-    EXTRA_BUILD_S, EXTRA_ERROR, EXTRA_FIRST_STEP_S, EXTRA_PHYSICS_SPS, EXTRA_SEGMENTS_SOURCE, EXTRA_SESSION, EXTRA_TIMELINE,
-    EXTRA_TRACEBACK, Run, SegmentStats,
+    EXTRA_BUILD_S, EXTRA_CUDA_VISIBLE_DEVICES, EXTRA_ERROR, EXTRA_FIRST_STEP_S, EXTRA_GPU_INDEX, EXTRA_HOST_MS_PER_STEP,
+    EXTRA_PHYSICS_SPS, EXTRA_SEGMENTS_SOURCE, EXTRA_SESSION, EXTRA_TIMING, EXTRA_TRACEBACK, EXTRA_WARMUP_STEPS_S, Run,
+    SegmentStats,
 )
 
 EXIT_OOM = 3
@@ -86,8 +87,7 @@ class _Point:
         self.cfg = cfg
         self.run = Run(command=list(cfg.command) or ["perfkit.sweeps.worker", cfg.target, "--num-envs", str(cfg.num_envs)],
                        num_envs=cfg.num_envs, status="partial")
-        self.run.extra["sweep_point"] = asdict(cfg)
-        self.run.extra["cuda_visible_devices"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+        self.run.extra[EXTRA_CUDA_VISIBLE_DEVICES] = os.environ.get("CUDA_VISIBLE_DEVICES")
         self.torch = None
         self.cuda = False
         self.free_baseline: int | None = None
@@ -126,7 +126,7 @@ class _Point:
         build_s = time.perf_counter() - t0
         run.env = describe_env(env)
         if self.cuda:
-            run.extra["gpu_index"] = device.index if device.index is not None else torch.cuda.current_device()
+            run.extra[EXTRA_GPU_INDEX] = device.index if device.index is not None else torch.cuda.current_device()
         self.sample_gpu_used()
 
         actions = make_actions(torch, env, cfg)
@@ -145,7 +145,7 @@ class _Point:
         warm_s = time.perf_counter() - t1
         self.sample_gpu_used()
         run.warmup_s = build_s + warm_s
-        run.extra.update({EXTRA_BUILD_S: build_s, "warmup_steps_s": warm_s, EXTRA_FIRST_STEP_S: first_step_s})
+        run.extra.update({EXTRA_BUILD_S: build_s, EXTRA_WARMUP_STEPS_S: warm_s, EXTRA_FIRST_STEP_S: first_step_s})
 
         # ---- steady state ----
         steps, wall_s, host_s, step_ms, gpu_ms = self.steady_state(env, actions)
@@ -155,10 +155,10 @@ class _Point:
         run.sps = steps * cfg.num_envs / wall_s if wall_s > 0 else 0.0
         decimation = run.env.get("decimation") or 1
         run.extra[EXTRA_PHYSICS_SPS] = run.sps * decimation
-        run.extra["host_ms_per_step"] = 1e3 * host_s / steps  # enqueue time: close to step time = launch-bound
+        run.extra[EXTRA_HOST_MS_PER_STEP] = 1e3 * host_s / steps  # enqueue time: close to step time = launch-bound
         run.step_times_ms = [round(x, 6) for x in step_ms]
         run.step_ms = percentiles(step_ms)
-        run.extra["timing"] = "cuda-events" if self.cuda else "perf_counter"
+        run.extra[EXTRA_TIMING] = "cuda-events" if self.cuda else "perf_counter"
         run.segments = {
             ENV_STEP_SEGMENT: SegmentStats(
                 gpu_ms_per_step=(sum(gpu_ms) / len(gpu_ms)) if gpu_ms else None,
@@ -245,8 +245,8 @@ class _Point:
             run.segments = dict(srun.segments)
             run.extra[EXTRA_SEGMENTS_SOURCE] = "perfkit.profile.session (instrumented pass after the timed steady state)"
         run.findings = list(srun.findings)
-        if srun.extra.get(EXTRA_TIMELINE):
-            run.extra[EXTRA_TIMELINE] = srun.extra[EXTRA_TIMELINE]
+        if srun.timeline.spans:
+            run.timeline.spans = srun.timeline.spans
 
     def memory(self) -> dict[str, Any]:
         # an OOM while building (before self.cuda is known): how far the allocations got is the useful number

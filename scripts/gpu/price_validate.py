@@ -79,7 +79,7 @@ from perfkit.pricing.machine_profile import (  # noqa: E402
     read_profile,
     reference_profile,
 )
-from perfkit.record import EXTRA_PRICING, EXTRA_SYNC_WAIT, Finding, Run  # noqa: E402
+from perfkit.record import EXTRA_SYNC_WAIT, Finding, Run  # noqa: E402
 
 NAIVE = ROOT / "examples" / "train_naive.py"
 FIXES = ("item_log", "nonzero_reset", "env_loop", "fresh_tensors", "print_tensor", "cpu_numpy", "list_gather")
@@ -204,7 +204,7 @@ def profile_used(run: Run) -> dict[str, Any] | None:
     """The machine cost profile the profiled run was priced with (the reference, or a cached probe
     profile named by its key), so that its variants are priced alike — found without asking this
     process's torch about the machine (no CUDA context here); None when it cannot be found."""
-    pr = run.extra.get(EXTRA_PRICING) or {}
+    pr = run.pricing.prices
     if str(pr.get("profile") or "").startswith("reference:"):
         return reference_profile()
     key = pr.get("profile_key")
@@ -223,8 +223,8 @@ def predictions(run: Run, script: Path, fixes: list[str], profile: dict | None) 
         r = variant_of(run, variant)
         if r is None:
             continue
-        price_run(r, profile)
-        model_of = r.extra[EXTRA_PRICING]["model_of"]
+        r = price_run(r, profile)
+        model_of = r.pricing.prices["model_of"]
         for fx, found in attribute(r, script).items():
             if fx not in fixes:
                 continue

@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 from perfkit.pricing.cost import loop_body_findings, predict, price_run  # noqa: E402
 from perfkit.pricing.machine_profile import build_profile, save_profile  # noqa: E402
 from perfkit.machine import label  # noqa: E402
-from perfkit.record import EXTRA_PRICING, Finding, Run  # noqa: E402
+from perfkit.record import Finding, Run  # noqa: E402
 
 NAIVE = ROOT / "examples" / "train_naive.py"
 FIXES = ("item_log", "nonzero_reset", "env_loop", "fresh_tensors", "print_tensor", "cpu_numpy", "list_gather")
@@ -330,9 +330,9 @@ def validate(a: argparse.Namespace, profile: dict, out: Path, fixes: list[str], 
     return {"base_fix": list(base_fix), "num_envs": num_envs, "iterations": a.iterations, "backend": a.backend,
             "env": a.env, "attribution": method, "measured": measure.mode, "baseline_sps_runs": base_runs,
             "baseline_median_sps": med["baseline"], "baseline_noise": noise, "step_ms_unprofiled": step_base,
-            "profiled_baseline_sps": base.sps, "gpu_ms_per_step": priced.extra[EXTRA_PRICING]["gpu_ms_per_step"],
-            "gpu_backlog_ms_per_step": priced.extra[EXTRA_PRICING]["gpu_backlog_ms_per_step"],
-            "tolerance": TOLERANCE, "rows": rows, "pricing": priced.extra[EXTRA_PRICING]}
+            "profiled_baseline_sps": base.sps, "gpu_ms_per_step": priced.pricing.prices["gpu_ms_per_step"],
+            "gpu_backlog_ms_per_step": priced.pricing.prices["gpu_backlog_ms_per_step"],
+            "tolerance": TOLERANCE, "rows": rows, "pricing": priced.pricing.prices}
 
 
 def validation_markdown(passes: list[dict]) -> str:

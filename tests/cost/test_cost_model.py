@@ -8,7 +8,7 @@ import pytest
 
 from perfkit.pricing.cost import MIN_STEP_FRACTION, ProfileError, load_profile, predict, price_run, save_profile
 from perfkit.pricing.machine_profile import SCHEMA, build_profile, reference_profile
-from perfkit.record import Finding, Run, SegmentStats
+from perfkit.record import Finding, Pricing, Run, SegmentStats
 
 GPU_PROFILE = {
     "schema": SCHEMA, "key": "test-gpu", "source": "test GPU profile", "probes": {},
@@ -48,7 +48,7 @@ def test_sync_behind_a_busy_queue_pays_the_drain():
     busy = 0.4
     per_call = busy * 0.010 + (1 - busy) * 0.030 + 4.0 / 2
     assert [f.est_ms_per_step for f in run.findings] == pytest.approx([per_call, per_call])
-    assert run.extra["pricing"]["queue_full_fraction"] == pytest.approx(0.4)
+    assert run.pricing.prices["queue_full_fraction"] == pytest.approx(0.4)
 
 
 def test_a_host_bound_loop_drains_nothing():
@@ -59,13 +59,13 @@ def test_a_host_bound_loop_drains_nothing():
     busy = 1.0 / 10  # only physics (1 ms on the GPU, nothing on the host) outruns the host
     raw = 2 * (busy * 0.010 + (1 - busy) * 0.030 + 1.0 / 2)
     assert run.findings[0].est_ms_per_step == pytest.approx(raw)
-    assert run.extra["pricing"]["gpu_backlog_ms_per_step"] == pytest.approx(1.0)
+    assert run.pricing.prices["gpu_backlog_ms_per_step"] == pytest.approx(1.0)
     assert predict(run, saved_ms=100.0)["step_ms_after"] == pytest.approx(1.0)
     # the same sync outside every recorded segment sits in the unsegmented rest of the step, 10 - 9 = 1 ms:
     # its price is bounded by that measured time, and says so
     rest = price_run(run_of(sync(per_step=2.0), gpu=1.0, segments=segs), GPU_PROFILE)
     assert rest.findings[0].est_ms_per_step == pytest.approx(1.0)
-    src = rest.extra["pricing"]["source_of"]["train.py:1 .item()"]
+    src = rest.pricing.prices["source_of"]["train.py:1 .item()"]
     assert src["unbounded_ms"] == pytest.approx(raw) and src["bucket"] == "(unsegmented)"
     assert "bounded by the unsegmented rest of the step measured 1 ms/step" in src["label"]
 
@@ -100,7 +100,24 @@ def test_every_copy_op_is_priced_as_its_copy(op, direction):
     run = price_run(run_of(sync(op, bytes=100 * 1_000_000)), GPU_PROFILE)  # 1 MB per call
     lat, gbps = (0.015, 10.0) if direction == "d2h" else (0.020, 5.0)
     assert run.findings[0].est_ms_per_step == pytest.approx(0.030 + lat + 1e6 / (gbps * 1e9) * 1e3)
-    assert f"+ {direction.upper()} copy" in run.extra["pricing"]["how"][f"train.py:1 {op}"]
+    assert f"+ {direction.upper()} copy" in run.pricing.prices["how"][f"train.py:1 {op}"]
+
+
+def _table_ops():
+    from perfkit.collectors import hub
+
+    return sorted(hub.sync_ops().items())
+
+
+# every op of every patch table (and the runtime's names), not a list that can miss a new one
+@pytest.mark.parametrize("op,sync_op", _table_ops(), ids=[label for label, _ in _table_ops()])
+def test_every_op_of_the_tables_is_priced_by_its_table_row(op, sync_op):
+    run = price_run(run_of(sync(op, bytes=100 * 1_000_000)), GPU_PROFILE)  # 1 MB per call
+    how = run.pricing.prices["how"][f"train.py:1 {op}"]
+    copy = {"d2h": 0.015 + 1e6 / 10e9 * 1e3, "h2d": 0.020 + 1e6 / 5e9 * 1e3}.get(sync_op.price, 0.0)
+    extra = 0.200 if "print" in op else 0.0  # the tensor's repr (test_op_specific_extras)
+    assert run.findings[0].est_ms_per_step == pytest.approx(0.030 + copy + extra)
+    assert ("copy" in how) == (sync_op.price != "round trip"), how
 
 
 def test_a_sync_that_copies_nothing_pays_only_its_round_trip():
@@ -121,7 +138,7 @@ def test_alloc_loop_and_stream():
     assert est[1] == pytest.approx(1000 * 3 * 0.006)  # the probe's 3 ops per iteration
     assert est[2] == pytest.approx(500 * 4 * 0.018 / 5)  # counted torch calls: the probe's body makes 5
     assert est[3] is None
-    assert "race" in run.extra["pricing"]["unpriced"]["train.py:7 wp.launch on another stream"]
+    assert "race" in run.pricing.prices["unpriced"]["train.py:7 wp.launch on another stream"]
 
 
 def test_a_loop_and_the_allocations_in_its_body_are_not_counted_twice(tmp_path):
@@ -148,7 +165,7 @@ def test_a_loop_and_the_allocations_in_its_body_are_not_counted_twice(tmp_path):
     assert [a.est_ms_per_step for a in allocs] == pytest.approx([0.4, 0.4, 0.4, 0.4, 0.008, 0.4])
     block = loop.est_ms_per_step + sum(a.est_ms_per_step for a in allocs[:4])
     assert block == pytest.approx(100 * 4 * 0.006)  # the whole loop block: 4 ops per iteration
-    assert "inner allocation" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
+    assert "inner allocation" in run.pricing.prices["how"][f"{path}:2 for-loop over envs"]
 
 
 def test_a_sync_in_a_loop_body_holds_the_launch_of_its_op(tmp_path):
@@ -163,10 +180,11 @@ def test_a_sync_in_a_loop_body_holds_the_launch_of_its_op(tmp_path):
     loop = Finding("loop", "for-loop over envs", path, 2, per_step=16.0)
     write = Finding("sync", "t[i] = scalar", path, 3, per_step=16.0)
     run = price_run(run_of(loop, write, extra={"loop_ops": {f"{path}:2": 3.0}}), GPU_PROFILE)
+    loop, write = run.findings  # priced copies
     per_call = 0.018 / 5  # the probed iteration over the probe body's five calls
     assert loop.est_ms_per_step == pytest.approx(16 * 3 * per_call - 16 * per_call)
     assert write.est_ms_per_step == pytest.approx(16 * (0.030 + 0.020 + 4 / 5e9 * 1e3))  # round trip + the H2D copy
-    assert "less 1 inner sync site(s)" in run.extra["pricing"]["how"][f"{path}:2 for-loop over envs"]
+    assert "less 1 inner sync site(s)" in run.pricing.prices["how"][f"{path}:2 for-loop over envs"]
     # a sync that runs once per step, not per iteration, is no part of the loop's body cost
     rare = Finding("sync", "t[i] = scalar", path, 3, per_step=1.0)
     run = price_run(run_of(Finding("loop", "for-loop over envs", path, 2, per_step=16.0), rare,
@@ -193,13 +211,13 @@ def test_a_loop_of_one_op_per_env_costs_one_op_per_env(tmp_path):
     src.write_text("for i in range(n):\n    actions[i].clamp_(-1.0, 1.0)\n")
     run = price_run(run_of(Finding("loop", "for-loop over envs", str(src), 1, per_step=257.0)), GPU_PROFILE)
     assert run.findings[0].est_ms_per_step == pytest.approx(257 * 1 * 0.006)
-    assert "read from the loop body" in run.extra["pricing"]["how"][f"{src}:1 for-loop over envs"]
+    assert "read from the loop body" in run.pricing.prices["how"][f"{src}:1 for-loop over envs"]
 
 
 def test_what_if_is_floored_at_the_gpu_time_and_ranks_findings():
     findings = [sync(per_step=1.0, line=1), Finding("loop", "for", "train.py", 2, per_step=300.0)]
     run = price_run(run_of(*findings, step_ms=10.0, gpu=2.0, num_envs=1000), GPU_PROFILE)
-    wi = run.extra["what_if"]
+    wi = run.pricing.what_if
     loop_ms = 300 * 3 * 0.006
     sync_ms = run.findings[0].est_ms_per_step
     assert wi["per_finding"][0]["site"] == "train.py:2" and wi["per_finding"][0]["est_ms_per_step"] == pytest.approx(loop_ms)
@@ -212,11 +230,11 @@ def test_what_if_is_floored_at_the_gpu_time_and_ranks_findings():
     assert p["step_ms_after"] == pytest.approx(2.0) and p["sps_after"] == pytest.approx(500_000)
     # without GPU timing the floor is a fraction of the step
     bare = price_run(run_of(Finding("loop", "for", "t.py", 1, per_step=10_000.0)), GPU_PROFILE)
-    assert bare.extra["what_if"]["step_ms_after"] == pytest.approx(10 * MIN_STEP_FRACTION)
+    assert bare.pricing.what_if["step_ms_after"] == pytest.approx(10 * MIN_STEP_FRACTION)
     # a GPU floor above the measured step (event spans include idle GPU time; seen on the H200 for
     # train.py: "1.67 -> 2.66 ms/step") never predicts a slower step
     over = price_run(run_of(sync(per_step=1.0, line=1), step_ms=1.67, gpu=2.66, num_envs=4096), GPU_PROFILE)
-    assert over.extra["what_if"]["step_ms_after"] <= 1.67
+    assert over.pricing.what_if["step_ms_after"] <= 1.67
     assert predict(over, saved_ms=0.5)["step_ms_after"] == pytest.approx(1.67)
 
 
@@ -229,7 +247,7 @@ def test_missing_costs_leave_findings_unpriced_and_say_why():
         assert run.findings[0].est_ms_per_step == pytest.approx(ref["costs"]["alloc_cached_ms"])
     else:
         assert run.findings[0].est_ms_per_step is None
-        assert run.extra["pricing"]["unpriced"] == {"a.py:1 torch.empty": "no allocation cost in the profile"}
+        assert run.pricing.prices["unpriced"] == {"a.py:1 torch.empty": "no allocation cost in the profile"}
 
 
 def test_cpu_machine_profile_borrows_sync_costs_from_the_labelled_reference():
@@ -238,9 +256,10 @@ def test_cpu_machine_profile_borrows_sync_costs_from_the_labelled_reference():
     f = sync(per_step=1.0, would_sync_on_gpu=True)
     a = Finding("alloc", "torch.zeros", "train.py", 3, per_step=2.0)
     run = price_run(run_of(f, a), cpu_profile)
+    f, a = run.findings  # priced copies
     ref = reference_profile()
     assert f.est_ms_per_step == pytest.approx(ref["costs"]["sync_idle_ms"])
-    costs = run.extra["pricing"]["costs"]
+    costs = run.pricing.prices["costs"]
     assert costs["sync_idle_ms"]["source"].startswith("reference:")
     # an allocation on this CPU machine is priced with this machine's own number
     assert a.est_ms_per_step == pytest.approx(2 * 0.002)
@@ -249,14 +268,14 @@ def test_cpu_machine_profile_borrows_sync_costs_from_the_labelled_reference():
 
 def test_default_profile_is_the_machine_cache_else_the_reference(tmp_path):
     run = price_run(run_of(sync()))
-    assert run.extra["pricing"]["profile"].startswith("reference:")
-    assert "H200" in run.extra["pricing"]["profile"]
+    assert run.pricing.prices["profile"].startswith("reference:")
+    assert "H200" in run.pricing.prices["profile"]
     from perfkit.machine import key
 
     mine = dict(GPU_PROFILE, key=key(), source="measured here")
     save_profile(mine)  # into this machine's cache slot
     run = price_run(run_of(sync()))
-    assert run.extra["pricing"]["profile"] == "measured here"
+    assert run.pricing.prices["profile"] == "measured here"
     assert run.findings[0].est_ms_per_step == pytest.approx(0.030)
 
 
@@ -265,7 +284,7 @@ def test_priced_run_round_trips_through_json(tmp_path):
     path = run.save(tmp_path / "run.json")
     back = Run.load(path)
     assert back.findings[0].est_ms_per_step == run.findings[0].est_ms_per_step
-    assert back.extra["what_if"]["sps_after"] == pytest.approx(run.extra["what_if"]["sps_after"])
+    assert back.pricing.what_if["sps_after"] == pytest.approx(run.pricing.what_if["sps_after"])
 
 
 def test_load_profile_errors_name_the_file(tmp_path):
@@ -296,7 +315,7 @@ def test_a_committed_reference_profile_replaces_the_one_number_reference(tmp_pat
                              "(measured 2026-11-29T23:00:00+00:00)")
     run = price_run(run_of(Finding("alloc", "torch.zeros", "t.py", 1, per_step=5.0)))  # no machine cache
     assert run.findings[0].est_ms_per_step == pytest.approx(5 * 0.004)
-    assert run.extra["pricing"]["profile"] == got["source"]
+    assert run.pricing.prices["profile"] == got["source"]
 
 
 def test_measured_sync_wait_prices_one_removal_by_the_host_gap_after_it():
@@ -308,14 +327,15 @@ def test_measured_sync_wait_prices_one_removal_by_the_host_gap_after_it():
                            "train.py:2": {"wait_ms_per_step": 1.0, "gap_ms_per_step_after": 4.0, "calls_per_step": 2.0}}}
     a, b, c = sync(line=1), sync(line=2, per_step=2.0), sync(line=3)
     run = price_run(run_of(a, b, c, gpu=4.0, extra=extra), GPU_PROFILE)
+    a, b, c = run.findings  # priced copies
     rt = 0.4 * 0.010 + 0.6 * 0.030
     assert a.est_ms_per_step == pytest.approx(rt + 0.3)
     assert b.est_ms_per_step == pytest.approx(2 * 0.5)
     assert c.est_ms_per_step == pytest.approx(rt + 4.0 / 4)
-    model = run.extra["pricing"]["model_of"]
+    model = run.pricing.prices["model_of"]
     assert model == {"train.py:1 .item()": "sync_wait", "train.py:2 .item()": "sync_wait", "train.py:3 .item()": "backlog_split"}
-    assert run.extra["pricing"]["sync_all_ms"] is None  # C has no measurement: no all-syncs total
-    assert run.extra["what_if"]["all_syncs"]["saved_ms"] == pytest.approx(a.est_ms_per_step + b.est_ms_per_step + c.est_ms_per_step)
+    assert run.pricing.prices["sync_all_ms"] is None  # C has no measurement: no all-syncs total
+    assert run.pricing.what_if["all_syncs"]["saved_ms"] == pytest.approx(a.est_ms_per_step + b.est_ms_per_step + c.est_ms_per_step)
 
 
 def test_fixing_all_measured_syncs_saves_their_waits_bounded_by_the_gpu_floor():
@@ -324,7 +344,18 @@ def test_fixing_all_measured_syncs_saves_their_waits_bounded_by_the_gpu_floor():
     run = price_run(run_of(sync(line=1), sync(line=2), step_ms=10.0, gpu=6.0, extra=extra), GPU_PROFILE)
     rt = 0.6 * 0.010 + 0.4 * 0.030
     assert [f.est_ms_per_step for f in run.findings] == pytest.approx([rt + 0.1, rt + 0.1])  # one at a time: little
-    assert run.extra["pricing"]["sync_all_ms"] == pytest.approx(7.0)
-    allp = run.extra["what_if"]["all_syncs"]
+    assert run.pricing.prices["sync_all_ms"] == pytest.approx(7.0)
+    allp = run.pricing.what_if["all_syncs"]
     assert allp["saved_ms"] == pytest.approx(7.0)
     assert allp["step_ms_after"] == pytest.approx(6.0)  # 10 - 7 = 3 ms, but the GPU's 6 ms stays
+
+
+def test_pricing_returns_a_priced_copy_and_leaves_the_run_as_it_was():
+    before = run_of(sync(per_step=2.0), extra={"notes": ["kept"]})
+    kept = before.to_dict()
+    priced = price_run(before, GPU_PROFILE)
+    assert priced is not before
+    assert before.to_dict() == kept  # no price, no pricing block: the input is not annotated
+    assert before.findings[0].est_ms_per_step is None and before.pricing == Pricing()
+    assert priced.findings[0].est_ms_per_step == pytest.approx(2 * 0.030)
+    assert priced.extra["notes"] == ["kept"] and priced.pricing.what_if

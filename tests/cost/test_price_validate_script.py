@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfkit.record import Finding, Run
+from perfkit.record import Finding, Pricing, Run
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu" / "price_validate.py"
@@ -178,9 +178,9 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
     monkeypatch.setattr(cp, "VALIDATION_PATH", tmp_path / "price-validation.json")
     run = Run(steps=10, num_envs=16, wall_s=0.01, step_ms={"mean": 1.0}, segments={"other": SegmentStats(cpu_ms_per_step=1.0)},
               findings=[Finding("sync", ".item()", "t.py", 1, segment="other", per_step=1.0, would_sync_on_gpu=True)])
-    price_run(run)
+    run = price_run(run)
     err = doc["models"]["round_trip"]["error"]
-    assert run.extra["pricing"]["source_of"]["t.py:1 .item()"]["validation"] == f"unvalidated (error {err * 100:+.0f}%)"
+    assert run.pricing.prices["source_of"]["t.py:1 .item()"]["validation"] == f"unvalidated (error {err * 100:+.0f}%)"
 
 
 def test_the_cpu_path_on_train_naive(pv, tmp_path):
@@ -225,11 +225,11 @@ def test_variants_are_priced_with_the_profile_the_profiled_run_used(pv):
     prof = {"schema": SCHEMA, "key": "NVIDIA_H200|580.1|2.11.0", "source": "measured on this machine by perfkit probe",
             "probes": {}, "costs": {"alloc_cached_ms": 0.004}}
     save_profile(prof)  # into this machine's cache, under its own key
-    run = Run(extra={"pricing": {"profile": prof["source"], "profile_key": prof["key"]}})
+    run = Run(pricing=Pricing(prices={"profile": prof["source"], "profile_key": prof["key"]}))
     assert pv.profile_used(run)["costs"] == {"alloc_cached_ms": 0.004}
-    ref = pv.profile_used(Run(extra={"pricing": {"profile": "reference: NVIDIA H200 profile ...", "profile_key": "x"}}))
+    ref = pv.profile_used(Run(pricing=Pricing(prices={"profile": "reference: NVIDIA H200 profile ...", "profile_key": "x"})))
     assert ref["source"].startswith("reference:")
-    assert pv.profile_used(Run(extra={"pricing": {"profile": "p", "profile_key": "not|cached|here"}})) is None
+    assert pv.profile_used(Run(pricing=Pricing(prices={"profile": "p", "profile_key": "not|cached|here"}))) is None
 
 
 def test_a_gpu_record_is_priced_three_ways_for_its_syncs(pv, tmp_path):
@@ -261,7 +261,7 @@ def test_a_gpu_record_is_priced_three_ways_for_its_syncs(pv, tmp_path):
                                    "perfkit/rl/ppo.py:201": {"wait_ms_per_step": 0.1, "gap_ms_per_step_after": 2.0,
                                                              "calls_per_step": 1.0}}},
               machine={"device": "NVIDIA H200", "driver": "580.159.04", "torch": "2.11.0"})
-    price_run(run, reference_profile(), validation={})
+    run = price_run(run, reference_profile(), validation={})
     pr = pv.predictions(run, script, ["item_log", "fresh_tensors"], reference_profile())
     item, fresh = pr["item_log"], pr["fresh_tensors"]
     assert {v: p["model"] for v, p in item.items()} == {"as_priced": "sync_wait", "backlog_split": "backlog_split",

@@ -4,7 +4,6 @@ source (and its model's validation) shown in the record, the console, Markdown a
 
 from __future__ import annotations
 
-import io
 import json
 import math
 
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 from perfkit.pricing import cost
 from perfkit.pricing.cost import MIN_STEP_FRACTION, REST, predict, price_run, what_if_summary
 from perfkit.pricing.machine_profile import SCHEMA, VALIDATION_SCHEMA, ProfileError, read_validation, reference_profile, validation_label
-from perfkit.record import EXTRA_WHAT_IF, EXTRA_WHAT_IF_TABLE, Finding, Run, SegmentStats
+from perfkit.record import Finding, Run, SegmentStats
 
 GPU_PROFILE = {
     "schema": SCHEMA, "key": "NVIDIA_H200|580.1|2.11.0", "source": "measured on this machine by perfkit probe",
@@ -69,12 +68,12 @@ def test_the_49x_case_stays_above_the_untouched_time_and_says_where_its_prices_c
     # prediction max(p50 - savings, 2% of p50) claimed 0.278 -> 0.00556 ms/step, 49x
     raw = price_run(issue_run(), ref, validation={})
     unbounded = sorted((s["unbounded_ms"] or f.est_ms_per_step for f in raw.findings
-                        for k, s in raw.extra["pricing"]["source_of"].items() if k == f"{f.site} {f.op}"), reverse=True)
+                        for k, s in raw.pricing.prices["source_of"].items() if k == f"{f.site} {f.op}"), reverse=True)
     old_after = max(0.278 - sum(unbounded[:5]), MIN_STEP_FRACTION * 0.278)
     assert old_after == pytest.approx(0.00556) and 53808 * 0.278 / old_after == pytest.approx(2_690_400, rel=1e-3)
 
-    price_run(run, ref, validation={})
-    wi = run.extra[EXTRA_WHAT_IF]
+    run = price_run(run, ref, validation={})
+    wi = run.pricing.what_if
     assert wi["statistic"] == "mean" and wi["step_ms"] == pytest.approx(0.29735)  # the mean, not the p50
     assert wi["sps"] == pytest.approx(53808, rel=1e-4)
     assert wi["untouched_ms"] == pytest.approx(0.035)  # the policy segment holds none of the top 5
@@ -82,11 +81,11 @@ def test_the_49x_case_stays_above_the_untouched_time_and_says_where_its_prices_c
     assert 1 + wi["gain"] <= 0.29735 / 0.035 + 1e-9  # at most 8.5x, not 49x
     # the loop's reference price (16 x 3 calls at the H200's per-call price) is more than its segment's
     # measured time: bounded by it, and labelled so
-    src = run.extra["pricing"]["source_of"]["small_policy_train.py:30 for-loop over envs"]
+    src = run.pricing.prices["source_of"]["small_policy_train.py:30 for-loop over envs"]
     assert src["unbounded_ms"] > 0.25 and next(f for f in run.findings if f.kind == "loop").est_ms_per_step == 0.25
     assert src["label"] == ("reference H200 profile, not measured here; bounded by its segment's (other) "
                             "measured 0.25 ms/step")
-    table = run.extra[EXTRA_WHAT_IF_TABLE]
+    table = run.pricing.what_if_table
     assert [r["rank"] for r in table] == [1, 2, 3, 4, 5]
     assert all(r["source_label"].startswith("reference H200 profile, not measured here") for r in table)
     assert all(r["step_ms_after"] >= 0.035 for r in table)
@@ -114,10 +113,10 @@ def test_the_small_policy_script_profiled_here_never_claims_more_than_its_untouc
     finally:
         del sys.modules["pk_small_policy_train"]
     run = s.run
-    wi, table = run.extra[EXTRA_WHAT_IF], run.extra[EXTRA_WHAT_IF_TABLE]
+    wi, table = run.pricing.what_if, run.pricing.what_if_table
     assert wi["statistic"] == "mean" and wi["step_ms"] == pytest.approx(run.step_ms["mean"])
     assert wi["sps"] * wi["step_ms"] == pytest.approx(16_000) and wi["sps_after"] * wi["step_ms_after"] == pytest.approx(16_000)
-    segs = run.extra["pricing"]["segments_ms"]
+    segs = run.pricing.prices["segments_ms"]
     touched = {f.segment if f.segment in run.segments else REST for f in run.findings
                if f"{f.site} {f.op}" in wi["fixed"]}
     assert wi["untouched_ms"] == pytest.approx(sum(v for b, v in segs.items() if b not in touched))
@@ -167,15 +166,15 @@ def runs(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs(), st.data())
 def test_a_prediction_never_goes_below_the_untouched_time_and_uses_one_statistic(run, data):
-    price_run(run, data.draw(st.sampled_from((GPU_PROFILE, None))), validation={})
+    run = price_run(run, data.draw(st.sampled_from((GPU_PROFILE, None))), validation={})
     mean, n = run.step_ms["mean"], run.num_envs or 1
-    buckets = run.extra["pricing"]["segments_ms"]
+    buckets = run.pricing.prices["segments_ms"]
     for f in run.findings:  # no price exceeds the measured time of the segment it sits in, nor the step
         if f.est_ms_per_step is not None:
             assert 0 <= f.est_ms_per_step <= min(buckets[f.segment if f.segment in run.segments else REST], mean) + 1e-9
     priced = [f for f in run.findings if f.est_ms_per_step is not None]
     subset = data.draw(st.lists(st.sampled_from(priced), unique_by=id)) if priced else []
-    checks = [predict(run, subset), run.extra[EXTRA_WHAT_IF], *run.extra[EXTRA_WHAT_IF_TABLE]]
+    checks = [predict(run, subset), run.pricing.what_if, *run.pricing.what_if_table]
     for p in checks[:2]:
         assert p["statistic"] == "mean" and p["step_ms"] == mean  # never the p50
         assert p["sps"] == pytest.approx(n * 1000.0 / mean)
@@ -186,7 +185,7 @@ def test_a_prediction_never_goes_below_the_untouched_time_and_uses_one_statistic
         assert p["sps_after"] * after == pytest.approx(n * 1000.0)  # the same mean rate after as before
         assert p["gain"] >= -1e-12 and math.isfinite(p["gain"])
     # fixing more never predicts a slower step
-    afters = [r["step_ms_after"] for r in run.extra[EXTRA_WHAT_IF_TABLE]]
+    afters = [r["step_ms_after"] for r in run.pricing.what_if_table]
     assert all(a >= b - 1e-12 for a, b in zip(afters, afters[1:]))
     # the untouched time is exactly the measured segments no fixed finding sits in
     touched = {f.segment if f.segment in run.segments else REST for f in subset}
@@ -202,12 +201,12 @@ def test_the_mean_is_the_statistic_even_when_the_p50_is_far_below_it():
     run = Run(steps=320, num_envs=1000, wall_s=1.28, step_ms={"p50": 1.0, "p99": 90.0, "mean": 4.0}, sps=250_000.0,
               segments={"other": SegmentStats(cpu_ms_per_step=3.0), "learner": SegmentStats(cpu_ms_per_step=1.0)},
               findings=[Finding("alloc", "torch.zeros", "t.py", 1, segment="other", per_step=100.0)])
-    price_run(run, GPU_PROFILE, validation={})
-    wi = run.extra[EXTRA_WHAT_IF]
+    run = price_run(run, GPU_PROFILE, validation={})
+    wi = run.pricing.what_if
     assert wi["step_ms"] == 4.0 and wi["sps"] == pytest.approx(250_000.0)
     assert wi["step_ms_after"] == pytest.approx(4.0 - 100 * 0.004)
     assert wi["sps_after"] == pytest.approx(1000 * 1000 / (4.0 - 0.4))
-    assert run.extra["pricing"]["step_ms"] == 4.0 and run.extra["pricing"]["statistic"] == "mean"
+    assert run.pricing.prices["step_ms"] == 4.0 and run.pricing.prices["statistic"] == "mean"
 
 
 # ---- sources and validation in every output --------------------------------------------------------------
@@ -225,12 +224,10 @@ def test_source_and_validation_labels_reach_console_markdown_and_html(tmp_path):
     run = price_run(issue_run(), reference_profile(), validation=VALIDATION)
     path = run.save(tmp_path / "run.json")
     run = Run.load(path)  # the outputs read the record as saved
-    buf = io.StringIO()
-    console.render(run, file=buf, width=200)
-    con = buf.getvalue()
+    con = console.ConsoleRenderer(width=200).render(run)
     rep = build_report([run])
     rep.figures = []  # the plots are another test's business
-    md, page = markdown.render(rep), html.render(rep)
+    md, page = markdown.MarkdownRenderer().render(rep), html.HtmlRenderer().render(rep)
     expected = ["reference H200 profile, not measured here", "unvalidated (error +85%)",
                 "validated on NVIDIA H200 (worst error -12%)", "unvalidated (effect below noise)",
                 "floored at 0.035 ms/step"]
@@ -243,7 +240,7 @@ def test_source_and_validation_labels_reach_console_markdown_and_html(tmp_path):
     assert "what if" in con and "## What if: small\\_policy\\_train.py" in md and "<h2>What if: small_policy_train.py</h2>" in page
     assert "[ref. H200, bounded]" in con  # each finding's price in the list says where it comes from
     # the table's cumulative rows, in each output
-    last = run.extra[EXTRA_WHAT_IF_TABLE][-1]
+    last = run.pricing.what_if_table[-1]
     assert "457,143" in con and "457,143" in md and "457,143" in page
     assert last["sps_after"] == pytest.approx(457_143, rel=1e-5)
 
@@ -255,20 +252,20 @@ def test_a_probe_profile_of_this_machine_and_a_measured_sync_wait_are_named_so()
                         "physics": SegmentStats(cpu_ms_per_step=0.1, gpu_ms_per_step=5.0)},
               findings=[Finding("sync", ".item()", "train.py", 1, segment="logging", per_step=1.0),
                         Finding("alloc", "torch.zeros", "train.py", 2, segment="logging", per_step=2.0)], extra=extra)
-    price_run(run, GPU_PROFILE, validation={})
-    src = run.extra["pricing"]["source_of"]
+    run = price_run(run, GPU_PROFILE, validation={})
+    src = run.pricing.prices["source_of"]
     assert src["train.py:1 .item()"]["label"] == "measured here (sync wait)"
     assert src["train.py:1 .item()"]["model"] == "sync_wait"
     assert src["train.py:2 torch.zeros"]["label"] == "this machine's probe profile"
     # the same profile on another machine's run is not this machine's
     run.machine = {"device": "NVIDIA A100", "driver": "550", "torch": "2.11.0"}
-    price_run(run, GPU_PROFILE, validation={})
-    assert run.extra["pricing"]["source_of"]["train.py:2 torch.zeros"]["label"] == (
+    run = price_run(run, GPU_PROFILE, validation={})
+    assert run.pricing.prices["source_of"]["train.py:2 torch.zeros"]["label"] == (
         "probe profile of another machine (NVIDIA_H200|580.1|2.11.0), not measured here")
     # the reference on an H200 run is the same GPU model, not probed here
     run.machine = dict(H200_MACHINE, driver="999")
-    price_run(run, None, validation={})
-    assert run.extra["pricing"]["source_of"]["train.py:2 torch.zeros"]["label"] == (
+    run = price_run(run, None, validation={})
+    assert run.pricing.prices["source_of"]["train.py:2 torch.zeros"]["label"] == (
         "reference H200 profile (same GPU model, not probed on this machine)")
 
 
@@ -284,8 +281,8 @@ def test_the_committed_validation_file_is_read_and_checked(tmp_path, monkeypatch
     assert validation_label("round_trip", doc) == "unvalidated (error +85%)"
     assert validation_label("sync_wait", doc) == "not validated"
     run = price_run(issue_run(), reference_profile())  # validation=None reads the committed file
-    assert run.extra["pricing"]["validation"]["models"]["loop"] == "validated on NVIDIA H200 (worst error -12%)"
-    assert run.extra["pricing"]["source_of"]["small_policy_train.py:28 bool(t)"]["validation"] == "unvalidated (error +85%)"
+    assert run.pricing.prices["validation"]["models"]["loop"] == "validated on NVIDIA H200 (worst error -12%)"
+    assert run.pricing.prices["source_of"]["small_policy_train.py:28 bool(t)"]["validation"] == "unvalidated (error +85%)"
     path.write_text(json.dumps({**VALIDATION, "models": {"loop": {"status": "fine"}}}))
     with pytest.raises(ProfileError, match="needs a status"):
         read_validation()
@@ -297,15 +294,15 @@ def test_the_committed_validation_file_is_read_and_checked(tmp_path, monkeypatch
 def test_what_if_keys_round_trip_through_the_record(tmp_path):
     run = price_run(issue_run(), reference_profile(), validation={})
     back = Run.load(run.save(tmp_path / "r.json"))
-    assert back.extra[EXTRA_WHAT_IF_TABLE] == json.loads(json.dumps(run.extra[EXTRA_WHAT_IF_TABLE]))
+    assert back.pricing.what_if_table == json.loads(json.dumps(run.pricing.what_if_table))
     assert what_if_summary(back) == what_if_summary(run)
-    assert back.extra[EXTRA_WHAT_IF]["summary"] == what_if_summary(run)
+    assert back.pricing.what_if["summary"] == what_if_summary(run)
     # a record priced by the old model (p50 based, no statistic, no table) shows no what-if rather than a wrong one
-    back.extra[EXTRA_WHAT_IF].pop("statistic")
+    back.pricing.what_if.pop("statistic")
     assert what_if_summary(back) is None
     from perfkit.analysis.report_model import what_if_section
 
-    del back.extra[EXTRA_WHAT_IF_TABLE]
+    back.pricing.what_if_table = []
     assert what_if_section(back, "old") is None
 
 
@@ -316,12 +313,12 @@ def test_a_negative_segment_time_bounds_nothing_and_is_said():
             "logging": SegmentStats(cpu_ms_per_step=0.6), "other": SegmentStats(cpu_ms_per_step=-1.0)}
     run = Run(steps=8, num_envs=8, wall_s=0.04, step_ms={"mean": 5.7}, segments=segs,
               findings=[Finding("alloc", "torch.zeros", "t.py", 1, segment="other", per_step=100.0)])
-    price_run(run, GPU_PROFILE, validation={})
+    run = price_run(run, GPU_PROFILE, validation={})
     assert run.findings[0].est_ms_per_step == pytest.approx(0.4)  # unbounded: 100 x 4 us
-    assert run.extra["pricing"]["segments_consistent"] is False
-    assert run.extra["pricing"]["segments_ms"] == {REST: 5.7}
-    assert run.extra[EXTRA_WHAT_IF]["step_ms_after"] == pytest.approx(5.3)
-    assert any("segment times are inconsistent" in n for n in run.extra[EXTRA_WHAT_IF]["notes"])
+    assert run.pricing.prices["segments_consistent"] is False
+    assert run.pricing.prices["segments_ms"] == {REST: 5.7}
+    assert run.pricing.what_if["step_ms_after"] == pytest.approx(5.3)
+    assert any("segment times are inconsistent" in n for n in run.pricing.what_if["notes"])
 
 
 def test_the_committed_validation_if_any_names_the_models_the_cost_model_has():

@@ -5,13 +5,12 @@ own findings rank first; the console gives each top finding its fix and keeps th
 
 from __future__ import annotations
 
-import io
 
 import pytest
 
 from perfkit.pricing.cost import machine_key, price_run
 from perfkit.pricing.machine_profile import SCHEMA, reference_profile
-from perfkit.record import EXTRA_WHAT_IF, EXTRA_WHAT_IF_TABLE, Finding, Run, SegmentStats
+from perfkit.record import Finding, Run, SegmentStats
 from perfkit.renderers import console
 
 CPU = {"device": "cpu", "torch": "2.13.0", "driver": None}
@@ -44,7 +43,7 @@ def cpu_run() -> Run:
 
 
 def source(run, key):
-    return run.extra["pricing"]["source_of"][key]
+    return run.pricing.prices["source_of"][key]
 
 
 def test_a_gpu_price_is_no_prediction_on_a_cpu_run():
@@ -53,8 +52,8 @@ def test_a_gpu_price_is_no_prediction_on_a_cpu_run():
     assert sync.est_ms_per_step is None  # no cost on this CPU
     src = source(run, "train_naive.py:104 .cpu()")
     assert src["on_device"] == "H200" and src["on_device_ms"] > 0
-    assert run.extra["pricing"]["unpriced"]["train_naive.py:104 .cpu()"].startswith("on an H200 this costs ~")
-    wi = run.extra[EXTRA_WHAT_IF]
+    assert run.pricing.prices["unpriced"]["train_naive.py:104 .cpu()"].startswith("on an H200 this costs ~")
+    wi = run.pricing.what_if
     assert not any(".cpu()" in k or ".item()" in k or "for-loop" in k for k in wi["fixed"])  # no probe: the loop too
     assert wi["on_device"]["findings"] == 3 and wi["on_device"]["device"] == "H200"
     # what is predicted here (the allocations, at the CPU allocator's price) promises no GPU speed-up
@@ -77,8 +76,8 @@ def test_loops_are_priced_with_this_machines_probe_and_the_notes_know_it():
     loop = next(f for f in run.findings if f.kind == "loop")
     assert loop.est_ms_per_step == pytest.approx(64 * 0.0083)  # one probed iteration per iteration
     assert source(run, "train_naive.py:87 for-loop over envs")["label"] == "this machine's probe profile"
-    assert run.extra["pricing"]["own_probe"] is True
-    wi = run.extra[EXTRA_WHAT_IF]
+    assert run.pricing.prices["own_probe"] is True
+    wi = run.pricing.what_if
     assert wi["fixed"][0] == "train_naive.py:87 for-loop over envs"
     notes = " ".join(wi["notes"]) + wi["note"]
     assert "measure this machine's with `perfkit probe`" not in notes and "`perfkit probe`" not in notes
@@ -87,16 +86,14 @@ def test_loops_are_priced_with_this_machines_probe_and_the_notes_know_it():
 
 def test_the_scripts_own_findings_rank_before_a_librarys():
     run = price_run(cpu_run(), PROBE, validation={})
-    table = run.extra[EXTRA_WHAT_IF_TABLE]
+    table = run.pricing.what_if_table
     assert [r["op"] for r in table] == ["for-loop over envs", "Tensor.add", "F.linear"]
     assert run.findings[3].est_ms_per_step > run.findings[4].est_ms_per_step  # the MLP's price is the larger
 
 
 def test_the_console_gives_each_top_finding_its_fix_and_one_line_of_notes():
     run = price_run(cpu_run(), reference_profile(), validation={})
-    buf = io.StringIO()
-    console.render(run, file=buf, width=250)
-    con = buf.getvalue()
+    con = console.ConsoleRenderer(width=250).render(run)
     for f in run.findings:
         assert f"fix: fix {f.op}" in con
     assert "on an H200 this costs ~" in con

@@ -127,7 +127,7 @@ def test_report_section_in_markdown_with_baseline_found_among_inputs():
     assert job["summary"]["straggler"] == 2 and job["summary"]["scaling_efficiency"] == pytest.approx(
         sum(r.sps for r in runs[:3]) / (3 * 12_500))
     assert [row[0] for row in job["rows"]] == ["0", "1", "2"] and "straggler" in job["rows"][2][-1]
-    text = markdown.render(rep)
+    text = markdown.MarkdownRenderer().render(rep)
     assert "## Data-parallel job: train\\_ddp.py, 3 of 3 ranks (gloo)" in text
     assert "straggler: rank 2" in text and "Scaling efficiency" in text
     assert "| **comm** | 6.5 | 6.5 | 1.5 |" in text
@@ -202,7 +202,7 @@ def test_a_failed_job_names_exit_codes_the_exception_the_first_failure_and_the_m
     rows = {row[0]: dict(zip(cols, row)) for row in job["rows"]}
     assert rows["1"]["exit"] == "1" and rows["1"]["error"] == "RuntimeError: boom" and "failed first" in rows["1"]["note"]
     assert rows["2"]["status"] == "no record" and rows["2"]["note"] == "missing"
-    text = markdown.render(build_report(runs))
+    text = markdown.MarkdownRenderer().render(build_report(runs))
     assert "rank 1 failed first (exit 1, RuntimeError: boom)" in text and "| 2 | - | - | - | no record |" in text
 
 

@@ -143,4 +143,5 @@ def test_train_on_the_gpu_makes_no_per_step_sync(tmp_path):
     # after the loop, which is teardown, not a per-step cost
     syncs = [f for f in run["findings"] if f["kind"] == "sync"]
     assert syncs == [], syncs
-    assert all(d["path"].endswith("perfkit/rl/ppo.py") for d in run["extra"].get("teardown_syncs", [])), run["extra"]
+    teardown = run["outside_steps"]["teardown"]
+    assert all(d["path"].endswith("perfkit/rl/ppo.py") for d in teardown), teardown

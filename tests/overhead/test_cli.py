@@ -86,7 +86,7 @@ def test_a_measurement_writes_its_outputs_and_a_failed_gate_exits_1(fake, child_
     assert "[round 2/2] plain" in p.stderr  # progress, one line a run
     assert f.order() == ["plain", "perfkit", "perfkit", "plain"]
     res = json.loads((out / "o.json").read_text())
-    assert res["schema"] == "perfkit.overhead.measure/1"
+    assert res["schema"] == "perfkit.overhead/1"
     assert [x["ratio"] for x in res["summary"]["arms"]["perfkit"]["ratios"]] == pytest.approx([0.98, 0.98])
     assert "| perfkit | 2/2 |" in (out / "o.md").read_text()
     table = p.stdout

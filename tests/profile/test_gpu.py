@@ -187,7 +187,7 @@ def test_cuda_event_segment_times_sum_to_the_device_time_per_step():
     # the profiler itself added no sync: the only one is the script's final torch.cuda.synchronize(),
     # after the last step began, so teardown rather than a per-step finding
     assert run.findings_of("sync") == []
-    assert [(d["op"], d["count"]) for d in run.extra["teardown_syncs"]] == [("torch.cuda.synchronize()", 1)]
+    assert [(d["op"], d["count"]) for d in run.outside_steps.teardown] == [("torch.cuda.synchronize()", 1)]
 
 
 def test_stream_hazard_found_only_where_cuda_leaves_the_streams_unordered():

@@ -35,7 +35,7 @@ def test_script_args_and_complete_record(tmp_path):
     run = Run.load(out)
     assert run.status == "complete" and run.exit_code == 0
     assert run.command == [script("exits.py"), "ok", "--flag", "-x"]
-    assert run.extra["total_steps"] == 4 and run.num_envs == 8
+    assert run.total_steps == 4 and run.num_envs == 8
     f = run.findings_of("sync")[0]
     # perfkit.run/2: a finding's count is over the steady-state steps (4 steps, 1 of warm-up)
     assert (f.op, f.line, f.count, f.per_step) == (".item()", line_of(script("exits.py"), "return self.x.sum().item()"), 3, 1.0)
@@ -62,7 +62,7 @@ def test_exit_status_passes_through_and_partial_record_is_written(tmp_path, mode
     assert r.exit_code == code, r.output
     run = Run.load(out)
     assert run.status == "partial" and run.exit_code == code
-    assert run.extra["total_steps"] == 4
+    assert run.total_steps == 4
     if mode == "raise":
         assert "ValueError: planted failure" in r.output
     if mode == "interrupt":

@@ -36,7 +36,7 @@ def test_fullgraph_compile_of_policy_and_step_inside_a_session():
             env.step(a)
         cstep = torch.compile(env.step, backend="eager", fullgraph=True)
         cstep(a)
-    assert s.run.extra["total_steps"] >= 10
+    assert s.run.total_steps >= 10
 
 
 # ---- TorchScript: hooked torch functions must stay scriptable ------------------------------------------

@@ -1,16 +1,12 @@
 """The console's sync lines: the lint rule that finds each sync statically (or the gap), and --verify both ways."""
 from __future__ import annotations
 
-import io
-
 from perfkit.record import EXTRA_VERIFY, Finding, Run
-from perfkit.renderers.console import render
+from perfkit.renderers.console import ConsoleRenderer
 
 
 def _text(run: Run) -> str:
-    buf = io.StringIO()
-    render(run, file=buf, width=200)
-    return buf.getvalue()
+    return ConsoleRenderer(width=200).render(run)
 
 
 def test_a_sync_names_its_lint_rule_or_the_gap_in_the_linter():

@@ -108,7 +108,7 @@ def test_build_run_without_a_period_counts_over_the_steady_state():
 def test_build_run_keeps_a_site_that_synced_only_after_the_last_step_as_teardown():
     key = ("sync", ".cpu()", "/x/save.py", 3, "save", None, False, "steady")
     run = build_run(_snapshot(counts={key: [5, 0, {"other": 5}]}, trail={key: 5}, kept_trails={}))
-    assert run.findings == [] and run.extra["teardown_syncs"][0]["count"] == 5
+    assert run.findings == [] and run.outside_steps.teardown[0]["count"] == 5
 
 
 def _train_py(config: Config):

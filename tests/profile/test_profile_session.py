@@ -54,7 +54,7 @@ def test_toy_env_exact_counts_lines_and_per_step():
         toy.main(10)
     run = s.run
     assert run.status == "complete"
-    assert run.extra["total_steps"] == 10 and run.steps == 8 and run.num_envs == 16
+    assert run.total_steps == 10 and run.steps == 8 and run.num_envs == 16
     path = toy.__file__
     by = {(f.kind, f.op): f for f in run.findings}
     b = by[("sync", "bool(t)")]
@@ -73,7 +73,7 @@ def test_toy_env_exact_counts_lines_and_per_step():
     assert not any(f.kind == "alloc" and f.line == line_of(path, "self.obs.add_(0.1)") for f in run.findings)
     assert run.env["sim_dt"] == 0.01 and run.env["decimation"] == 2 and run.env["obs_dim"] == 4
     assert run.sps > 0 and run.step_ms["p50"] > 0 and len(run.step_times_ms) == run.steps - len(
-        [i for i in run.extra["sampled_steps"] if i > 2])
+        [i for i in run.sampling["steps"] if i > 2])
 
 
 def test_segments_by_rule_and_override():
@@ -139,7 +139,7 @@ def test_manual_step_marks_override_auto_detection():
             env.step(a)
             env.step(a)  # two env steps per marked step
     assert s.run.extra["step_detection"] == "manual"
-    assert s.run.extra["total_steps"] == 6
+    assert s.run.total_steps == 6
     f = [f for f in s.run.findings if f.op == "bool(t)"][0]
     assert f.count == 10 and f.per_step == 2.0  # over the 5 steady steps (perfkit.run/2)
 
@@ -160,14 +160,14 @@ def test_step_fn_option_and_wrapped_envs_count_once():
     with Session(warmup_steps=0) as s:
         for _ in range(5):
             env.step(a)
-    assert s.run.extra["total_steps"] == 5
+    assert s.run.total_steps == 5
     sys.modules["_pk_toy_for_stepfn"] = toy
     try:
         env2 = toy.ToyEnv(num_envs=8)
         with Session(step_fn="_pk_toy_for_stepfn:ToyEnv.compute_reward", warmup_steps=0) as s2:
             for _ in range(3):
                 env2.step(a)
-        assert s2.run.extra["total_steps"] == 3
+        assert s2.run.total_steps == 3
         assert s2.run.extra["step_detection"].startswith("--step-fn")
     finally:
         del sys.modules["_pk_toy_for_stepfn"]
@@ -191,7 +191,7 @@ def test_objects_without_integer_num_envs_are_not_steps():
         for _ in range(4):
             NotEnv().step()
             Opt().step()
-    assert s.run.extra["total_steps"] == 0
+    assert s.run.total_steps == 0
     assert any("no env step was detected" in n for n in s.run.extra["notes"])
 
 
@@ -250,11 +250,11 @@ def test_record_round_trips_and_has_timeline(tmp_path):
         toy.main(12)
     p = s.run.save(tmp_path / "r.json")
     back = Run.load(p)
-    assert back.schema == "perfkit.run/2" and back.command == ["toy.py"]
-    tl = back.extra["timeline"]
+    assert back.schema == "perfkit.run/3" and back.command == ["toy.py"]
+    tl = back.timeline.spans
     # the first timeline_steps steady steps, then every timing_every-th (7) over the whole run: steady step 8 = step 10
     assert {e["step"] for e in tl} == {3, 4, 5, 10}
-    assert len(back.extra["step_starts_ms"]) == 12  # every step's start: export-trace covers the whole run
+    assert len(back.timeline.step_starts_ms) == 12  # every step's start: export-trace covers the whole run
     assert all(set(e) == {"step", "segment", "start_ms", "dur_ms", "gpu"} for e in tl)
     assert all(e["dur_ms"] >= 0 for e in tl)
     d = json.loads(p.read_text())

@@ -224,7 +224,8 @@ def test_an_env_stepping_on_another_thread_is_told_apart():
         for _ in range(10):
             main_env.step(a)
     assert s.run.total_steps == 20
-    assert s.run.extra["other_env_steps"] == [{"thread": "eval-thread", "env": "FastEnv", "steps": 7}]
+    # once, in the note the console shows (no second copy in extra)
+    assert any("steps of another env were seen (FastEnv on thread eval-thread: 7)" in n for n in s.run.extra["notes"])
 
 
 def test_stream_ordering_follows_cuda_semantics():

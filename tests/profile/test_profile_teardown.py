@@ -26,7 +26,7 @@ def test_a_sync_after_the_loop_is_teardown_not_per_step():
     assert total == 160.0
     run = s.run
     assert run.findings_of("sync") == []
-    assert [(d["op"], d["count"]) for d in run.extra["teardown_syncs"]] == [(".item()", 1)]
+    assert [(d["op"], d["count"]) for d in run.outside_steps.teardown] == [(".item()", 1)]
     assert run.syncs_per_step == 0
 
 
@@ -38,7 +38,7 @@ def test_a_sync_every_step_stays_one_per_step_with_the_last_one_in_the_open_inte
             env.x.sum().item()  # every step, the last one after the last step's start
     (f,) = s.run.findings_of("sync")
     assert f.count == 18 and f.per_step == 1.0  # the 18 steady steps (perfkit.run/2: warm-up not counted)
-    assert "teardown_syncs" not in s.run.extra
+    assert not s.run.outside_steps.teardown
 
 
 _REWARD_MODULE = '''
@@ -78,6 +78,6 @@ def test_a_session_that_ends_during_warm_up_leaves_nothing_wrapped(tmp_path):
     with Session(warmup_steps=50) as s:
         for _ in range(3):
             env.step(a)
-    assert s.run.extra["total_steps"] == 3
+    assert s.run.total_steps == 3
     assert mod.compute_reward is fn and mod.Env.__dict__["compute_reward"] is method and mod.Env.__dict__["step"] is step
     assert not hasattr(mod.compute_reward, "__perfkit_segment__")

@@ -77,7 +77,7 @@ def test_an_older_record_has_no_self_block():
 
 def test_the_calibration_does_not_count_its_own_syncs():
     s = _run()
-    assert not s.run.extra.get("setup_syncs")
+    assert not s.run.outside_steps.setup
 
 
 def test_set_everywhere_in_a_batch_replaces_every_holder_in_one_pass():

@@ -91,7 +91,7 @@ def steps_of(path):
 
 def test_export_trace_covers_the_whole_timeline_or_a_range(tmp_path):
     run = Run(command=["train.py"], num_envs=8, steps=100, sps=1.0)
-    run.extra["timeline"] = TIMELINE
+    run.timeline.spans = TIMELINE
     src = run.save(tmp_path / "run.json")
     out = tmp_path / "t.json"
     res = cli("export-trace", src, "-o", out)

@@ -30,7 +30,7 @@ def spans(trace):
 
 def test_timeline_becomes_cpu_gpu_and_step_tracks(tmp_path):
     run = Run(command=["train.py", "--num-envs", "4096"], num_envs=4096, steps=2, sps=1e6)
-    run.extra["timeline"] = TIMELINE
+    run.timeline.spans = TIMELINE
     res, out = export(run, tmp_path)
     assert res.exit_code == 0, res.output
     trace = json.loads(out.read_text())
@@ -71,7 +71,7 @@ def test_bad_record_and_bad_timeline_exit_2(tmp_path):
     res = CliRunner().invoke(main, ["export-trace", str(bad), "-o", str(tmp_path / "t.json")])
     assert res.exit_code == 2 and "broken.json" in res.output and "not JSON" in res.output
     run = Run(command=["x"])
-    run.extra["timeline"] = [{"step": 0, "segment": "physics", "start_ms": "soon", "dur_ms": 1}]
+    run.timeline.spans = [{"step": 0, "segment": "physics", "start_ms": "soon", "dur_ms": 1}]
     res, out = export(run, tmp_path)
     assert res.exit_code == 2 and "timeline entry 0: start_ms is not a number" in res.output
     assert not out.exists()

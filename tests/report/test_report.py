@@ -162,9 +162,9 @@ def test_bad_inputs_exit_2_naming_the_file(tmp_path, train_runs, content, messag
 def test_sweep_manifest_of_another_schema_is_named(tmp_path):
     d = tmp_path / "sw"
     d.mkdir()
-    (d / "sweep.json").write_text(json.dumps({"schema": "perfkit.sweeps.runner/7"}))
+    (d / "sweep.json").write_text(json.dumps({"schema": "perfkit.sweep/7"}))
     res = report(d, "-o", tmp_path / "rep")
-    assert res.exit_code == 2 and "sweep.json" in res.output and "perfkit.sweeps.runner/7" in res.output
+    assert res.exit_code == 2 and "sweep.json" in res.output and "perfkit.sweep/7" in res.output
     res = report(tmp_path, "-o", tmp_path / "rep")  # a directory that is no sweep
     assert res.exit_code == 2 and "without a sweep.json" in res.output
 

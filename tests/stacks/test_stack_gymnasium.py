@@ -40,7 +40,7 @@ def test_runs_under_perfkit_as_without(runs):
 
 
 def test_the_loops_step_is_the_outermost_wrappers_counted_once(run):
-    assert run.extra["total_steps"] == STEPS
+    assert run.total_steps == STEPS
     assert run.steps == STEPS - WARMUP
     # the env's own reset sync runs once per inner step: REPEAT times per step of the loop
     f = sync_at(run, "examples/stacks/torch_env.py", "reset_env_ids = self.reset_buf.nonzero(as_tuple=False).squeeze(-1)")

@@ -159,7 +159,7 @@ def test_perfkit_does_not_change_what_is_trained(runs):
 def test_runs_under_perfkit_with_torchscript_off_and_finds_the_envs_syncs(nojit_run):
     run = nojit_run
     assert run.status == "complete" and run.num_envs == NUM_ENVS
-    assert run.extra["total_steps"] == ITERATIONS * NUM_STEPS  # RslRlVecEnvWrapper.step, counted once
+    assert run.total_steps == ITERATIONS * NUM_STEPS  # RslRlVecEnvWrapper.step, counted once
     assert any(c.endswith("RslRlVecEnvWrapper") for c in run.extra["step_classes"])
     tol = 1.0 / run.steps + 1e-9
     every_step = {  # (path, code) -> syncs per step, made on every step whatever the data

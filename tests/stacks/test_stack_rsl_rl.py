@@ -52,7 +52,7 @@ def test_runs_under_perfkit_as_without(plain, profiled):
 def test_the_wrappers_step_is_the_step_counted_once(run):
     # the runner calls RslRlVecEnvWrapper.step (num_envs: a property forwarding to the env), which
     # calls CartpoleEnv.step (num_envs: an attribute): one step each time, not two
-    assert run.extra["total_steps"] == ITERATIONS * NUM_STEPS
+    assert run.total_steps == ITERATIONS * NUM_STEPS
     assert run.steps == ITERATIONS * NUM_STEPS - WARMUP
     assert any(c.endswith("RslRlVecEnvWrapper") for c in run.extra["step_classes"])
 

@@ -41,7 +41,7 @@ def test_runs_under_perfkit_as_without(runs):
 
 
 def test_sb3_vec_env_step_is_the_step_counted_once(run):
-    assert run.extra["total_steps"] == ITERATIONS * NUM_STEPS
+    assert run.total_steps == ITERATIONS * NUM_STEPS
     assert run.steps == ITERATIONS * NUM_STEPS - WARMUP
 
 

@@ -22,7 +22,7 @@ def test_reference_env_cpu_sweep_with_session_breakdown(tmp_path):
     manifest = json.loads((out / "sweep.json").read_text())
     assert [p["status"] for p in manifest["points"]] == ["complete", "complete"], manifest["points"]
     run = Run.load(out / "points" / "8.json")
-    assert run.env["name"] == "ant" and run.env["backend"] == "mujoco" and run.env["num_envs"] == 8
+    assert run.env["name"] == "ant" and run.env["backend"] == "mujoco" and run.num_envs == 8
     assert run.env["decimation"] >= 1 and run.env["obs_dim"] > 0 and run.env["act_dim"] == 8
     assert run.extra["physics_sps"] == pytest.approx(run.sps * run.env["decimation"])
     assert run.steps == 10 and run.sps > 0

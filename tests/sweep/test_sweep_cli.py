@@ -84,7 +84,7 @@ def test_sweep_writes_csv_records_and_manifest(sweep_dir):
     oom = Run.load(out / "points" / "64.json")
     assert oom.status == "oom" and oom.exit_code == 3 and "allocate" in oom.extra["error"]
     manifest = json.loads((out / "sweep.json").read_text())
-    assert manifest["schema"] == "perfkit.sweeps.runner/1"
+    assert manifest["schema"] == "perfkit.sweep/1"
     assert manifest["target"] == "sweep_toy_env:make_toy_env" and manifest["kind"] == "factory"
     assert manifest["options"]["env_kwargs"] == {"oom_at": [64], "decimation": 2}
     assert [p["status"] for p in manifest["points"]] == ["complete", "oom", "complete"]
