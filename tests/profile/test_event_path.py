@@ -4,6 +4,8 @@ code objects are looked up by identity, and the calibration that prices the path
 
 from __future__ import annotations
 
+import importlib
+
 import os
 import sys
 import sysconfig
@@ -69,7 +71,7 @@ def test_a_package_made_runtime_later_is_looked_through(tmp_path, monkeypatch):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("import sys\n\ndef here():\n    return sys._getframe()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    import pk_runtime_later
+    pk_runtime_later = importlib.import_module("pk_runtime_later")  # made just above: no distribution brings it
 
     user = _compile("def call(f):\n    return site_of(f())\n", USER_FILE, site_of=sites.site_of)
     assert user["call"](pk_runtime_later.here)[0] == str(pkg / "__init__.py")  # the user's own package: there
