@@ -189,9 +189,9 @@ MAX_PERIOD = 64  # the longest period an event's sampled occurrences are checked
 
 def sampled_rate(occurrences: dict[int, int], sampled: dict[int, int]) -> float:
     """Events per step of one site from the sampled steps (``{step: weight}``, the weight being the steps
-    a sample stands for): one over the period when the occurrences follow one exactly — the same count
-    on exactly the sampled steps of one residue class, with every residue class sampled — else the
-    weighted mean."""
+    a sample stands for): one over the period when the occurrences follow exactly one period — the same
+    count on exactly the sampled steps of one residue class, with every residue class sampled, and no
+    other period fitting as well — else the weighted mean."""
     steps = sorted(sampled)
     hits = [i for i in steps if occurrences.get(i)]
     if 2 <= len(hits) < len(steps):
@@ -199,12 +199,15 @@ def sampled_rate(occurrences: dict[int, int], sampled: dict[int, int]) -> float:
         if len(values) == 1:
             n = values.pop()
             hit_set = set(hits)
+            fits = []
             for period in range(2, min(MAX_PERIOD, len(steps)) + 1):
                 r = hits[0] % period
                 if len({i % period for i in steps}) < period:
                     continue  # some residue never sampled: no evidence either way
                 if all((i % period == r) == (i in hit_set) for i in steps):
-                    return n / period
+                    fits.append(period)
+            if len(fits) == 1:  # two periods that both fit (two hits 31 x 32 steps apart fit 31 and 32) say neither
+                return n / fits[0]
     total = sum(sampled[i] for i in steps)
     return sum(occurrences.get(i, 0) * sampled[i] for i in steps) / total if total else 0.0
 

@@ -185,3 +185,23 @@ def test_rsl_rl_minibatch_item_reads_one_third_per_step(tmp_path):
     d = json.loads(out.read_text())
     (f,) = [f for f in d["findings"] if f["kind"] == "sync" and f["code"].startswith("mean_value_loss += value_loss.item()")]
     assert f["per_step"] == pytest.approx(1 / 3, rel=0.05)
+
+
+def test_two_whole_periods_a_stride_apart_read_the_loops_period_not_the_stride():
+    """Two sampled blocks of a 32-step loop, 31 periods apart (the stride), one event per period: periods 31
+    and 32 both fit the two hits; neither is taken, and the whole periods' mean reads 1/32 (a run of
+    train_naive read 6.71/step for 6.5 when 31 was taken)."""
+    from perfkit.profile.snapshot import sampled_rate
+
+    blocks = [*range(37, 69), *range(1029, 1061)]
+    sampled = {i: 31 for i in blocks}
+    occurrences = {40: 1, 40 + 31 * 32: 1}
+    assert sampled_rate(occurrences, sampled) == pytest.approx(1 / 32)
+
+
+def test_an_every_10th_step_event_in_spread_samples_reads_one_tenth_exactly():
+    from perfkit.profile.snapshot import sampled_rate
+
+    sampled = {6 + 31 * k: 31 for k in range(40)}  # single steps a prime stride apart
+    occurrences = {i: 1 for i in sampled if i % 10 == 0}
+    assert sampled_rate(occurrences, sampled) == 0.1
