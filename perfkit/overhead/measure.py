@@ -577,7 +577,7 @@ def markdown(result: dict[str, Any], heading: str = "#") -> str:
     for arm, s in result["summary"]["arms"].items():
         if arm != "plain" and s["ratios"]:
             lines.append(f"* {arm}/plain per round: " + ", ".join(f"{x['ratio']:.4f}" for x in s["ratios"])
-                         + (f"; added wall per round: " + ", ".join(f"{x['added_wall_s']:+.1f} s" for x in s["added_wall_per_round_s"])
+                         + ("; added wall per round: " + ", ".join(f"{x['added_wall_s']:+.1f} s" for x in s["added_wall_per_round_s"])
                             if s["added_wall_per_round_s"] else ""))
     prof = [r["runs"]["torch-profiler"]["profiler"] for r in result["rounds"]
             if r["runs"].get("torch-profiler", {}).get("profiler")]
