@@ -177,7 +177,8 @@ class ModuleInfo:
                 self.units.append(unit)
                 self._collect(st.body, unit, None, qn + ".")
             elif isinstance(st, ast.ClassDef):
-                exprs = [dotted(b) or "" for b in st.bases]
+                # a generic base (`Algorithm[TPolicy]`, `Generic[T]`) is its class: the subscript is typing only
+                exprs = [dotted(b.value if isinstance(b, ast.Subscript) else b) or "" for b in st.bases]
                 info = ClassInfo(st, st.name, [e.split(".")[-1] for e in exprs], mod=self, base_exprs=exprs)
                 self.classes.setdefault(st.name, info)
                 self._collect(st.body, owner, info, f"{prefix}{st.name}.")
