@@ -243,9 +243,9 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
                       and id(n) not in hp.loops and _loop_calls_step(n, mod)]
         inner = {id(n) for loop in step_loops for n in ast.walk(loop) if n is not loop and n in step_loops}
         for node in step_loops:
-            # an iteration loop around a step loop: its own calls run once per iteration
-            _hot_loop(hp, mod, unit, node, seeds, proven,
-                      seed_calls=not any(id(n) in inner for n in ast.walk(node) if n is not node))
+            # an iteration loop around a step loop: its own calls run once per iteration (hot, not proven)
+            outer = any(id(n) in inner for n in ast.walk(node) if n is not node)
+            _hot_loop(hp, mod, unit, node, seeds, proven, seed_calls=True, prove_calls=not outer)
         if not step_loops and _steps_once(unit, mod):
             seeds.append(unit)  # hot; not proven: what it calls around the step (a reset, a wrapper's) varies
     for unit, node in learner_loops:  # after the rollout loops: an iteration loop stays one
@@ -276,9 +276,10 @@ def _steps_once(unit: Unit, mod: ModuleInfo) -> bool:
     return False
 
 
-def _hot_loop(hp: HotPaths, mod: ModuleInfo, unit: Unit, node, seeds: list, proven: list, seed_calls=True):
+def _hot_loop(hp: HotPaths, mod: ModuleInfo, unit: Unit, node, seeds: list, proven: list, seed_calls=True,
+              prove_calls=True):
     """``node``'s body runs every step (or gradient step): checked as hot and proven, and (``seed_calls``) what
-    it calls is too."""
+    it calls is hot too, and proven with ``prove_calls``."""
     if id(node) in hp.loops:
         return
     hp.loops.add(id(node))
@@ -289,7 +290,8 @@ def _hot_loop(hp: HotPaths, mod: ModuleInfo, unit: Unit, node, seeds: list, prov
             if isinstance(sub, ast.Call):
                 called = resolve_call(mod, unit, sub)
                 seeds.extend(called)
-                proven.extend(called)
+                if prove_calls:
+                    proven.extend(called)
 
 
 def _setup_only(project, candidates: list) -> set:

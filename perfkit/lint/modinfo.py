@@ -222,6 +222,19 @@ def if_tests(unit: Unit):
             yield n, test, negated
 
 
+def error_path(unit: Unit) -> set:
+    """id() of the nodes of ``unit`` that run only when something failed: a ``raise`` statement, an assert's
+    message."""
+    ids = unit.__dict__.get("_error_path")
+    if ids is None:
+        ids = set()
+        for n in unit_nodes(unit):
+            if type(n) is ast.Raise or (type(n) is ast.Assert and n.msg is not None):
+                ids.update(id(c) for c in ast.walk(n if type(n) is ast.Raise else n.msg))
+        unit._error_path = ids
+    return ids
+
+
 def unit_nodes(unit: Unit) -> list:
     """Every node of ``unit`` in depth-first source order, not entering nested defs or classes' methods.
 
