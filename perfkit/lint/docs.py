@@ -53,7 +53,8 @@ def render_markdown() -> str:
         "",
         "PK1xx–PK3xx fire on **hot paths**: functions whose name matches "
         f"`{HOT_NAME.pattern}` (`step`, `reset*`, `compute_*`, `_reward_*`, `_get_observations`, "
-        f"`_pre_physics_step`, `_apply_action`, `act`, `update`, `forward`), methods named `{HOT_METHOD.pattern}` "
+        f"`_pre_physics_step`, `_apply_action`, `act`, `update`, `forward`, a direct-workflow env's "
+        "`_get_rewards`/`_get_dones`/`_get_states`, a callback's `_on_step`), methods named `{HOT_METHOD.pattern}` "
         "(a manager's `compute`/`apply`, a term's `__call__` in a module that imports torch, an algorithm's "
         "`train(self)` or off-policy `train(self, gradient_steps, ...)`), *learner updates* (a function named "
         "with the word update, train, learn or optimize — `_update_with_batch`, `optimize_model`, `_train` — "

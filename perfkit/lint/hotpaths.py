@@ -19,7 +19,10 @@ from perfkit.lint.project import GENERIC, Project
 
 HOT_NAME = re.compile(
     r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_pre_physics_step|_post_physics_step|"
-    r"_apply_actions?|act|update|forward)$"
+    r"_apply_actions?|act|update|forward|"
+    # a direct-workflow env's per-step parts, called by a base class outside the linted files (Isaac Lab's
+    # DirectRLEnv.step runs _get_rewards, _get_dones, _get_states); a per-step hook (a callback's _on_step)
+    r"_?get_(rewards?|dones|states|terminations?)|_*on_(env_)?step)$"
 )
 # per-step only as methods: a manager's compute()/apply(), a term's __call__(env, ...), an algorithm's train(self)
 HOT_METHOD = re.compile(r"^(compute|apply|__call__|train)$")

@@ -92,8 +92,17 @@ _TDICT_PARAM = re.compile(r"^(tensordict|td|tensordict_out|next_tensordict|tenso
                           r"tensordict_in|td_in)$")
 
 
+def _union_members(t) -> list:
+    """``A | B | C`` -> [A, B, C]."""
+    if isinstance(t, ast.BinOp) and isinstance(t.op, ast.BitOr):
+        return _union_members(t.left) + _union_members(t.right)
+    return [t]
+
+
 def type_kind(mod: ModuleInfo, t) -> str | None:
-    """The kind an ``isinstance(x, t)`` check proves (t a type or a tuple of types)."""
+    """The kind an ``isinstance(x, t)`` check proves (t a type, a tuple of types or a ``A | B`` union)."""
+    if isinstance(t, ast.BinOp) and isinstance(t.op, ast.BitOr):
+        t = ast.Tuple(elts=_union_members(t), ctx=ast.Load())
     if isinstance(t, ast.Tuple):
         kinds = {type_kind(mod, e) for e in t.elts}
         if len(kinds) == 1:

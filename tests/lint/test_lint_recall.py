@@ -244,3 +244,38 @@ def test_a_raise_or_an_assert_message_runs_only_when_it_fails():
             assert torch.isfinite(actions).all()
     """
     assert lint(src) == [(8, "PK103")]
+
+
+def test_isinstance_with_a_union_of_host_types_narrows_to_host_data():
+    src = """
+    import numbers
+    import numpy as np
+    import torch
+    class Env:
+        def step(self, x: torch.Tensor):
+            if isinstance(x, np.number | np.bool_ | numbers.Number):
+                return float(x)
+            if isinstance(x, (np.number, numbers.Number)):
+                return int(x)
+            return float(x)
+    """
+    assert lint(src) == [(11, "PK104")]
+
+
+def test_a_direct_workflow_envs_parts_and_a_per_step_callback_are_hot_by_name():
+    # the base class that calls them (Isaac Lab's DirectRLEnv.step, SB3's BaseCallback.on_step) is not linted
+    src = """
+    import torch
+    class CartpoleEnv(DirectRLEnv):
+        def _get_rewards(self) -> torch.Tensor:
+            total = torch.zeros((self.num_envs,), device=self.device)
+            return total + self.pole_vel.abs()
+        def _get_dones(self):
+            died = self.pole_pos.abs() > 3.0
+            return died, torch.zeros_like(died)
+    class RewardLogger(BaseCallback):
+        def _on_step(self) -> bool:
+            self.logger.record("reward", self.locals["rewards"].mean().item())
+            return True
+    """
+    assert lint(src) == [(5, "PK201"), (9, "PK202"), (12, "PK101")]
