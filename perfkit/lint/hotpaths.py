@@ -257,8 +257,9 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
 
 
 _ENV_NAMED = re.compile(r"env", re.I)  # `self.vec_env.step(a)`, `envs.step(a)`, `self.env_step(a)`
-# one env step taken to check, time or show it: not the training loop's step
-_CHECK_NAME = re.compile(r"^_*(check|test|validate|verify|warm_?up|bench\w*|measure|time|timed|profile|demo)(_|$)")
+# one env step taken to check, time, evaluate or show it: not the training loop's step
+_CHECK_NAME = re.compile(r"^_*(check|test|validate|verify|warm_?up|bench\w*|measure|time|timed|profile|demo|eval\w*|"
+                         r"play|render|record|visuali[sz]e)(_|$)")
 
 
 def _steps_once(unit: Unit, mod: ModuleInfo) -> bool:

@@ -117,10 +117,14 @@ def test_a_function_that_steps_the_envs_once_outside_a_loop_is_per_step():
         def check_env(self, actions: torch.Tensor):
             obs = self.vec_env.step(actions)
             return obs.mean().item()
+
+        def evaluate(self, actions: torch.Tensor):
+            obs = self.eval_env.step(actions)
+            return obs.mean().item()
     """
     found = lint(src)
     assert (11, "PK102") in found and (14, "PK101") in found
-    assert not [f for f in found if f[0] >= 16]  # check_env steps once to check, not to train
+    assert not [f for f in found if f[0] >= 16]  # check_env and evaluate step once to check, not to train
 
 
 def test_a_profiler_or_scheduler_step_once_is_not_an_env_step():
