@@ -394,6 +394,9 @@ def _cold_spans(callee: Unit, sites) -> list:
         if any(v is _UNKNOWN for v in values) or test.id not in passed[0]:
             continue
         truth = {bool(v) != negate for v in values}
+        if len(truth) == 1 and n.body[0].lineno > test.end_lineno:  # the test reads a constant (`if env_ids:` left
+            # to its None default by every hot call): no sync of its own
+            spans.append((test.lineno, test.end_lineno))
         if truth == {False}:  # no hot call runs the body
             spans.append((n.body[0].lineno, n.body[-1].end_lineno))
         elif truth == {True} and n.orelse:

@@ -27,6 +27,7 @@ HOSTENV = "hostenv"  # a CPU vector env (gym / SB3 VecEnv): step()/reset() retur
 DEVICE = frozenset({TENSOR, BOOL})  # reading these on the host syncs
 TORCH = frozenset({TENSOR, BOOL, CPU})
 HOSTSEQ = "hostseq"  # a list/tuple whose items are host data (numpy views of pinned buffers, numbers)
+TMAP = "tensormap"  # a plain dict whose values are device tensors ({name: torch.zeros(n, device=d) for ...})
 HOSTISH = frozenset({HOST, NDARRAY, CPU, HOSTSEQ})  # known to live on the host
 
 # torch.<name>(...) that do not return a tensor
@@ -516,6 +517,11 @@ class Typer:
             if items and all(self.kind(x) in HOSTISH for x in items):
                 return HOSTSEQ
             return HOST
+        if t is ast.DictComp or t is ast.Dict:
+            values = [e.value] if t is ast.DictComp else [v for v in e.values if v is not None]
+            if values and all(self.kind(v) in DEVICE for v in values):
+                return TMAP  # legged_gym's episode_sums: `self.episode_sums[key][env_ids] = 0.` writes a tensor
+            return HOST
         if t in _HOST_NODES:
             return HOST
         if t is ast.Call:
@@ -558,6 +564,9 @@ class Typer:
                 return NDARRAY  # an item of host data (NDARRAY: its methods stay on the host)
             if vk == TDICT:
                 return _tdict_item(e.slice)
+            if vk == TMAP:
+                name = _key_name(e.slice)
+                return BOOL if name is not None and is_mask_name(name) else TENSOR
             return None
         if t is ast.IfExp:
             return self.kind(e.body) or self.kind(e.orelse)
@@ -610,6 +619,8 @@ class Typer:
                 return _tdict_method(m, e)
             if bk == HOSTENV and m in ("step", "reset", "step_wait"):
                 return NDARRAY  # a CPU vector env returns numpy arrays
+            if bk == TMAP:
+                return TENSOR if m in ("get", "pop") and e.args else None
             if bk is not None:
                 return None
             if m in _HOST_RESULTS:  # x.cpu(), x.tolist(), x.item(), x.numpy(): host data, whatever x was
