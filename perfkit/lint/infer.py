@@ -808,15 +808,23 @@ def module_typer(mod: ModuleInfo) -> Typer:
 
 
 def class_attrs(mod: ModuleInfo, cls) -> dict:
-    """``self`` attributes of ``cls`` (and its in-module bases) that hold tensors/arrays."""
+    """``self`` attributes of ``cls`` (and its bases, in other linted modules too) that hold tensors/arrays.
+
+    Each class is read in its own module (its imports). A table built while one of its bases was still being
+    built (a base's method typed a subclass's) lacks the base's attributes: it is returned, not kept."""
     if cls.attrs is not None:
         return cls.attrs
     if cls.building:
         return {}
+    mod = cls.mod or mod
     cls.building = True
     attrs: dict = {}
+    complete = True
     for base in reversed(mod.class_chain(cls)[1:]):
-        attrs.update(class_attrs(mod, base))
+        if base.building:
+            complete = False
+            continue
+        attrs.update(class_attrs(base.mod or mod, base))
     for st in cls.node.body:  # class-level annotations: obs_buf: torch.Tensor
         if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
             k = annotation_kind(mod, st.annotation)
@@ -829,8 +837,10 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
     for unit in methods:
         if unit.self_name and not unit.kernel:
             built.append((unit, Typer(mod, unit, building_attrs=attrs)))
-    cls.attrs = attrs
     cls.building = False
+    if not complete:
+        return attrs
+    cls.attrs = attrs
     hinted = _holder(mod).__dict__.get("_param_hints") or {}
     for unit, t in built:  # reuse them: from now on they read the finished attribute table
         if unit in hinted:
@@ -866,13 +876,23 @@ def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
 
 
 def typer_for(mod: ModuleInfo, unit: Unit) -> Typer:
+    """The (cached) typer of ``unit``. A method's typer is kept only once its class's attribute table is
+    complete: one built while a base class is still being built would keep what it bound from the partial
+    table (a loop over ``self.rnn_states`` binding an unknown item)."""
     cache = mod.__dict__.setdefault("_typers", {})
     t = cache.get(unit)
     if t is None:
         if unit.is_module:
             t = module_typer(mod)
         else:
+            if unit.cls is not None:
+                class_attrs(mod, unit.cls)  # may build and cache this typer itself
+                t = cache.get(unit)
+                if t is not None:
+                    return t
             t = Typer(mod, unit)
+            if unit.cls is not None and unit.cls.attrs is None:
+                return t  # a base is still being built
         cache[unit] = t
     return t
 

@@ -327,3 +327,40 @@ def test_a_parameter_every_hot_call_leaves_at_its_none_default_is_no_truth_test(
             return self.points
     """
     assert lint(src) == []
+
+
+def test_a_subclass_read_while_its_base_is_being_typed_keeps_no_partial_table():
+    # IsaacGymEnvs: typing VecTask's methods reached (through call-site parameter hints) a task's method while
+    # VecTask's own attribute table was unfinished; the task's table, cached without progress_buf, hid every
+    # `self.progress_buf[env_ids] = 0` of every task
+    import ast
+
+    from perfkit.lint.infer import TENSOR, class_attrs, typer_for
+    from perfkit.lint.modinfo import ModuleInfo
+    from perfkit.lint.project import Project
+
+    base_src = textwrap.dedent("""
+        import torch
+        class VecTask:
+            def __init__(self, n, device):
+                self.progress_buf = torch.zeros(n, device=device, dtype=torch.long)
+        """)
+    ant_src = textwrap.dedent("""
+        from base import VecTask
+        class Ant(VecTask):
+            def reset_idx(self, env_ids):
+                self.progress_buf[env_ids] = 0
+        """)
+    base = ModuleInfo(ast.parse(base_src), base_src, "base.py")
+    ant = ModuleInfo(ast.parse(ant_src), ant_src, "ant.py")
+    Project([base, ant])
+    vec_task, ant_cls = base.classes["VecTask"], ant.classes["Ant"]
+    reset_idx = ant_cls.methods["reset_idx"]
+    vec_task.building = True  # as while VecTask's methods are being typed
+    assert "progress_buf" not in class_attrs(ant, ant_cls) and ant_cls.attrs is None
+    typer_for(ant, reset_idx)
+    assert reset_idx not in ant.__dict__.get("_typers", {})
+    vec_task.building = False
+    assert class_attrs(ant, ant_cls)["progress_buf"] == TENSOR
+    target = reset_idx.node.body[0].targets[0].value
+    assert typer_for(ant, reset_idx).kind(target) == TENSOR
