@@ -18,7 +18,7 @@ from perfkit.lint.modinfo import FUNC_DEFS, ModuleInfo, Unit, dotted, if_tests, 
 from perfkit.lint.project import GENERIC, Project
 
 HOT_NAME = re.compile(
-    r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_pre_physics_step|_post_physics_step|"
+    r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_?pre_physics_step|_?post_physics_step|"
     r"_apply_actions?|act|update|forward|"
     # a direct-workflow env's per-step parts, called by a base class outside the linted files (Isaac Lab's
     # DirectRLEnv.step runs _get_rewards, _get_dones, _get_states); a per-step hook (a callback's _on_step)

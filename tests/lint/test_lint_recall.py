@@ -364,3 +364,22 @@ def test_a_subclass_read_while_its_base_is_being_typed_keeps_no_partial_table():
     assert class_attrs(ant, ant_cls)["progress_buf"] == TENSOR
     target = reset_idx.node.body[0].targets[0].value
     assert typer_for(ant, reset_idx).kind(target) == TENSOR
+
+
+def test_public_pre_and_post_physics_steps_are_hot_by_name():
+    # OmniIsaacGymEnvs / IsaacGymEnvs tasks: the vec env wrapper calls self._task.pre_physics_step(actions) on
+    # a task object of unknown class, one of many tasks
+    src = """
+    import torch
+    class CartpoleTask(RLTask):
+        def pre_physics_step(self, actions) -> None:
+            reset_env_ids = self.reset_buf.nonzero(as_tuple=False).squeeze(-1)
+            if len(reset_env_ids) > 0:
+                self.reset_idx(reset_env_ids)
+        def post_physics_step(self):
+            self.progress_buf[:] += 1
+            self.calculate_metrics()
+        def calculate_metrics(self) -> None:
+            self.rew_buf[:] = torch.where(self.fallen.bool(), -1.0, self.rew_buf).sum().item()
+    """
+    assert lint(src) == [(5, "PK106"), (12, "PK101")]
