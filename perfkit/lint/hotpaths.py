@@ -388,6 +388,13 @@ def _cold_spans(callee: Unit, sites) -> list:
         return []
     spans = []
     for n, test, negate in if_tests(callee):
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and not negate \
+                and isinstance(test.values[0], ast.Name):
+            # `if wait and not done:` with wait False on every hot call: the body never runs there
+            values = [p.get(test.values[0].id, _UNKNOWN) for p in passed]
+            if values and not any(v is _UNKNOWN for v in values) and not any(values):
+                spans.append((n.body[0].lineno, n.body[-1].end_lineno))
+            continue
         if not isinstance(test, ast.Name):
             continue
         values = [p.get(test.id, _UNKNOWN) for p in passed]

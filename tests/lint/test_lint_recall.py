@@ -383,3 +383,26 @@ def test_public_pre_and_post_physics_steps_are_hot_by_name():
             self.rew_buf[:] = torch.where(self.fallen.bool(), -1.0, self.rew_buf).sum().item()
     """
     assert lint(src) == [(5, "PK106"), (12, "PK101")]
+
+
+def test_a_block_behind_a_flag_every_hot_call_leaves_false_is_cold_in_an_and_too():
+    # per-iteration logging reaches a helper whose waiting branch only drain() (after training) asks for
+    src = """
+    import torch
+    class Metrics:
+        def _collect(self, wait_oldest=False):
+            if wait_oldest and self.pending:
+                self.event.synchronize()
+            return self.ready
+        def log_iteration(self, x: torch.Tensor):
+            return self._collect()
+    class Runner:
+        def __init__(self):
+            self.metrics = Metrics()
+        def learn(self, iterations: int):
+            for it in range(iterations):
+                for _ in range(24):
+                    self.obs, rew, done, info = self.env.step(self.policy(self.obs))
+                self.metrics.log_iteration(rew)
+    """
+    assert lint(src) == []
