@@ -21,8 +21,9 @@ HOT_NAME = re.compile(
     r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_?pre_physics_step|_?post_physics_step|"
     r"_apply_actions?|act|update|forward|"
     # a direct-workflow env's per-step parts, called by a base class outside the linted files (Isaac Lab's
-    # DirectRLEnv.step runs _get_rewards, _get_dones, _get_states); a per-step hook (a callback's _on_step)
-    r"_?get_(rewards?|dones|states|terminations?)|_*on_(env_)?step)$"
+    # DirectRLEnv.step runs _get_rewards, _get_dones, _get_states); a per-step hook (a callback's _on_step); the
+    # two halves of a vector env's step (step_async, step_wait: hot, not proven, like any wrapper of a step)
+    r"_?get_(rewards?|dones|states|terminations?)|_*on_(env_)?step|step_async|step_wait)$"
 )
 # per-step only as methods: a manager's compute()/apply(), a term's __call__(env, ...), an algorithm's train(self)
 HOT_METHOD = re.compile(r"^(compute|apply|__call__|train)$")
@@ -148,6 +149,7 @@ def is_setup(unit: Unit) -> bool:
     return unit.name in INIT_NAMES or bool(_SETUP_NAME.match(unit.name))
 
 
+_VEC_STEP_HALF = re.compile(r"^step_(async|wait)$")
 _STEP_METHOD = re.compile(r"^_*(step|step_\w+|\w+_step|pre_physics_step|post_physics_step)$")
 # a learner's method: update / train / learn / optimize, alone or as a word of the name (`_update_with_batch`,
 # `train_on_batch`, `optimize_model`, `learner_update`)
@@ -201,7 +203,7 @@ def proven_per_step(unit: Unit) -> bool:
     learner's update (:func:`learner_step`)."""
     if unit.cls is None or _is_classmethod(unit):
         return False
-    if _STEP_METHOD.match(unit.name):
+    if _STEP_METHOD.match(unit.name) and not _VEC_STEP_HALF.match(unit.name):
         return not _NOT_ENV_STEP.search(unit.cls.name) and "Optim" not in unit.cls.name
     return learner_step(unit) is not None
 

@@ -406,3 +406,19 @@ def test_a_block_behind_a_flag_every_hot_call_leaves_false_is_cold_in_an_and_too
                 self.metrics.log_iteration(rew)
     """
     assert lint(src) == []
+
+
+def test_a_vector_envs_step_async_and_step_wait_are_hot_but_not_proven():
+    src = """
+    import torch
+    class VecPyTorch(VecEnvWrapper):
+        def step_async(self, actions):
+            actions = actions.cpu().numpy()
+            self.venv.step_async(actions)
+        def step_wait(self):
+            obs, reward, done, info = self.venv.step_wait()
+            obs = torch.from_numpy(obs).float().to(self.device)
+            self.last = self.policy_state.item()
+            return obs, reward, done, info
+    """
+    assert conf(src) == [(5, "PK102", "high"), (9, "PK109", "high"), (10, "PK101", "medium")]
