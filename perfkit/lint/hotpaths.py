@@ -1,10 +1,12 @@
 """Which code is a hot path.
 
 Seeds: methods named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., functions decorated
-``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, and
-the body of any loop that calls an env step (a runner's rollout loop; what the innermost such loop
-calls is per-step). Then everything those call, transitively, across the linted files (see
-perfkit.lint.project). ``--all`` makes every function hot.
+``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, the
+body of any loop that calls an env step (a runner's rollout loop; what the innermost such loop calls is
+per-step, what an iteration loop around it calls is per-iteration), a learner's update (a function named
+like one that makes a gradient step itself), and a function that steps its envs once outside any loop.
+Then everything those call, transitively, across the linted files (see perfkit.lint.project). ``--all``
+makes every function hot.
 """
 
 from __future__ import annotations
