@@ -457,6 +457,24 @@ class Typer:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
 
+    def _lambdas(self) -> dict:
+        """Local names bound (once) to a lambda without parameters."""
+        lams = self.__dict__.get("_lambda_defs")
+        if lams is None:
+            lams, seen = {}, set()
+            for n in unit_nodes(self.unit):
+                if type(n) is ast.Assign and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                    name = n.targets[0].id
+                    v = n.value
+                    if name in seen:
+                        lams.pop(name, None)
+                    elif isinstance(v, ast.Lambda) and not (v.args.args or v.args.posonlyargs or v.args.vararg
+                                                             or v.args.kwonlyargs or v.args.kwarg):
+                        lams[name] = v
+                    seen.add(name)
+            self._lambda_defs = lams
+        return lams
+
     def _is_env_call(self, value) -> bool:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
             if value.func.attr in ("step", "reset"):
@@ -651,6 +669,9 @@ class Typer:
             name = func.id
             if name in self.mod.classes:
                 return None
+            lam = self._lambdas().get(name)
+            if lam is not None:  # zeros = lambda: torch.zeros(n, device=d); zeros(): what its body makes
+                return self.kind(lam.body)
             targets = self.mod.functions.get(name)
             if targets:
                 return return_kind(self.mod, targets[0])

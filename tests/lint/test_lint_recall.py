@@ -422,3 +422,17 @@ def test_a_vector_envs_step_async_and_step_wait_are_hot_but_not_proven():
             return obs, reward, done, info
     """
     assert conf(src) == [(5, "PK102", "high"), (9, "PK109", "high"), (10, "PK101", "medium")]
+
+
+def test_a_local_lambda_without_parameters_makes_what_its_body_makes():
+    src = """
+    import torch
+    class AnymalTerrain:
+        def __init__(self, n, device):
+            torch_zeros = lambda: torch.zeros(n, dtype=torch.float, device=device, requires_grad=False)
+            self.episode_sums = {"lin_vel_xy": torch_zeros(), "torques": torch_zeros()}
+        def reset_idx(self, env_ids):
+            for key in self.episode_sums.keys():
+                self.episode_sums[key][env_ids] = 0.
+    """
+    assert lint(src) == [(9, "PK113")]
