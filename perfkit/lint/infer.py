@@ -462,7 +462,7 @@ class Typer:
         lams = self.__dict__.get("_lambda_defs")
         if lams is None:
             lams, seen = {}, set()
-            for n in unit_nodes(self.unit):
+            for n in unit_nodes(self.unit) if "lambda" in self.mod.text else ():
                 if type(n) is ast.Assign and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
                     name = n.targets[0].id
                     v = n.value
