@@ -15,7 +15,7 @@ from perfkit.lint import directives as _directives
 from perfkit.lint.hotpaths import HotPaths, find_hot_project, is_setup
 from perfkit.lint.infer import typer_for
 from perfkit.lint.model import FileError, Violation
-from perfkit.lint.modinfo import ModuleInfo, Unit, unit_nodes
+from perfkit.lint.modinfo import ModuleInfo, Unit, error_path, unit_nodes
 from perfkit.lint.project import Project
 from perfkit.lint import rules as _rules  # noqa: F401  (importing the families registers their checks)
 from perfkit.lint.registry import CONFIDENCES, NODE_CHECKS, RULES, UNIT_CHECKS, matches
@@ -60,9 +60,11 @@ class Context:
     def qual(self, expr):
         return self.mod.qual(expr)
 
-    def report(self, rule_id: str, node, confidence: str = "high", **fields):
+    def report(self, rule_id: str, node, confidence: str = "high", promote: bool = True, **fields):
         """One finding of ``rule_id`` at ``node``. ``confidence``: high (the code shows a device tensor / the
-        sync for certain), medium (inferred from a sync-prone method on a receiver of unknown type), low.
+        sync for certain), medium (inferred from a sync-prone method on a receiver of unknown type), low; a
+        medium sync on a proven per-step path is high unless ``promote`` is False (the sync-prone call is not
+        on this line: a callee's, which may take another branch for another type).
         Rules whose default severity is ``error`` report ``error`` only when confident (high)."""
         rule = RULES[rule_id]
         if rule.hot_only and not self.hot:
@@ -71,7 +73,7 @@ class Context:
             return  # __init__, _init_buffers, build_*: allocating is their point
         if not self.options.enabled(rule_id):
             return
-        if confidence == "medium" and self.proven and rule.category == "sync":
+        if confidence == "medium" and self.proven and rule.category == "sync" and promote:
             confidence = "high"  # a sync-prone call on code that runs every step: the likely reading is a tensor
         if CONFIDENCES.index(confidence) > CONFIDENCES.index(self.options.min_confidence):
             return
@@ -109,12 +111,20 @@ def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_
                cold_spans=()):
     """Dispatch every node of ``unit`` to the checks registered for its type."""
     table = NODE_CHECKS
+    failing = error_path(unit) if unit_hot or loop_spans else ()
     for node in unit_nodes(unit):
         checks = table.get(type(node))
         if not checks:
             continue
         hot = unit_hot
         proven = unit_proven
+        if failing and id(node) in failing:
+            hot = proven = False  # `raise ValueError(f"bad {x}")`, an assert's message: only when it fails
+            ctx.hot = ctx.proven = False
+            for fn, everywhere in checks:
+                if everywhere:
+                    fn(ctx, node)
+            continue
         if loop_spans and not (hot and proven):
             line = _line(node)
             in_loop = any(s <= line <= e for s, e in loop_spans)

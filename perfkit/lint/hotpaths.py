@@ -1,10 +1,12 @@
 """Which code is a hot path.
 
 Seeds: methods named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., functions decorated
-``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, and
-the body of any loop that calls an env step (a runner's rollout loop; what the innermost such loop
-calls is per-step). Then everything those call, transitively, across the linted files (see
-perfkit.lint.project). ``--all`` makes every function hot.
+``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, the
+body of any loop that calls an env step (a runner's rollout loop; what the innermost such loop calls is
+per-step, what an iteration loop around it calls is per-iteration), a learner's update (a function named
+like one that makes a gradient step itself), and a function that steps its envs once outside any loop.
+Then everything those call, transitively, across the linted files (see perfkit.lint.project). ``--all``
+makes every function hot.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from perfkit.lint.modinfo import ModuleInfo, Unit, dotted, if_tests, unit_nodes
+from perfkit.lint.modinfo import FUNC_DEFS, ModuleInfo, Unit, dotted, if_tests, unit_nodes
 from perfkit.lint.project import GENERIC, Project
 
 HOT_NAME = re.compile(
-    r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_pre_physics_step|_post_physics_step|"
-    r"_apply_actions?|act|update|forward)$"
+    r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_?pre_physics_step|_?post_physics_step|"
+    r"_apply_actions?|act|update|forward|"
+    # a direct-workflow env's per-step parts, called by a base class outside the linted files (Isaac Lab's
+    # DirectRLEnv.step runs _get_rewards, _get_dones, _get_states); a per-step hook (a callback's _on_step); the
+    # two halves of a vector env's step (step_async, step_wait: hot, not proven, like any wrapper of a step)
+    r"_?get_(rewards?|dones|states|terminations?)|_*on_(env_)?step|step_async|step_wait)$"
 )
 # per-step only as methods: a manager's compute()/apply(), a term's __call__(env, ...), an algorithm's train(self)
 HOT_METHOD = re.compile(r"^(compute|apply|__call__|train)$")
@@ -145,21 +151,63 @@ def is_setup(unit: Unit) -> bool:
     return unit.name in INIT_NAMES or bool(_SETUP_NAME.match(unit.name))
 
 
+_VEC_STEP_HALF = re.compile(r"^step_(async|wait)$")
 _STEP_METHOD = re.compile(r"^_*(step|step_\w+|\w+_step|pre_physics_step|post_physics_step)$")
-_LEARNER_NAME = re.compile(r"^_*(update|train|learn_step|train_step|update_step)$")
+# a learner's method: update / train / learn / optimize, alone or as a word of the name (`_update_with_batch`,
+# `train_on_batch`, `optimize_model`, `learner_update`)
+_LEARNER_NAME = re.compile(r"(^|_)(update|train|learn|optimi[sz]e)(_|$)")
+# receivers whose .step() is a gradient step: an optimizer (`self.optim.step(loss)`) or an AMP grad scaler
+_OPTIMIZER = re.compile(r"(^|\.|_)(opt|optim|optimizer|optimiser|\w*_optim|\w*_optimizer|scaler|grad_scaler)$", re.I)
+
+
+def _is_gradient_step(n) -> bool:
+    """``loss.backward()``, ``torch.autograd.backward(...)``, an optimizer's / grad scaler's ``step()``."""
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+        if n.func.attr == "backward":
+            return True
+        return n.func.attr == "step" and bool(_OPTIMIZER.search(dotted(n.func.value) or ""))
+    return False
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def learner_step(unit: Unit):
+    """Where a learner's update runs: for a function named like one (:data:`_LEARNER_NAME`) whose own code makes
+    a gradient step (SB3's ``train(self, gradient_steps)``, tianshou's ``_update_with_batch``, sample-factory's
+    ``_train``, a DQN tutorial's ``optimize_model``), ``[]`` when a gradient step sits outside any loop (the
+    whole function runs once per gradient step, wherever it is called from), else the outermost loops holding
+    one (a ``train(cfg)`` that is a whole training run: its set-up before the loop runs once). None when the
+    unit is no learner."""
+    if unit.is_module or unit.kernel or _is_classmethod(unit) or not _LEARNER_NAME.search(unit.name):
+        return None
+    loops, bare = [], False
+    stack = [(n, None) for n in reversed(unit.node.body)]
+    while stack:  # source order, not entering nested defs; each node with its outermost loop
+        n, outer = stack.pop()
+        if isinstance(n, FUNC_DEFS + (ast.ClassDef, ast.Lambda)):
+            continue
+        if _is_gradient_step(n):
+            if outer is None:
+                bare = True
+            elif outer not in loops:
+                loops.append(outer)
+        if outer is None and isinstance(n, _LOOPS):
+            outer = n
+        stack.extend((c, outer) for c in reversed(list(ast.iter_child_nodes(n))))
+    if bare:
+        return []
+    return loops or None
 
 
 def proven_per_step(unit: Unit) -> bool:
     """An env's step method (a method named ``step``/``*_step``, not a classmethod, not an optimizer's), or a
-    learner's ``update``/``train`` whose body runs ``backward()``."""
+    learner's update (:func:`learner_step`)."""
     if unit.cls is None or _is_classmethod(unit):
         return False
-    if _STEP_METHOD.match(unit.name):
+    if _STEP_METHOD.match(unit.name) and not _VEC_STEP_HALF.match(unit.name):
         return not _NOT_ENV_STEP.search(unit.cls.name) and "Optim" not in unit.cls.name
-    if _LEARNER_NAME.match(unit.name):
-        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
-                   for n in unit_nodes(unit))
-    return False
+    return learner_step(unit) is not None
 
 
 def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=False, hp=None, proven=None):
@@ -167,7 +215,7 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
     ``proven`` (a list) gets the seeds that are proven per-step (see HotPaths.proven)."""
     hp = hp or HotPaths()
     proven = proven if proven is not None else []
-    seeds, by_name = [], []
+    seeds, by_name, learner_loops = [], [], []
     for unit in mod.units:
         if unit.is_module or unit.kernel:
             continue
@@ -187,6 +235,12 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
             by_name.append(unit)
             if proven_per_step(unit):
                 proven.append(unit)
+        else:
+            loops = learner_step(unit)
+            if loops == []:
+                seeds.append(unit)
+                proven.append(unit)
+            learner_loops.extend((unit, node) for node in loops or ())
     # rollout loops: any loop calling an env step, in any unit
     step_units = mod.units_matching(_STEP_TEXT) if "step" in mod.text else ()
     for unit in mod.units:
@@ -196,17 +250,56 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
                       and id(n) not in hp.loops and _loop_calls_step(n, mod)]
         inner = {id(n) for loop in step_loops for n in ast.walk(loop) if n is not loop and n in step_loops}
         for node in step_loops:
-            hp.loops.add(id(node))
-            hp.loop_units.add(unit)
-            hp.loop_spans.setdefault(unit, []).append((node.body[0].lineno, node.end_lineno))
-            if any(id(n) in inner for n in ast.walk(node) if n is not node):
-                continue  # an iteration loop around a step loop: its own calls run once per iteration
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Call):
-                    called = resolve_call(mod, unit, sub)
-                    seeds.extend(called)
-                    proven.extend(called)
+            # an iteration loop around a step loop: its own calls run once per iteration (hot, not proven)
+            outer = any(id(n) in inner for n in ast.walk(node) if n is not node)
+            _hot_loop(hp, mod, unit, node, seeds, proven, seed_calls=True, prove_calls=not outer)
+        if not step_loops and _steps_once(unit, mod):
+            seeds.append(unit)  # hot; not proven: what it calls around the step (a reset, a wrapper's) varies
+    for unit, node in learner_loops:  # after the rollout loops: an iteration loop stays one
+        _hot_loop(hp, mod, unit, node, seeds, proven)
     return hp, seeds, by_name
+
+
+_ENV_NAMED = re.compile(r"env", re.I)  # `self.vec_env.step(a)`, `envs.step(a)`, `self.env_step(a)`
+# one env step taken to check, time, evaluate or show it: not the training loop's step
+_CHECK_NAME = re.compile(r"^_*(check|test|validate|verify|warm_?up|bench\w*|measure|time|timed|profile|demo|eval\w*|"
+                         r"play|render|record|visuali[sz]e)(_|$)")
+
+
+def _steps_once(unit: Unit, mod: ModuleInfo) -> bool:
+    """A function that advances the envs once, outside any loop of its own (sample-factory's
+    ``advance_rollouts``, an event handler called once per env step, ``collect_one_step``): everything it does
+    runs once per env step. Not module-level code, nor set-up or checks (``__init__``, ``check_env``)."""
+    if unit.is_module or is_setup(unit) or _CHECK_NAME.match(unit.name) or _is_classmethod(unit):
+        return False
+    stack = list(unit.node.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, FUNC_DEFS + (ast.ClassDef, ast.Lambda) + _LOOPS + (ast.ListComp, ast.SetComp,
+                                                                             ast.DictComp, ast.GeneratorExp)):
+            continue
+        if is_step_call(n, mod) and _ENV_NAMED.search(dotted(n.func) or ""):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _hot_loop(hp: HotPaths, mod: ModuleInfo, unit: Unit, node, seeds: list, proven: list, seed_calls=True,
+              prove_calls=True):
+    """``node``'s body runs every step (or gradient step): checked as hot and proven, and (``seed_calls``) what
+    it calls is hot too, and proven with ``prove_calls``."""
+    if id(node) in hp.loops:
+        return
+    hp.loops.add(id(node))
+    hp.loop_units.add(unit)
+    hp.loop_spans.setdefault(unit, []).append((node.body[0].lineno, node.end_lineno))
+    if seed_calls:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                called = resolve_call(mod, unit, sub)
+                seeds.extend(called)
+                if prove_calls:
+                    proven.extend(called)
 
 
 def _setup_only(project, candidates: list) -> set:
@@ -299,12 +392,22 @@ def _cold_spans(callee: Unit, sites) -> list:
         return []
     spans = []
     for n, test, negate in if_tests(callee):
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and not negate \
+                and isinstance(test.values[0], ast.Name):
+            # `if wait and not done:` with wait False on every hot call: the body never runs there
+            values = [p.get(test.values[0].id, _UNKNOWN) for p in passed]
+            if values and not any(v is _UNKNOWN for v in values) and not any(values):
+                spans.append((n.body[0].lineno, n.body[-1].end_lineno))
+            continue
         if not isinstance(test, ast.Name):
             continue
         values = [p.get(test.id, _UNKNOWN) for p in passed]
         if any(v is _UNKNOWN for v in values) or test.id not in passed[0]:
             continue
         truth = {bool(v) != negate for v in values}
+        if len(truth) == 1 and n.body[0].lineno > test.end_lineno:  # the test reads a constant (`if env_ids:` left
+            # to its None default by every hot call): no sync of its own
+            spans.append((test.lineno, test.end_lineno))
         if truth == {False}:  # no hot call runs the body
             spans.append((n.body[0].lineno, n.body[-1].end_lineno))
         elif truth == {True} and n.orelse:

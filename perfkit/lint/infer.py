@@ -27,6 +27,7 @@ HOSTENV = "hostenv"  # a CPU vector env (gym / SB3 VecEnv): step()/reset() retur
 DEVICE = frozenset({TENSOR, BOOL})  # reading these on the host syncs
 TORCH = frozenset({TENSOR, BOOL, CPU})
 HOSTSEQ = "hostseq"  # a list/tuple whose items are host data (numpy views of pinned buffers, numbers)
+TMAP = "tensormap"  # a plain dict whose values are device tensors ({name: torch.zeros(n, device=d) for ...})
 HOSTISH = frozenset({HOST, NDARRAY, CPU, HOSTSEQ})  # known to live on the host
 
 # torch.<name>(...) that do not return a tensor
@@ -92,8 +93,17 @@ _TDICT_PARAM = re.compile(r"^(tensordict|td|tensordict_out|next_tensordict|tenso
                           r"tensordict_in|td_in)$")
 
 
+def _union_members(t) -> list:
+    """``A | B | C`` -> [A, B, C]."""
+    if isinstance(t, ast.BinOp) and isinstance(t.op, ast.BitOr):
+        return _union_members(t.left) + _union_members(t.right)
+    return [t]
+
+
 def type_kind(mod: ModuleInfo, t) -> str | None:
-    """The kind an ``isinstance(x, t)`` check proves (t a type or a tuple of types)."""
+    """The kind an ``isinstance(x, t)`` check proves (t a type, a tuple of types or a ``A | B`` union)."""
+    if isinstance(t, ast.BinOp) and isinstance(t.op, ast.BitOr):
+        t = ast.Tuple(elts=_union_members(t), ctx=ast.Load())
     if isinstance(t, ast.Tuple):
         kinds = {type_kind(mod, e) for e in t.elts}
         if len(kinds) == 1:
@@ -447,6 +457,24 @@ class Typer:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
 
+    def _lambdas(self) -> dict:
+        """Local names bound (once) to a lambda without parameters."""
+        lams = self.__dict__.get("_lambda_defs")
+        if lams is None:
+            lams, seen = {}, set()
+            for n in unit_nodes(self.unit) if "lambda" in self.mod.text else ():
+                if type(n) is ast.Assign and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                    name = n.targets[0].id
+                    v = n.value
+                    if name in seen:
+                        lams.pop(name, None)
+                    elif isinstance(v, ast.Lambda) and not (v.args.args or v.args.posonlyargs or v.args.vararg
+                                                             or v.args.kwonlyargs or v.args.kwarg):
+                        lams[name] = v
+                    seen.add(name)
+            self._lambda_defs = lams
+        return lams
+
     def _is_env_call(self, value) -> bool:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
             if value.func.attr in ("step", "reset"):
@@ -507,6 +535,11 @@ class Typer:
             if items and all(self.kind(x) in HOSTISH for x in items):
                 return HOSTSEQ
             return HOST
+        if t is ast.DictComp or t is ast.Dict:
+            values = [e.value] if t is ast.DictComp else [v for v in e.values if v is not None]
+            if values and all(self.kind(v) in DEVICE for v in values):
+                return TMAP  # legged_gym's episode_sums: `self.episode_sums[key][env_ids] = 0.` writes a tensor
+            return HOST
         if t in _HOST_NODES:
             return HOST
         if t is ast.Call:
@@ -549,6 +582,9 @@ class Typer:
                 return NDARRAY  # an item of host data (NDARRAY: its methods stay on the host)
             if vk == TDICT:
                 return _tdict_item(e.slice)
+            if vk == TMAP:
+                name = _key_name(e.slice)
+                return BOOL if name is not None and is_mask_name(name) else TENSOR
             return None
         if t is ast.IfExp:
             return self.kind(e.body) or self.kind(e.orelse)
@@ -601,6 +637,8 @@ class Typer:
                 return _tdict_method(m, e)
             if bk == HOSTENV and m in ("step", "reset", "step_wait"):
                 return NDARRAY  # a CPU vector env returns numpy arrays
+            if bk == TMAP:
+                return TENSOR if m in ("get", "pop") and e.args else None
             if bk is not None:
                 return None
             if m in _HOST_RESULTS:  # x.cpu(), x.tolist(), x.item(), x.numpy(): host data, whatever x was
@@ -631,6 +669,9 @@ class Typer:
             name = func.id
             if name in self.mod.classes:
                 return None
+            lam = self._lambdas().get(name)
+            if lam is not None:  # zeros = lambda: torch.zeros(n, device=d); zeros(): what its body makes
+                return self.kind(lam.body)
             targets = self.mod.functions.get(name)
             if targets:
                 return return_kind(self.mod, targets[0])
@@ -788,15 +829,23 @@ def module_typer(mod: ModuleInfo) -> Typer:
 
 
 def class_attrs(mod: ModuleInfo, cls) -> dict:
-    """``self`` attributes of ``cls`` (and its in-module bases) that hold tensors/arrays."""
+    """``self`` attributes of ``cls`` (and its bases, in other linted modules too) that hold tensors/arrays.
+
+    Each class is read in its own module (its imports). A table built while one of its bases was still being
+    built (a base's method typed a subclass's) lacks the base's attributes: it is returned, not kept."""
     if cls.attrs is not None:
         return cls.attrs
     if cls.building:
         return {}
+    mod = cls.mod or mod
     cls.building = True
     attrs: dict = {}
+    complete = True
     for base in reversed(mod.class_chain(cls)[1:]):
-        attrs.update(class_attrs(mod, base))
+        if base.building:
+            complete = False
+            continue
+        attrs.update(class_attrs(base.mod or mod, base))
     for st in cls.node.body:  # class-level annotations: obs_buf: torch.Tensor
         if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
             k = annotation_kind(mod, st.annotation)
@@ -809,8 +858,10 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
     for unit in methods:
         if unit.self_name and not unit.kernel:
             built.append((unit, Typer(mod, unit, building_attrs=attrs)))
-    cls.attrs = attrs
     cls.building = False
+    if not complete:
+        return attrs
+    cls.attrs = attrs
     hinted = _holder(mod).__dict__.get("_param_hints") or {}
     for unit, t in built:  # reuse them: from now on they read the finished attribute table
         if unit in hinted:
@@ -846,13 +897,23 @@ def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
 
 
 def typer_for(mod: ModuleInfo, unit: Unit) -> Typer:
+    """The (cached) typer of ``unit``. A method's typer is kept only once its class's attribute table is
+    complete: one built while a base class is still being built would keep what it bound from the partial
+    table (a loop over ``self.rnn_states`` binding an unknown item)."""
     cache = mod.__dict__.setdefault("_typers", {})
     t = cache.get(unit)
     if t is None:
         if unit.is_module:
             t = module_typer(mod)
         else:
+            if unit.cls is not None:
+                class_attrs(mod, unit.cls)  # may build and cache this typer itself
+                t = cache.get(unit)
+                if t is not None:
+                    return t
             t = Typer(mod, unit)
+            if unit.cls is not None and unit.cls.attrs is None:
+                return t  # a base is still being built
         cache[unit] = t
     return t
 

@@ -177,7 +177,8 @@ class ModuleInfo:
                 self.units.append(unit)
                 self._collect(st.body, unit, None, qn + ".")
             elif isinstance(st, ast.ClassDef):
-                exprs = [dotted(b) or "" for b in st.bases]
+                # a generic base (`Algorithm[TPolicy]`, `Generic[T]`) is its class: the subscript is typing only
+                exprs = [dotted(b.value if isinstance(b, ast.Subscript) else b) or "" for b in st.bases]
                 info = ClassInfo(st, st.name, [e.split(".")[-1] for e in exprs], mod=self, base_exprs=exprs)
                 self.classes.setdefault(st.name, info)
                 self._collect(st.body, owner, info, f"{prefix}{st.name}.")
@@ -219,6 +220,19 @@ def if_tests(unit: Unit):
             if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 test, negated = test.operand, True
             yield n, test, negated
+
+
+def error_path(unit: Unit) -> set:
+    """id() of the nodes of ``unit`` that run only when something failed: a ``raise`` statement, an assert's
+    message."""
+    ids = unit.__dict__.get("_error_path")
+    if ids is None:
+        ids = set()
+        for n in unit_nodes(unit):
+            if type(n) is ast.Raise or (type(n) is ast.Assert and n.msg is not None):
+                ids.update(id(c) for c in ast.walk(n if type(n) is ast.Raise else n.msg))
+        unit._error_path = ids
+    return ids
 
 
 def unit_nodes(unit: Unit) -> list:

@@ -70,6 +70,10 @@ class Project:
         if any(m.sets_default_device for m in self.mods):  # a process-wide setting: every module's factories
             for m in self.mods:
                 m.sets_default_device = True
+        self._by_stem: dict = {}  # last dotted part of a module's file path -> [ModuleInfo], for _by_path
+        for m in self.mods:
+            if not m.path.startswith("<"):
+                self._by_stem.setdefault(m.modname.rsplit(".", 1)[-1], []).append(m)
         self._chains: dict = {}
         self._subclasses = None
         self._attr_classes: dict = {}
@@ -117,6 +121,8 @@ class Project:
         parts = target.split(".")
         for i in range(len(parts), 0, -1):
             m = self.by_name.get(".".join(parts[:i]))
+            if m is None and i >= 2:
+                m = self._by_path(parts[:i])
             if m is None:
                 continue
             rest = parts[i:]
@@ -133,6 +139,14 @@ class Project:
                     return None
             return obj
         return None
+
+    def _by_path(self, parts: list):
+        """The one linted module whose file path ends with ``parts`` (``legged_gym/envs/base/base_task.py`` for
+        ``legged_gym.envs.base.base_task``): a module of a namespace package (a folder without
+        ``__init__.py``, PEP 420), whose name from ``__init__.py`` files is only its last parts."""
+        cands = [m for m in self._by_stem.get(parts[-1], ())
+                 if os.path.splitext(os.path.abspath(m.path))[0].replace(os.sep, "/").endswith("/" + "/".join(parts))]
+        return cands[0] if len(cands) == 1 else None
 
     def resolve_expr(self, mod: ModuleInfo, expr):
         """A Name/Attribute chain at module scope -> ModuleInfo / ClassInfo / [Unit] / None."""

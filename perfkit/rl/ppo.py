@@ -255,7 +255,7 @@ class PPO:
         while self._pending:
             slot, event, start = self._pending[0]
             if wait_oldest and not out:
-                event.synchronize()
+                event.synchronize()  # perfkit: ignore[PK110] back-pressure: only with every pinned buffer in flight
             elif not event.query():
                 break
             self._pending.popleft()

@@ -447,15 +447,19 @@ def test_a_scalar_write_through_nonzero_ids_is_its_own_sync_as_the_profiler_coun
     assert lint(src) == [(5, "PK106"), (6, "PK113"), (7, "PK113"), (8, "PK106"), (9, "PK113")]
 
 
-def test_calls_of_the_iteration_loop_around_a_step_loop_are_not_per_step(tmp_path):
-    got = lint_tree(tmp_path, {
+def test_calls_of_the_iteration_loop_around_a_step_loop_are_hot_but_not_proven(tmp_path):
+    # once per training iteration is per-step work in both labelled samples (a runner's per-iteration logger);
+    # what the iteration loop calls is hot, but only the step loop's callees are proven per-step
+    files = {
         "algo.py": """
             import torch
             class Algo:
-                def log_iteration(self, x: torch.Tensor):
-                    return x.mean().item()
-                def record_step(self, x: torch.Tensor):
-                    return x.mean().item()
+                def log_iteration(self, x: torch.Tensor, y):
+                    self.x = x.mean().item()
+                    self.y = y.item()
+                def record_step(self, x: torch.Tensor, y):
+                    self.x = x.mean().item()
+                    self.y = y.item()
         """,
         "train.py": """
             import torch
@@ -465,10 +469,14 @@ def test_calls_of_the_iteration_loop_around_a_step_loop_are_not_per_step(tmp_pat
                 for it in range(iterations):
                     for _ in range(24):
                         obs, rew, done, info = env.step(policy(obs))
-                        algo.record_step(rew)
-                    algo.log_iteration(rew)
+                        algo.record_step(rew, policy.value)
+                    algo.log_iteration(rew, policy.value)
                     print(rew.mean())
         """,
-    })
-    # the step loop's callee is per-step; the iteration loop's own code is checked, its callees are not seeded
-    assert got == [("algo.py", 7, "PK101"), ("train.py", 11, "PK105")], got
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    got = sorted((v.path.rsplit("/", 1)[-1], v.line, v.rule, v.confidence)
+                 for v in lint_paths([str(tmp_path)], Options()).violations)
+    assert got == [("algo.py", 5, "PK101", "high"), ("algo.py", 6, "PK101", "medium"), ("algo.py", 8, "PK101", "high"),
+                   ("algo.py", 9, "PK101", "high"), ("train.py", 11, "PK105", "high")], got

@@ -12,10 +12,10 @@ CASES = [
     ("PK101", "v = self.x.sum().item()", "v = np.float32(3.0).item() if False else self.scale"),
     ("PK101", "loss = torch.nn.functional.mse_loss(self.x, a)\nv = loss.item()", "v = self.x.sum()"),
     ("PK102", "h = self.x.cpu()", "h = self.x.to('cpu', non_blocking=True)"),
-    ("PK102", "h = self.x.numpy()", "h = np.zeros(3).tolist()"),
+    ("PK102", "h = self.x.detach().cpu().numpy()", "h = self.x.numpy()"),  # .numpy() raises on CUDA: no sync
     ("PK102", "h = self.x.tolist()", "h = [1, 2].copy()"),
     ("PK102", "h = self.x.to('cpu')", "h = self.x.to(torch.float16)"),
-    ("PK102", "h = np.asarray(self.x)", "h = np.asarray([1.0, 2.0])"),
+    ("PK102", "h = np.asarray(self.x.cpu())", "h = np.asarray(self.x)"),  # np.asarray raises on CUDA too
     ("PK103", "if self.m.any():\n    pass", "if self.scale > 1.0:\n    pass"),
     ("PK103", "while (self.x > 0).any():\n    self.x.sub_(1)", "for _ in range(self.decimation):\n    pass"),
     ("PK103", "assert (self.x >= 0).all()", "assert self.scale > 0"),

@@ -7,10 +7,13 @@ CPU stops running ahead and kernel launches are no longer overlapped with GPU wo
 from __future__ import annotations
 
 import ast
+import re
 
-from perfkit.lint.infer import BOOL, CPU, DEVICE, HOST, HOSTISH, TDICT, TENSOR, WARP, is_mask_name
+from perfkit.lint.hotpaths import resolve_call
+from perfkit.lint.modinfo import error_path
+from perfkit.lint.infer import BOOL, CPU, DEVICE, HOST, HOSTISH, TDICT, TENSOR, WARP, is_mask_name, typer_for
 from perfkit.lint.registry import Rule, check, register
-from perfkit.lint.modinfo import unit_nodes
+from perfkit.lint.modinfo import FUNC_DEFS, unit_nodes
 from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module
 
 register(Rule(
@@ -27,7 +30,8 @@ register(Rule(
 ))
 register(Rule(
     id="PK102", name="device-to-host-copy", category="sync",
-    summary="`.cpu()` / `.numpy()` / `.tolist()` / `.to('cpu')` / `np.asarray` of a GPU tensor in a hot path",
+    summary="`.cpu()` / `.tolist()` / `.to('cpu')` of a GPU tensor in a hot path (a tensor's `.numpy()` and "
+    "`np.asarray(t)` raise on a CUDA tensor: the `.cpu()` before them is the copy)",
     message="{what} copies a GPU tensor to the host and waits for the GPU (sync); keep the data on the device, or copy "
     "into pinned memory with `.to('cpu', non_blocking=True)` and read it later",
     rationale="A device-to-host copy into pageable memory is synchronous: the host waits for all queued work, then "
@@ -235,9 +239,6 @@ def sync_calls(ctx, node: ast.Call):
         _torch_fn(ctx, node, q)
     elif isinstance(f, ast.Name) and f.id not in ctx.mod.aliases:
         _builtin(ctx, node, f.id)
-    elif q in ("numpy.array", "numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray"):
-        if node.args and _dev(ctx, node.args[0]):
-            ctx.report("PK102", node, what=f"`{q.replace('numpy.', 'np.')}()` of a tensor")
     elif q.startswith("math.") and any(_dev(ctx, a) for a in node.args):
         ctx.report("PK104", node, what=f"`{q}()` of a tensor")
     elif q.startswith("wandb.log") and node.args and isinstance(node.args[0], ast.Dict):
@@ -263,10 +264,11 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
         if conf and not (m == "tolist" and k == TDICT):
             ctx.report("PK102", node, what=f"`.{m}()`", confidence=conf)
     elif m == "numpy":
+        # a torch tensor's .numpy() raises on a CUDA tensor (`.cpu()` first is the copy): no sync of its own
         if k == WARP or (k is None and ctx.mod.uses_warp and not ctx.mod.uses_torch):
             ctx.report("PK112", node, what="numpy")
-        elif conf:
-            ctx.report("PK102", node, what="`.numpy()`", confidence=conf)
+        elif k is None and ctx.mod.uses_warp:
+            ctx.report("PK112", node, what="numpy", confidence="medium")  # a Warp array or a torch tensor
     elif m == "list":
         if k == WARP:
             ctx.report("PK112", node, what="list")
@@ -334,6 +336,8 @@ def _torch_fn(ctx, node: ast.Call, q: str):
             return
         if node.args and _dev(ctx, node.args[0]):
             return  # already on the device
+        if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts:
+            return  # torch.tensor([], device=d): nothing to copy (no sync, measured on an H200)
         ctx.report("PK109", node, what=f"`torch.{name}(..., device=...)` from host data")
 
 
@@ -511,3 +515,101 @@ def index_writes(ctx, node: ast.Assign):
         elif not isinstance(t.slice, ast.Tuple) and _int_index(ctx, t.slice):
             ctx.report("PK113", t, what="writing a Python scalar at an integer index (`x[5] = 0.0`)",
                        fix="use `x[5:6].fill_(value)` (a slice is a view) or write a 0-dim device tensor made once")
+
+
+# -- a project function that reads its argument on the host -----------------------------------------------------
+
+_HOST_READS = {"cpu": "PK102", "tolist": "PK102", "item": "PK104"}  # not .numpy(): it raises on a CUDA tensor
+_READ_TEXT = re.compile(r"\.(cpu|tolist|item)\(")
+
+
+def _read_root(recv):
+    """``x`` of ``x.detach().cpu()`` / ``x.data.cpu()`` / ``x.float().item()``: the name a chain of tensor
+    methods starts from, else None."""
+    while True:
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Attribute) and not recv.args:
+            recv = recv.func.value
+        elif isinstance(recv, ast.Attribute) and recv.attr == "data":
+            recv = recv.value
+        else:
+            return recv if isinstance(recv, ast.Name) else None
+
+
+def host_reads(unit) -> dict:
+    """{parameter: sync-prone method} for the parameters a converter copies to the host in its tensor branch
+    (``to_numpy(x)``: ``if isinstance(x, torch.Tensor): return x.detach().cpu().numpy()``; ``to_scalar(v)``:
+    ``v.item()``): whether a call syncs depends on the argument's type, which only the call site shows. A
+    function that reads its parameter whatever it is has its own finding."""
+    out = unit.__dict__.get("_host_reads")
+    if out is not None:
+        return out
+    out = {}
+    unit._host_reads = out
+    if not isinstance(unit.node, FUNC_DEFS) or unit.kernel or unit.mod is None:
+        return out
+    args = unit.node.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs} - {unit.self_name}
+    typer = None
+    failing = error_path(unit)  # `raise ValueError(f"{x.item()}")`: only when it fails
+    for n in unit_nodes(unit):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HOST_READS):
+            continue
+        if id(n) in failing:
+            continue
+        if n.args or kwarg(n, "non_blocking") is not None:
+            continue
+        root = _read_root(n.func.value)
+        if root is None or root.id not in params or root.id in out:
+            continue
+        typer = typer or typer_for(unit.mod, unit)
+        pos = (root.lineno, root.col_offset)
+        if not any(r[0] == root.id and r[1] <= pos <= r[2] and r[3] in DEVICE for r in typer.refine):
+            continue  # read whatever the argument is: the callee's own finding says it
+        out[root.id] = n.func.attr
+    return out
+
+
+def _callee_names(ctx) -> set:
+    """Names of the project's functions whose code has a ``.cpu()``/``.tolist()``/``.item()`` call
+    (a cheap filter before resolving a call)."""
+    holder = ctx.mod.project if ctx.mod.project is not None else ctx.mod
+    names = holder.__dict__.get("_host_read_names")
+    if names is None:
+        names = set()
+        for m in (holder.mods if ctx.mod.project is not None else [ctx.mod]):
+            if _READ_TEXT.search(m.text):
+                names |= {u.name for u in m.units_matching(_READ_TEXT) if not u.is_module}
+        holder._host_read_names = names
+    return names
+
+
+@check(ast.Call)
+def host_reading_calls(ctx, node: ast.Call):
+    """``to_numpy(actions)``: a call of a project function that copies that argument to the host."""
+    f = node.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+    if name is None or name in _SYNC_METHODS or name not in _callee_names(ctx):
+        return
+    targets = resolve_call(ctx.mod, ctx.unit, node)
+    if len(targets) != 1 or targets[0] is ctx.unit:
+        return
+    callee = targets[0]
+    reads = host_reads(callee)
+    if not reads:
+        return
+    args = callee.node.args
+    params = [a.arg for a in args.posonlyargs + args.args]
+    if callee.self_name and isinstance(f, ast.Attribute) and params[:1] == [callee.self_name]:
+        params = params[1:]
+    given = list(zip(params, node.args)) + [(kw.arg, kw.value) for kw in node.keywords if kw.arg]
+    for param, value in given:
+        method = reads.get(param)
+        if method is None or isinstance(value, ast.Starred):
+            continue
+        conf = _confidence(ctx, value)
+        if conf is None:
+            continue
+        rule = _HOST_READS[method]
+        what = f"`{name}()` (its `.{method}()` of `{param}`)"
+        ctx.report(rule, node, what=what, confidence=conf, promote=False)
+        return

@@ -79,7 +79,7 @@ class LeggedRobot:
         self.episode_length_buf[env_ids] = 0  # expect: PK113
         for key in self.episode_sums.keys():  # reward terms
             self.extras["episode"]["rew_" + key] = torch.mean(self.episode_sums[key][env_ids]) / self.dt
-            self.episode_sums[key][env_ids] = 0.0
+            self.episode_sums[key][env_ids] = 0.0  # expect: PK113
         self._resample_commands(env_ids)
 
     def _resample_commands(self, env_ids):

@@ -83,7 +83,7 @@ class RewardManager:
 
     def reset(self, env_ids: Tensor):
         for k in self.episode_sums:  # a loop over terms
-            self.episode_sums[k][env_ids] = 0.0
+            self.episode_sums[k][env_ids] = 0.0  # expect: PK113
         ep = {k: v[env_ids].mean() for k, v in self.episode_sums.items()}
         summary = {k: v.tolist() for k, v in ep.items()}  # expect: PK102
         return summary
