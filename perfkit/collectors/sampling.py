@@ -217,7 +217,16 @@ class SampleSchedule:
             self.blocks.append((block[0], idx))
             self._block = None
         self._restride()
+        self._stands_for_the_gap(idx)
         self.next = self._after(idx)
+
+    def _stands_for_the_gap(self, last: int) -> None:
+        """The sample that ended at step ``last`` (a single step, or the block ending there) stands for the
+        steps until the next one: the stride as it is now, which may have widened while it was taken or
+        since (a sample taken before any timed step is priced at the next sample's start)."""
+        first = self.blocks[-1][0] if self.blocks and self.blocks[-1][1] == last else last
+        for i in range(first, last + 1):
+            self.sampled[i] = self.every
 
     def _after(self, idx: int) -> int:
         """The next sample after the last one, which ended at step ``idx``."""
@@ -246,6 +255,8 @@ class SampleSchedule:
             if self._block is None:
                 last = max(self.sampled) if self.sampled else self.first - 1
                 self.next = max(self.next, self._after(last) if self.sampled else last + self.every)
+                if self.sampled:
+                    self._stands_for_the_gap(last)
 
     @property
     def extra_s(self) -> float:

@@ -81,3 +81,26 @@ def test_a_block_cut_short_by_the_run_end_stands_for_nothing():
 
 def test_next_prime():
     assert [next_prime(n) for n in (0, 2, 4, 31, 32, 400)] == [2, 2, 5, 31, 37, 401]
+
+
+def test_a_block_stands_for_the_periods_until_the_next_even_when_the_stride_widened_while_it_was_taken():
+    # the first block prices the stride (each of its steps costs a plain step more: at 1 % that is >= 100 periods);
+    # the stride widens during the block, and the block's weight is the gap that follows it, not the old stride
+    s = SampleSchedule(first=6, every=3, budget=0.01)
+    s.period = 10
+    for idx in range(6, 3000):
+        if s.begin(idx):
+            s.sample_done(idx, 2.0)
+        else:
+            s.timed_step(1.0)
+    (a0, b0), (a1, _b1) = s.blocks[:2]
+    w = s.weights()
+    assert s.every >= 100
+    assert w[a0] == (a1 - a0) // (b0 - a0 + 1)  # the periods from this block to the next
+    assert len({w[i] for i in range(a0, b0 + 1)}) == 1
+
+
+def test_a_single_step_stands_for_the_steps_until_the_next():
+    s = SampleSchedule(first=3, every=3, budget=0.01)
+    got = drive(s, 2000, 3, plain=1.0, sampled=5.0)
+    assert all(s.sampled[a] == b - a for a, b in zip(got, got[1:]))
