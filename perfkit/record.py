@@ -163,6 +163,12 @@ class SelfCost:
         """Everything perfkit spent outside the plain steps: start-up, special steps, samples, the record."""
         return self.startup_s + sum(self.special_s.values()) + self.sampled_extra_s + self.record_s
 
+    def added_s(self, plain_steps: int) -> float:
+        """What perfkit added to the run's wall time, by its own account: the one-off costs and the
+        estimated cost of ``plain_steps`` plain steady steps (``perfkit overhead`` checks it against the
+        measured difference)."""
+        return self.one_off_s + self.per_step_ms * max(0, plain_steps) / 1000.0
+
 
 @dataclass
 class Timeline:

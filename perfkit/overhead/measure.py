@@ -281,6 +281,8 @@ def measure(target: Target, *, arms: Sequence[str] = ARMS, rounds: int = 5, arm_
         cmd = arm_command(arm, target, python=python, record=record, profile_args=profile_args, args=arm_args.get(arm))
         run = run_once(cmd, name=name, log_dir=logs, metric=pattern, env=env, cwd=cwd, timeout=timeout)
         run["arm"], run["round"] = arm, round_no
+        if record is not None:
+            run["self_estimate_s"] = self_estimate_s(record)
         if tmp is not None:
             run["stdout"] = run["stderr"] = None  # removed with the temporary folder
         if on_run is not None:
@@ -335,6 +337,19 @@ def measure(target: Target, *, arms: Sequence[str] = ARMS, rounds: int = 5, arm_
         if tmp is not None:
             tmp.cleanup()
     return result
+
+
+def self_estimate_s(record: str | os.PathLike) -> float | None:
+    """What the perfkit arm's record says perfkit added to the run (its ``self`` block: one-off costs and
+    the plain steps' estimated cost), or None without a readable record (a failed run)."""
+    from perfkit.record import RecordError, Run
+
+    try:
+        run = Run.load(record)
+    except (RecordError, OSError):
+        return None
+    plain_steps = run.steps - len(run.sampling.get("steps") or [])
+    return round(run.self.added_s(plain_steps), 6)
 
 
 # ------------------------------------------------------------------------------------------ the figures
@@ -394,6 +409,12 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
                                  if comparable and walls and plain_walls else None),
                 "added_wall_per_round_s": added if comparable else [],
             })
+            estimates = [x["self_estimate_s"] for x in ok if x.get("self_estimate_s") is not None]
+            if estimates:  # the perfkit arm's own account of its cost, against the measured added wall
+                est = _median(estimates)
+                s["self_estimate_s"] = est
+                s["self_estimate_error"] = ((est - s["added_wall_s"]) / s["added_wall_s"]
+                                            if s.get("added_wall_s") else None)
         arms[arm] = s
     failures = []
     for run in result.get("warmup", []):
@@ -551,6 +572,18 @@ def _failure_lines(result: dict) -> list[str]:
     return out
 
 
+def _self_estimate_line(result: dict[str, Any]) -> str:
+    """perfkit's own account of its cost (the perfkit arm's records' self blocks) beside the measured one."""
+    s = result["summary"]["arms"].get("perfkit") or {}
+    est = s.get("self_estimate_s")
+    if est is None:
+        return ""
+    measured, err = s.get("added_wall_s"), s.get("self_estimate_error")
+    against = (f"; measured {measured:+.2f} s, the estimate {err:+.0%} off" if measured is not None and err is not None
+               else "")
+    return f"perfkit's own estimate (its records' self blocks, median): {est:+.2f} s added{against}"
+
+
 def table(result: dict[str, Any]) -> str:
     """The console rendering: what ran, the per-round table, the per-arm summary, the failures."""
     lines = [f"perfkit overhead: {result['target']}", _how(result), ""]
@@ -558,6 +591,9 @@ def table(result: dict[str, Any]) -> str:
     lines += _text_table(head, rows) + [""]
     head, rows = _summary_rows(result)
     lines += _text_table(head, rows)
+    own = _self_estimate_line(result)
+    if own:
+        lines += ["", own]
     if result.get("stopped"):
         lines += ["", f"stopped early: {result['stopped']}"]
     fails = _failure_lines(result)
@@ -579,6 +615,9 @@ def markdown(result: dict[str, Any], heading: str = "#") -> str:
             lines.append(f"* {arm}/plain per round: " + ", ".join(f"{x['ratio']:.4f}" for x in s["ratios"])
                          + ("; added wall per round: " + ", ".join(f"{x['added_wall_s']:+.1f} s" for x in s["added_wall_per_round_s"])
                             if s["added_wall_per_round_s"] else ""))
+    own = _self_estimate_line(result)
+    if own:
+        lines.append(f"* {own}")
     prof = [r["runs"]["torch-profiler"]["profiler"] for r in result["rounds"]
             if r["runs"].get("torch-profiler", {}).get("profiler")]
     if prof:

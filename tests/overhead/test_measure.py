@@ -77,6 +77,25 @@ def test_the_figures_come_from_each_runs_own_sps_line(measured):
     assert prof["events"] > 0 and prof["processing_s"] >= 0
 
 
+def test_the_perfkit_arms_own_estimate_is_read_from_its_records_and_set_beside_the_measured_cost(measured):
+    result, *_ = measured
+    from perfkit.record import Run
+
+    runs = [(r["round"], r["runs"]["perfkit"]) for r in result["rounds"] if "perfkit" in r["runs"]]
+    logs = measured[-1] / "logs"
+    for rnd, run in runs:
+        if run["ok"]:
+            rec = Run.load(logs / f"r{rnd}-perfkit.json")
+            plain_steps = rec.steps - len(rec.sampling.get("steps") or [])
+            assert run["self_estimate_s"] == pytest.approx(rec.self.added_s(plain_steps), abs=1e-6) and run["self_estimate_s"] > 0
+    s = result["summary"]["arms"]["perfkit"]
+    ok = [run["self_estimate_s"] for _, run in runs if run["ok"]]
+    assert s["self_estimate_s"] == pytest.approx(sorted(ok)[len(ok) // 2] if len(ok) % 2 else sum(sorted(ok)[len(ok) // 2 - 1:len(ok) // 2 + 1]) / 2)
+    assert s["self_estimate_error"] == pytest.approx((s["self_estimate_s"] - s["added_wall_s"]) / s["added_wall_s"])
+    assert "perfkit's own estimate (its records' self blocks, median)" in overhead.table(result)
+    assert "perfkit's own estimate" in overhead.markdown(result)
+
+
 def test_a_failed_run_is_reported_with_its_stderr_and_left_out(measured):
     result, *_ = measured
     fails = result["summary"]["failures"]
