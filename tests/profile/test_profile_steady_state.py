@@ -12,6 +12,8 @@ import perfkit
 from perfkit.config import Config
 from perfkit.profile.session import Session
 
+from _helpers import AddEnv
+
 
 class AllocEnv:
     """Allocates a fresh tensor on the steps ``allocates(k)`` says (k = 1, 2, ... the call number)."""
@@ -98,15 +100,9 @@ def test_sampling_schedule_is_the_sessions():
     assert s.run.sampling["every"] == s.schedule.every
 
 
-class FastEnv:
-    num_envs = 64
-
+class FastEnv(AddEnv):
     def __init__(self):
-        self.x = torch.zeros(64)
-
-    def step(self, a):
-        self.x.add_(a)
-        return self.x
+        super().__init__(64)
 
     def compute_reward(self):  # a name-ruled function: the discovery window has something to wrap
         return self.x.sum()
