@@ -13,8 +13,12 @@ _MARK = re.compile(r"#\s*<-\s*(.+?)\s*$")
 
 def load(name: str):
     """Import tests/profile/scripts/<name>.py as a fresh module."""
-    path = os.path.join(SCRIPTS, name + ".py")
-    spec = importlib.util.spec_from_file_location(f"_pk_{name}", path)
+    return load_file(os.path.join(SCRIPTS, name + ".py"), f"_pk_{name}")
+
+
+def load_file(path, module_name: str):
+    """Import the Python file at ``path`` as a fresh module named ``module_name`` (not put in sys.modules)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -19,7 +19,7 @@ from perfkit.collectors.steps import ClockSummary, SyncSummary
 from perfkit.collectors.timing import SegmentSummary
 from perfkit.profile.snapshot import Snapshot, build_run
 
-from _helpers import AddEnv
+from _helpers import AddEnv, load_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,11 +113,7 @@ def test_build_run_keeps_a_site_that_synced_only_after_the_last_step_as_teardown
 
 def _train_py(config: Config):
     """examples/train.py (CPU, MuJoCo C backend), 4 iterations of 16 steps, under a session."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_pk_train", REPO / "examples" / "train.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file(REPO / "examples" / "train.py", "_pk_train")
     with Session(config=config) as s:
         mod.main(["--num-envs", "16", "--iterations", "4", "--num-steps", "16", "--backend", "mujoco", "--device", "cpu"])
     return s.run

@@ -5,7 +5,7 @@ import torch
 
 from perfkit.profile.session import Session
 
-from _helpers import AddEnv
+from _helpers import AddEnv, load_file
 
 
 Env = AddEnv  # 8 envs, a step of one in-place add
@@ -60,13 +60,9 @@ class Env:
 def test_a_session_that_ends_during_warm_up_leaves_nothing_wrapped(tmp_path):
     """The discovery window remembers name-ruled functions (compute_reward) to wrap when it closes; a
     session that ends before that must not wrap them on its way out."""
-    import importlib.util
-
     path = tmp_path / "pk_warmup_leak_mod.py"
     path.write_text(_REWARD_MODULE)
-    spec = importlib.util.spec_from_file_location("pk_warmup_leak_mod", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_file(path, "pk_warmup_leak_mod")
     fn, method, step = mod.compute_reward, mod.Env.__dict__["compute_reward"], mod.Env.__dict__["step"]
     env, a = mod.Env(), torch.ones(8)
     with Session(warmup_steps=50) as s:

@@ -4,7 +4,6 @@ shows here, not after device time was spent."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,16 +11,15 @@ import pytest
 
 from perfkit.record import Finding, Run
 
+from _helpers import load_file
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu" / "verify.py"
 
 
 @pytest.fixture(scope="module")
 def vs():
-    spec = importlib.util.spec_from_file_location("verify_script", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file(SCRIPT, "verify_script")
 
 
 def _record() -> dict:
