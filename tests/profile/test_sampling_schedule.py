@@ -85,14 +85,11 @@ def test_next_prime():
 
 def test_a_block_stands_for_the_periods_until_the_next_even_when_the_stride_widened_while_it_was_taken():
     # the first block prices the stride (each of its steps costs a plain step more: at 1 % that is >= 100 periods);
-    # the stride widens during the block, and the block's weight is the gap that follows it, not the old stride
+    # it is priced once a timed step is known (when the next sample would start), and the block's weight is the
+    # gap that follows it, not the stride it was taken at
     s = SampleSchedule(first=6, every=3, budget=0.01)
     s.period = 10
-    for idx in range(6, 3000):
-        if s.begin(idx):
-            s.sample_done(idx, 2.0)
-        else:
-            s.timed_step(1.0)
+    drive(s, 2994, 6, plain=1.0, sampled=2.0)
     (a0, b0), (a1, _b1) = s.blocks[:2]
     w = s.weights()
     assert s.every >= 100
