@@ -47,14 +47,12 @@ def check_writable(path: str | os.PathLike) -> Path:
     Several processes may check the same new folder at once (every rank of a torchrun job checks
     ``-o rec/``): a folder another process creates in the meantime is used, not an error, and a
     probe whose folder another process's clean-up removed under it is tried again."""
-    for attempt in range(_RACE_RETRIES):
+    for _ in range(_RACE_RETRIES):
         try:
             return _check_writable(Path(path))
         except _FolderVanished:
-            if attempt == _RACE_RETRIES - 1:
-                raise OutputError(errno.ENOENT, f"the folder of {path} keeps disappearing (another process "
-                                                "removes it)") from None
-    raise AssertionError("unreachable")
+            pass
+    raise OutputError(errno.ENOENT, f"the folder of {path} keeps disappearing (another process removes it)")
 
 
 _RACE_RETRIES = 5
