@@ -253,7 +253,6 @@ class Session:
             waits=self.sync_waits.summary(), notes=self.notes + ([ts] if ts else []),
             step_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.discovery.step_classes],
             policy_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.rules.policy_classes],
-            count_cpu_tensors=hub.count_cpu if self._count_cpu is None else bool(self._count_cpu),
             sync_source=hub.installed_sync_source, verify=self.gpu.verify_result(),
             machine=describe(), memory=process_memory(self._torch), fixes=hub.fixes(), alloc_fix=alloc.FIX,
             stream_fix=streams.FIX, loop_fix=loops.FIX, dist=self.comm.snapshot(),

@@ -64,7 +64,6 @@ class Snapshot:
     notes: list[str] = field(default_factory=list)
     step_classes: list[str] = field(default_factory=list)
     policy_classes: list[str] = field(default_factory=list)
-    count_cpu_tensors: bool = False
     sync_source: str = ""  # "runtime" | "hooks" | "" (torch never hooked): perfkit.collectors.hub
     verify: dict[str, Any] | None = None
     machine: dict[str, Any] = field(default_factory=dict)
