@@ -54,6 +54,7 @@ EXTRA_SYNC_WAIT = "sync_wait"  # {site: {wait_ms_per_step, gap_ms_per_step_after
 EXTRA_LOOP_OPS = "loop_ops"  # {site: torch calls per loop iteration} -> cost model
 EXTRA_SYNC_SOURCE = "sync_source"  # "runtime" (CUDA's own sync reports) | "hooks" (each hook decides) -> console
 EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"  # the CUDA caching allocator's own count -> report
+EXTRA_CUDA_ALLOCATOR_PERIODS = "cuda_allocator_periods"  # {allocs_per_step, learner_allocs_per_step, periods, steps}: that count over whole periods -> console, budget
 EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"  # steps timed with CUDA events -> report
 EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"  # their mean GPU time -> report
 EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"  # [{call, path, line, count}]: where Warp and torch share memory -> report

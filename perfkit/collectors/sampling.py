@@ -141,7 +141,10 @@ class SampleSchedule:
     (:meth:`weights`). The stride widens while sampling costs more than ``budget`` of the run: the
     median of what a sampled step costs beyond a typical timed step, the very first sampled step left
     out (it pays the one-off costs: first calls, code analysed once), so no one-off cost prices the
-    stride. Explicit mode: exactly the ``explicit`` steps, each standing for itself. The session tells
+    stride. Where something cheaper counts whole periods exactly (on CUDA, the caching allocator's count
+    at each learner update: :attr:`whole_periods` False), samples stay single steps and attribute what
+    that count totals; the first sample's cost then prices the stride too, so that sampling costs no more
+    than ``budget`` of even a short run. Explicit mode: exactly the ``explicit`` steps, each standing for itself. The session tells
     it each timed step's duration (:meth:`timed_step`), each sampled step's (:meth:`sample_done`) and
     the steps the learner ran in (:meth:`learn_period`); it never reads a clock."""
 
@@ -161,6 +164,7 @@ class SampleSchedule:
         self._pending: list[float] = []  # durations of samples taken before a typical step was known
         self._recent: list[float] = []  # the last timed steps (for the typical step time)
         self._learner_seen = 0  # learner steps the period was computed from
+        self.whole_periods = True  # False: whole periods are counted elsewhere, samples are single steps
 
     def learn_period(self, learner_steps: list[int]) -> None:
         """The steps the learner ran in so far: the loop's period, read from the first 16 of them (it
@@ -190,7 +194,7 @@ class SampleSchedule:
         if self.explicit is not None:
             self.sampled[idx] = 1
             return True
-        if self._block is None and self.period is not None and self.period > 1:
+        if self._block is None and self.whole_periods and self.period is not None and self.period > 1:
             self._block = (idx, idx + self.period - 1, self.every)
         self.sampled[idx] = self._block[2] if self._block is not None else self.every
         return True
@@ -246,7 +250,9 @@ class SampleSchedule:
         self._pending.clear()
         if self.budget >= 1 or typical <= 0:
             return
-        costs = sorted(self._costs[1:])  # the first sampled step paid the one-off costs
+        # the first sampled step paid the one-off costs: it prices the stride only where the samples'
+        # counts are not what the run's totals rest on (whole periods counted elsewhere)
+        costs = sorted(self._costs[1:] if self.whole_periods else self._costs)
         if not costs:
             return
         need = costs[len(costs) // 2] / (self.budget * typical)

@@ -71,6 +71,8 @@ class StepScheduler:
             self.sampler.streams.install(self.patcher)
         schedule = self.schedule
         schedule.learn_period(self.segclock.learner_steps)
+        if self.segclock.learner_allocs:  # the allocator counts whole periods: samples stay single steps
+            schedule.whole_periods = False
         sampled = schedule.begin(idx)
         special = self._steady(now, idx, sampled)
         if schedule.next > idx:

@@ -55,6 +55,9 @@ class SegmentSummary:
     calls: dict[str, int] = field(default_factory=dict)  # entries per segment over the timed steps
     learner_steps: list[int] = field(default_factory=list)  # the steps during which the learner segment was entered
     timeline: list[dict] = field(default_factory=list)  # CPU segment spans of the traced steps
+    # the CUDA caching allocator's request count where the learner was entered and left, once per step:
+    # [(step, count at the first entry, count at the last exit or None)] (empty without CUDA)
+    learner_allocs: list[tuple[int, int, int | None]] = field(default_factory=list)
 
 
 class CudaEventTimer:
@@ -175,6 +178,10 @@ class SegmentClock:
         self._base_calls: dict[str, int] = {}
         self.steps: Any = steps  # the session's StepClock: its index says which step the learner ran in
         self.learner_steps: list[int] = []  # the steps during which the learner segment was entered
+        # the CUDA allocator's count at the learner's entries and exits (see SegmentSummary); the
+        # session sets ``alloc_counter`` (a callable returning the count, or None without CUDA)
+        self.alloc_counter: Any = None
+        self.learner_allocs: list[list] = []
 
     def refresh(self) -> None:
         self._slow = bool((self.gpu is not None and self.gpu._cur is not None) or self.nvtx is not None or self._trace is not None)
@@ -210,11 +217,14 @@ class SegmentClock:
 
     def summary(self) -> SegmentSummary:
         return SegmentSummary(totals=dict(self.span_totals), calls=dict(self.span_calls),
-                              learner_steps=list(self.learner_steps), timeline=list(self.timeline))
+                              learner_steps=list(self.learner_steps), timeline=list(self.timeline),
+                              learner_allocs=[tuple(r) for r in self.learner_allocs])
 
     def transition(self, name: str) -> None:
         if not self.span_open and not self._slow:  # a step not timed (setup, warm-up, sampled): no clock read
             if name != self.cur:
+                if self.cur == "learner":
+                    self._learner_left()
                 self.cur = name
                 if name == "learner":
                     self._learner()
@@ -227,6 +237,8 @@ class SegmentClock:
         if name != cur:
             calls = self.calls
             calls[name] = calls.get(name, 0) + 1
+            if cur == "learner":
+                self._learner_left()
             self.cur = name
             if name == "learner":
                 self._learner()
@@ -234,11 +246,26 @@ class SegmentClock:
             self._extras(name, now)
 
     def _learner(self) -> None:
-        """The learner segment was entered: note the step (the loop's period is read from these)."""
+        """The learner segment was entered: note the step (the loop's period is read from these) and,
+        on CUDA, the allocator's count at the step's first entry (once per period: the allocations of
+        whole periods are counted from these, see :func:`perfkit.profile.snapshot.allocator_rates`)."""
         if self.steps is not None:
             i, ls = self.steps.index, self.learner_steps
             if i and (not ls or ls[-1] != i):
                 ls.append(i)
+                if self.alloc_counter is not None:
+                    n = self.alloc_counter()
+                    if n is not None:
+                        self.learner_allocs.append([i, n, None])
+
+    def _learner_left(self) -> None:
+        """The learner segment was left: on CUDA, the allocator's count (the last exit before the next
+        update's entry stands: an update may leave and re-enter the learner)."""
+        reads = self.learner_allocs
+        if reads and self.alloc_counter is not None:
+            n = self.alloc_counter()
+            if n is not None:
+                reads[-1][2] = n
 
     def _extras(self, name: str, now: float) -> None:
         gpu = self.gpu

@@ -139,6 +139,8 @@ class Session:
             torch = None  # type: ignore[assignment]
         self._torch = torch
         self.sampler.use_torch(torch)
+        if torch is not None:  # on CUDA the allocator counts whole periods at the learner's entries
+            self.segclock.alloc_counter = alloc.cuda_alloc_counter
         t_enter = perf_counter()
         self._torchscript_before = set(torchscript_names())
         self.t_start = perf_counter()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfkit.record import (
-    EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
+    EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_CUDA_ALLOCATOR_PERIODS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
     EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
     EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_SYNC_WAIT, EXTRA_VERIFY,
     EXTRA_WARP_TORCH_INTEROP, Finding, OutsideSteps, Run, SEGMENTS, SegmentStats, Timeline,
@@ -132,7 +132,11 @@ def build_run(snap: Snapshot) -> Run:
         run.extra[EXTRA_RATE_WINDOW] = {"period": period, "steps": steady - cut, "first_step": snap.warmup_steps + cut + 1}
     if snap.policy_classes:
         run.extra[EXTRA_POLICY_CLASSES] = list(snap.policy_classes)
-    if snap.sampling.cuda_alloc:
+    periods = allocator_rates(snap)
+    if periods:
+        run.extra[EXTRA_CUDA_ALLOCATOR_PERIODS] = periods
+        run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = periods["allocs_per_step"]
+    elif snap.sampling.cuda_alloc:
         run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = sum(snap.sampling.cuda_alloc) / len(snap.sampling.cuda_alloc)
     run.timeline = Timeline(spans=snap.segments.timeline + (snap.gpu.timeline if snap.gpu is not None else []),
                             step_starts_ms=list(snap.clock.step_starts), last_step_end_ms=snap.clock.last_step_end)
@@ -209,6 +213,27 @@ def sampled_rate(occurrences: dict[int, int], sampled: dict[int, int]) -> float:
                 return n / fits[0]
     total = sum(sampled[i] for i in steps)
     return sum(occurrences.get(i, 0) * sampled[i] for i in steps) / total if total else 0.0
+
+
+def allocator_rates(snap: Snapshot) -> dict[str, Any] | None:
+    """The CUDA caching allocator's allocations per step over whole periods of the loop: its count at
+    the learner's first entry of each steady update (:class:`~perfkit.collectors.timing.SegmentClock`
+    reads it there, once per period), from the second such update to the last (the first pays one-off
+    costs: optimizer state, caches) when there are three, else from the first; the learner's own share
+    from its exits. None without CUDA or with fewer than two steady updates."""
+    reads = [r for r in snap.segments.learner_allocs if r[0] > snap.warmup_steps]
+    if len(reads) >= 3:
+        reads = reads[1:]
+    if len(reads) < 2:
+        return None
+    (s0, c0, _), (s1, c1, _) = reads[0], reads[-1]
+    steps = s1 - s0
+    if steps <= 0:
+        return None
+    out: dict[str, Any] = {"allocs_per_step": round((c1 - c0) / steps, 6), "periods": len(reads) - 1, "steps": steps}
+    if all(exit_ is not None for _, _, exit_ in reads[:-1]):
+        out["learner_allocs_per_step"] = round(sum(exit_ - enter for _, enter, exit_ in reads[:-1]) / steps, 6)
+    return out
 
 
 def rate_window(snap: Snapshot, steady: int) -> tuple[int, int] | None:

@@ -11,6 +11,7 @@ from perfkit.record import (
     EXTRA_NOTES,
     EXTRA_TRACEBACK,
     EXTRA_SYNC_SOURCE,
+    EXTRA_CUDA_ALLOCATOR_PERIODS,
     EXTRA_VERIFY,
     Run,
 )
@@ -90,6 +91,13 @@ def _segments(con, run: Run) -> None:
             con.print("  [dim](indented: what 'other' holds, by name: the env step's callees, deeper under one that "
                       "dominates, and the env step's and the training loop's own code)[/]")
         con.print("  [dim]calls/step: times per steady-state step the loop entered the segment from another one[/]")
+        counted = run.extra.get(EXTRA_CUDA_ALLOCATOR_PERIODS)
+        if counted:
+            learner = counted.get("learner_allocs_per_step")
+            con.print(f"  [dim]CUDA allocator: {num(counted.get('allocs_per_step'))} allocations/step over "
+                      f"{counted.get('periods')} whole periods ({counted.get('steps')} steps)"
+                      + (f", learner {num(learner)}" if learner is not None else "")
+                      + "; allocs/step above: tensors created, by line, on the sampled steps[/]")
     if run.steps and run.num_envs is None:
         con.print("  [dim]steps/s counts loop steps: the stepped object has no num_envs; give it with "
                   "--num-envs N or perfkit.step(num_envs=N) for env-steps/s and per-env loop detection[/]")
