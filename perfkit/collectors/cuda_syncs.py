@@ -210,11 +210,13 @@ def _write_label(code: CodeType, lasti: int, target: ast.AST | None) -> str:
     """An index write: ``t[idx] = scalar`` / ``t[i] = scalar`` when the statement assigns a number,
     ``t[bool_mask] = v`` / ``t[list] = v`` by the index, else ``t[...] = v``."""
     index = target.slice if isinstance(target, ast.Subscript) else None
+    label = _index_label(index) if index is not None else None
+    if label == "t[list]":  # as the hooks name it, whatever it assigns (torch_sync's list check comes first)
+        return "t[list] = v"
     stmt = _statement_at(code, lasti)
     if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, (int, float)):
         single = isinstance(index, ast.Constant) and isinstance(index.value, int)
         return "t[i] = scalar" if single else "t[idx] = scalar"
-    label = _index_label(index) if index is not None else None
     return f"{label} = v" if label else "t[...] = v"
 
 

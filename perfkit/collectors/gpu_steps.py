@@ -59,6 +59,9 @@ class GpuSteps:
         """Whether step ``idx`` is kept out of the timing for --verify (the steps after warm-up)."""
         if not (self.verify_wanted and self.timer is not None):
             return False
+        v = self.verifier
+        if v is not None:  # the window opened (after the loop's period showed): its own steps
+            return v.start_idx <= idx < v.start_idx + v.steps + 1
         start = warmup_steps + 1
         return start <= idx < start + self.verify_steps + 1
 

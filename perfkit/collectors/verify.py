@@ -45,7 +45,10 @@ MAX_STACK = 8  # frames kept per unattributed site
 _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.*)$")  # torch.profiler's stack entries
 
 
-PERIOD_WAIT = 16  # steady steps --verify waits for the loop's period before it takes a plain window
+PERIOD_WAIT = 64  # steady steps --verify waits for the loop's period before it takes a plain window
+# (the longest period the snapshot checks events for, snapshot.MAX_PERIOD: train_naive.py's 32-step
+# rollout showed its first update after 16 steady steps had passed, and its 20-step window read the
+# once-per-iteration syncs at 20/32 of the record's rate on the H200)
 
 
 def verify_window(steps: int, period: int | None, steady_i: int) -> int | None:

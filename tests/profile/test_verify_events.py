@@ -163,6 +163,8 @@ def test_the_verify_window_is_whole_periods_of_the_loop():
     from perfkit.collectors.verify import PERIOD_WAIT, verify_window
 
     assert verify_window(20, 24, 1) == 24 and verify_window(20, 16, 1) == 32 and verify_window(20, 5, 1) == 20
+    assert verify_window(20, None, 27) is None  # a 32-step rollout's first update comes after 27 steady steps
+    assert verify_window(20, 32, 28) == 32
     assert verify_window(20, None, 1) is None  # wait for the period ...
     assert verify_window(20, None, PERIOD_WAIT + 1) == 20  # ... a while: an env loop with no learner has none
     assert verify_window(20, 1, 1) == 20
