@@ -133,7 +133,98 @@ def _union_kind(kinds: set) -> str | None:
     return TENSOR if kinds and kinds <= TORCH else None
 
 
+_EXPANDING: set = set()  # type aliases being expanded (`A = Union[A, int]` must not recurse for ever)
+
+
 def annotation_kind(mod: ModuleInfo, ann) -> str | None:
+    k = _annotation_kind(mod, ann)
+    if k is None and isinstance(ann, (ast.Name, ast.Attribute)):
+        alias = _type_alias(mod, ann)  # GymEnv = Union[gym.Env, gymnasium.Env]: what it stands for
+        if alias is not None and id(alias[1]) not in _EXPANDING:
+            _EXPANDING.add(id(alias[1]))
+            try:
+                return annotation_kind(alias[0], alias[1])
+            finally:
+                _EXPANDING.discard(id(alias[1]))
+    return k
+
+
+def _members(mod: ModuleInfo, ann, depth: int = 0) -> list:
+    """``(module, member)`` for each member of a union annotation (``A | B``, ``Union[A, B]``, ``Optional[A]``,
+    through type aliases, each read in the module that writes it)."""
+    if depth > 6:
+        return [(mod, ann)]
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        return _members(mod, ann.left, depth + 1) + _members(mod, ann.right, depth + 1)
+    outer = (mod.qual(ann.value) or "").rsplit(".", 1)[-1] if isinstance(ann, ast.Subscript) else ""
+    if outer in ("Union", "Optional"):
+        sl = ann.slice
+        out = [m for e in (sl.elts if isinstance(sl, ast.Tuple) else [sl]) for m in _members(mod, e, depth + 1)]
+        return out + [(mod, ast.Constant(value=None))] if outer == "Optional" else out
+    if isinstance(ann, (ast.Name, ast.Attribute)):
+        alias = _type_alias(mod, ann)
+        if alias is not None:
+            return _members(alias[0], alias[1], depth + 1)
+    return [(mod, ann)]
+
+
+def optional(mod: ModuleInfo, ann) -> bool:
+    """``Optional[T]``, ``T | None``, ``Union[T, None]`` (through type aliases)."""
+    return any((isinstance(e, ast.Constant) and e.value is None) or dotted(e) == "None" for _, e in _members(mod, ann))
+
+
+def flag_attr(mod: ModuleInfo, cls, attr: str) -> bool:
+    """``self.<attr>`` of ``cls`` (or a base) may hold None or a Python flag besides a tensor."""
+    if cls is None:
+        return False
+    class_attrs(mod, cls)
+    return any(attr in c.flag_attrs for c in mod.class_chain(cls))
+
+
+def mixed_union(mod: ModuleInfo, ann) -> bool:
+    """A union of device tensors and host data (``np.ndarray | Sequence[np.ndarray] | torch.Tensor``): which one
+    a value is only its producer knows."""
+    kinds = {annotation_kind(m, e) for m, e in _members(mod, ann)
+             if not (isinstance(e, ast.Constant) and e.value is None) and dotted(e) != "None"}
+    return bool(kinds & DEVICE) and bool(kinds & HOSTISH)
+
+
+_GYM_BASES = ("gym.Env", "gymnasium.Env", "gym.core.Env", "gymnasium.core.Env", "gym.vector.VectorEnv",
+              "gymnasium.vector.VectorEnv", "gymnasium.vector.vector_env.VectorEnv", "gym.Wrapper", "gymnasium.Wrapper")
+
+
+def torch_gym_envs(mod: ModuleInfo) -> bool:
+    """Whether the linted project defines gym/gymnasium envs whose ``step()`` returns torch tensors (ManiSkill's
+    GPU-simulated envs): there, a ``gym.make(...)`` / ``gym.Env`` is no proof of host data."""
+    holder = _holder(mod)
+    got = holder.__dict__.get("_torch_gym_envs")
+    if got is None:
+        holder._torch_gym_envs = False  # while computing
+        project = mod.project
+        got = False
+        if project is not None:
+            for base in _GYM_BASES:
+                for c in project.external_subclasses(mod, ast.parse(base, mode="eval").body, qualified=True):
+                    step = c.methods.get("step")
+                    if step is not None and c.mod is not None and c.mod.uses_torch \
+                            and return_kind(c.mod, step) in TORCH:
+                        got = True
+                        break
+                if got:
+                    break
+        holder._torch_gym_envs = got
+    return got
+
+
+def _type_alias(mod: ModuleInfo, ann):
+    if mod.project is not None:
+        return mod.project.type_alias(mod, ann)
+    if isinstance(ann, ast.Name) and ann.id in mod.type_aliases:
+        return mod, mod.type_aliases[ann.id]
+    return None
+
+
+def _annotation_kind(mod: ModuleInfo, ann) -> str | None:
     if ann is None:
         return None
     if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
@@ -181,8 +272,8 @@ def annotation_kind(mod: ModuleInfo, ann) -> str | None:
         return HOST
     if q.rsplit(".", 1)[-1] in _TDICT_NAMES:
         return TDICT
-    if "VecEnv" in q.rsplit(".", 1)[-1] or q in ("gym.Env", "gymnasium.Env", "gym.core.Env", "gymnasium.core.Env"):
-        return HOSTENV
+    if "VecEnv" in q.rsplit(".", 1)[-1] or (q.startswith(("gym.", "gymnasium.")) and q.endswith(("Env", "Wrapper"))):
+        return HOSTENV  # gym.Env, gymnasium.vector.VectorEnv, gym.Wrapper: step() returns numpy / Python values
     if q in ("torch.BoolTensor", "torch.cuda.BoolTensor"):
         return BOOL
     if q.startswith("torch.") and q.endswith("Tensor"):
@@ -219,7 +310,13 @@ class Typer:
     def _param_kind(self, a):
         u = self.unit
         if a.annotation is not None:
-            return annotation_kind(self.mod, a.annotation)
+            k = annotation_kind(self.mod, a.annotation)
+            if k in DEVICE and self._attrs is None and mixed_union(self.mod, a.annotation):
+                # `mask: np.ndarray | torch.Tensor | None`: either; what the callers pass, where they agree on host
+                hint = passed_kind(self.mod, u, a.arg)
+                if hint in HOSTISH:
+                    return hint  # every hot call passes host data
+            return k
         if a.arg == u.self_name:
             return None
         k = param_hints(self.mod).get(u, {}).get(a.arg) if self._attrs is None else None
@@ -418,8 +515,8 @@ class Typer:
                     if isinstance(t, ast.Starred):
                         t = t.value
                     if isinstance(t, ast.Name):
-                        if _NOT_TENSOR_NAMES.match(t.id):
-                            self._set(t.id, HOST, pos)
+                        if _NOT_TENSOR_NAMES.match(t.id):  # a host env's info dict holds host data too
+                            self._set(t.id, HOSTSEQ if k == NDARRAY and not torch_gym_envs(self.mod) else HOST, pos)
                         else:
                             self._set(t.id, BOOL if is_mask_name(t.id) and k in DEVICE else k, pos)
             else:
@@ -432,6 +529,10 @@ class Typer:
             if isinstance(target.value, ast.Name) and target.value.id == self.unit.self_name:
                 k = self.kind(value)
                 old = self._attrs.get(target.attr)
+                branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                if self.unit.cls is not None and (any(isinstance(v, ast.Constant) for v in branches)
+                                                  or isinstance(value, ast.Compare)):
+                    self.unit.cls.flag_attrs.add(target.attr)  # None, True, 0, `a is not None`: a flag too
                 if not k:
                     pass
                 elif old in DEVICE:  # `else: self.flag = True` does not erase a device mask
@@ -452,7 +553,14 @@ class Typer:
                 if r[0] == name and r[1] <= pos <= r[2] and (best is None or r[1] >= best[1]):
                     best = r
             if best is not None and all(b[0] < best[1] for b in reach):
+                if best[3] in TORCH and reach:  # `if isinstance(x, torch.Tensor):` on a value known to be numpy /
+                    k = reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)  # Python data: dead
+                    if k in (NDARRAY, HOST, HOSTSEQ):
+                        return k
                 return best[3]
+            if best is not None and reach:  # rebound inside the narrowed block on some path: the narrowing
+                # holds for the value from before it (`else: if c: x = np.array(x)` ... `torch.tensor(x)`)
+                return join_kinds(best[3] if b[0] < best[1] else b[1] for b in reach)
         if reach:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
@@ -639,6 +747,8 @@ class Typer:
                 return NDARRAY  # a CPU vector env returns numpy arrays
             if bk == TMAP:
                 return TENSOR if m in ("get", "pop") and e.args else None
+            if bk == HOSTSEQ and m in ("get", "pop"):
+                return NDARRAY  # an item of host data (a host env's info.get("action_mask"))
             if bk is not None:
                 return None
             if m in _HOST_RESULTS:  # x.cpu(), x.tolist(), x.item(), x.numpy(): host data, whatever x was
@@ -851,6 +961,8 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
             k = annotation_kind(mod, st.annotation)
             if k:
                 attrs[st.target.id] = k
+            if k in DEVICE and optional(mod, st.annotation):
+                cls.flag_attrs.add(st.target.id)  # logstd: Optional[torch.Tensor]
     methods = [u for u in cls.methods.values()]
     methods.sort(key=lambda u: (u.name != "__init__", u.lineno))
     typers = mod.__dict__.setdefault("_typers", {})
@@ -933,6 +1045,8 @@ def param_hints(mod: ModuleInfo) -> dict:
 
     holder._param_hints = hints = {}  # while computing: no hints (first-pass typers)
     seen: dict = {}  # callee -> {parameter: {kinds passed}}: joined once all are known, in no order
+    unknown: dict = {}  # callee -> {parameters some hot call passes a value of unknown kind}
+    holder._param_unknown = unknown
     # in source order, not the set's (hash/address) order: the typers built on the way are cached
     callers = sorted(holder.__dict__.get("_callers", ()),
                      key=lambda u: (u.mod.path if u.mod is not None else "", u.lineno, u.qualname))
@@ -961,6 +1075,8 @@ def param_hints(mod: ModuleInfo) -> dict:
                     k = t.kind(value)
                     if k in TORCH or k == WARP or k in HOSTISH:
                         seen.setdefault(callee, {}).setdefault(name, set()).add(k)
+                    else:
+                        unknown.setdefault(callee, set()).add(name)
     for callee, params in seen.items():
         hints[callee] = {name: join_kinds(kinds) for name, kinds in params.items()}
     for unit in hints:  # first-pass typers of these units are stale
@@ -970,14 +1086,25 @@ def param_hints(mod: ModuleInfo) -> dict:
     return hints
 
 
+def passed_kind(mod: ModuleInfo, unit: Unit, name: str) -> str | None:
+    """The kind every hot call of ``unit`` passes its parameter ``name`` (None where one passes a value of unknown
+    kind, or none is known)."""
+    if name in _holder(mod).__dict__.get("_param_unknown", {}).get(unit, ()):
+        return None
+    return param_hints(mod).get(unit, {}).get(name)
+
+
 def join_kinds(kinds) -> str | None:
     """One kind for a value that may be any of ``kinds`` (a parameter passed several, a name assigned in
     several branches): a device tensor wins (the sync happens on that path), a mask only when every device
-    kind is a mask; host kinds that disagree, or any unknown, -> unknown. Independent of the order."""
+    kind is a mask; host kinds that disagree -> host (a host tensor, else numpy, else Python data); any
+    unknown -> unknown. Independent of the order."""
     kinds = set(kinds)
     dev = kinds & DEVICE
     if dev:
         return BOOL if dev == {BOOL} else TENSOR
     if len(kinds) == 1:
         return next(iter(kinds))
+    if kinds <= HOSTISH:  # host data either way (a numpy mask here, a list there): never a sync
+        return CPU if CPU in kinds else NDARRAY if NDARRAY in kinds else HOST
     return None
