@@ -553,8 +553,10 @@ class Typer:
                 if r[0] == name and r[1] <= pos <= r[2] and (best is None or r[1] >= best[1]):
                     best = r
             if best is not None and all(b[0] < best[1] for b in reach):
-                if best[3] in TORCH and reach:  # `if isinstance(x, torch.Tensor):` on a value known to be numpy /
-                    k = reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)  # Python data: dead
+                if best[3] in TORCH and reach and not self._declared(name, reach):
+                    # `if isinstance(x, torch.Tensor):` on a value known to be numpy / Python data: dead (not when
+                    # only an annotation says so: `seq_length: int` checked for a tensor is one now and then)
+                    k = reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
                     if k in (NDARRAY, HOST, HOSTSEQ):
                         return k
                 return best[3]
@@ -564,6 +566,17 @@ class Typer:
         if reach:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
+
+    def _declared(self, name, reach) -> bool:
+        """``name`` reaches here as a parameter whose own annotation gives its kind (not a tensor-or-host union,
+        which takes the kind its callers pass)."""
+        if self.unit.is_module or not any(b[0] == (0, 0) for b in reach):
+            return False
+        a = self.unit.node.args
+        for p in a.posonlyargs + a.args + a.kwonlyargs:
+            if p.arg == name:
+                return p.annotation is not None and not mixed_union(self.mod, p.annotation)
+        return False
 
     def _lambdas(self) -> dict:
         """Local names bound (once) to a lambda without parameters."""

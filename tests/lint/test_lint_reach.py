@@ -370,15 +370,18 @@ def test_a_tensor_branch_on_a_value_known_to_be_numpy_is_dead():
     import numpy as np
     import torch
     class Env:
-        def step(self, actions: torch.Tensor):
+        def step(self, actions: torch.Tensor, seq_length: int):
             x = np.zeros(3)
             if isinstance(x, torch.Tensor):
                 x = x.cpu()
             if isinstance(actions, torch.Tensor):
                 actions = actions.cpu()
-            return x, actions
+            if isinstance(seq_length, torch.Tensor):
+                seq_length = seq_length.cpu()
+            return x, actions, seq_length
     """
-    assert lint(src) == [(10, "PK102")]
+    # only an annotation says `seq_length` is an int (torchrl checks it for a tensor): that branch stays live
+    assert lint(src) == [(10, "PK102"), (12, "PK102")]
 
 
 _GYM_WRAPPER = """
