@@ -508,6 +508,12 @@ class Typer:
                     self._bind(t, v, pos)
                 return
             k = self.kind(value)
+            items = self._tuple_returns(value, len(target.elts)) if k != NDARRAY else None  # (a host env's step)
+            if items is not None:  # `a, b = self.f(x)` with `def f(...) -> tuple[torch.Tensor, np.ndarray]`
+                for t, k in zip(target.elts, items):
+                    if isinstance(t, ast.Name):
+                        self._set(t.id, BOOL if k in DEVICE and is_mask_name(t.id) else k, pos)
+                return
             if k is None and self.mod.uses_torch and not self.mod.uses_gym and self._is_env_call(value):
                 k = TENSOR
             if k in TORCH or k == NDARRAY:
@@ -540,6 +546,34 @@ class Typer:
                         self._attrs[target.attr] = join_kinds((old, k))
                 elif target.attr not in self._attrs or old in (CPU, HOST, None):
                     self._attrs[target.attr] = k
+
+    def _tuple_returns(self, value, n: int):
+        """The kinds of the items of ``value``, a call of project functions whose return annotations all say
+        ``tuple[A, B, ...]`` with ``n`` items (one list for every function the call may run), else None."""
+        if not isinstance(value, ast.Call) or self.mod.project is None or self.unit.is_module:
+            return None
+        targets = self.mod.project.resolve_call(self.mod, self.unit, value)
+        if not targets or len(targets) > 4:
+            return None
+        got = None
+        for u in targets:
+            ret = getattr(u.node, "returns", None)
+            if ret is None or u.mod is None:
+                return None
+            m = u.mod
+            if isinstance(ret, (ast.Name, ast.Attribute)):
+                alias = _type_alias(m, ret)
+                if alias is not None:
+                    m, ret = alias
+            if not (isinstance(ret, ast.Subscript) and (m.qual(ret.value) or "").rsplit(".", 1)[-1] in ("tuple", "Tuple")
+                    and isinstance(ret.slice, ast.Tuple) and len(ret.slice.elts) == n
+                    and not any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in ret.slice.elts)):
+                return None
+            kinds = [annotation_kind(m, e) for e in ret.slice.elts]
+            if got is not None and kinds != got:
+                return None
+            got = kinds
+        return got
 
     def name_kind(self, e: ast.Name):
         """The kind of a local name at this use (None: unknown here)."""

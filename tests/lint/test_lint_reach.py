@@ -416,3 +416,24 @@ def test_info_of_a_gym_env_is_unknown_in_a_project_whose_gym_envs_step_on_torch(
     """
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/wrap.py": _GYM_WRAPPER, "pkg/env.py": env})
     assert ("wrap.py", 11, "PK102", "high") in got
+
+
+def test_tuple_unpacking_reads_the_items_of_an_annotated_tuple_return(tmp_path):
+    # agilerl: `_, _, _, last_value, _ = agent._get_action_and_values(obs)` with `-> tuple[torch.Tensor, ...]`
+    src = """
+    import numpy as np
+    import torch
+
+    class Policy:
+        def _values(self, obs) -> tuple[torch.Tensor, torch.Tensor]:
+            return self.net(obs)
+
+        def _host_values(self, obs) -> tuple[np.ndarray, np.ndarray]:
+            return self.table[obs]
+
+        def act(self, obs):
+            action, value = self._values(obs)
+            h_action, h_value = self._host_values(obs)
+            return value.cpu(), h_value.tolist()
+    """
+    assert findings(tmp_path, {"t.py": src}) == [("t.py", 15, "PK102", "high")]
