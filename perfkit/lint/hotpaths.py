@@ -319,10 +319,22 @@ def _in_loop(unit: Unit, loops: list) -> bool:
     return False
 
 
+def _calls_learner(loop) -> bool:
+    """The loop's body calls something named like a learner's update (``agent.learn()``, ``self.update()``)."""
+    for c in ast.walk(loop):
+        if isinstance(c, ast.Call):
+            f = c.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if _LEARNER_NAME.search(name):
+                return True
+    return False
+
+
 def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
-    """A loop that calls a rollout collector (``for it in range(n): collect_rollouts(agent, env); agent.learn()``)
-    is a training iteration loop: what it calls runs once per rollout, hot (not proven). Its own lines (an
-    every-N-iterations print) are left as they are."""
+    """A loop that calls a rollout collector and a learner (``for it in range(n): collect_rollouts(agent, env);
+    agent.learn()``) is a training iteration loop: what it calls runs once per rollout, hot (not proven). Its own
+    lines (an every-N-iterations print) are left as they are. (A loop over seeds or episodes that calls a collector
+    and learns nothing — a motion-planning demo — is not one.)"""
     if not hp.collectors:
         return
     for _ in range(3):  # a wrapper that calls a collector once (`collect_rollouts` -> `_collect_rollouts`) is one
@@ -353,7 +365,7 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
         for unit in mod.units:
             if unit.kernel or unit in hp.collectors:
                 continue
-            calling = [n for n in unit_nodes(unit) if isinstance(n, _LOOPS) and any(
+            calling = [n for n in unit_nodes(unit) if isinstance(n, _LOOPS) and _calls_learner(n) and any(
                 isinstance(c, ast.Call) and set(resolve_call(mod, unit, c)) & hp.collectors for c in ast.walk(n))]
             for node in calling:  # the innermost such loop: one around it runs generations, evaluations...
                 if id(node) not in hp.loops and not any(o is not node and o in ast.walk(node) for o in calling):

@@ -184,8 +184,8 @@ def flag_attr(mod: ModuleInfo, cls, attr: str) -> bool:
 def mixed_union(mod: ModuleInfo, ann) -> bool:
     """A union of device tensors and host data (``np.ndarray | Sequence[np.ndarray] | torch.Tensor``): which one
     a value is only its producer knows."""
-    kinds = {annotation_kind(m, e) for m, e in _members(mod, ann)
-             if not (isinstance(e, ast.Constant) and e.value is None) and dotted(e) != "None"}
+    kinds = {annotation_kind(m, e) for m, e in _members(mod, ann)  # a slice / None is an index, not data
+             if not (isinstance(e, ast.Constant) and e.value is None) and dotted(e) not in ("None", "slice", "range")}
     return bool(kinds & DEVICE) and bool(kinds & HOSTISH)
 
 
@@ -1039,6 +1039,9 @@ def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
     if unit.kernel or not isinstance(unit.node, FUNC_DEFS):
         return None
     k = annotation_kind(mod, unit.node.returns)
+    if k in DEVICE and mixed_union(mod, unit.node.returns):
+        cache[unit] = None  # `-> bool | np.ndarray | Tensor`: what comes back depends on what went in
+        return None
     if k is None:
         typer = typer_for(mod, unit)
         for node in unit_nodes(unit):

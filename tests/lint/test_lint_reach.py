@@ -437,3 +437,67 @@ def test_tuple_unpacking_reads_the_items_of_an_annotated_tuple_return(tmp_path):
             return value.cpu(), h_value.tolist()
     """
     assert findings(tmp_path, {"t.py": src}) == [("t.py", 15, "PK102", "high")]
+
+
+def test_a_loop_over_episodes_calling_a_collector_without_learning_is_no_iteration_loop(tmp_path):
+    # mani-skill's motion-planning demos: `for seed in seeds: solve(env, seed)`, solve() steps the env through a
+    # planner and learns nothing: its `if res == -1:` checks are not per-iteration code
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/plan.py": """
+            import torch
+
+            def follow_path(env, path):
+                for q in path:
+                    obs = env.step(q)
+                return obs
+
+            def solve(env, path):
+                res = follow_path(env, path)
+                if res == -1:
+                    return res
+                return follow_path(env, path)
+
+            def main(env, paths):
+                for path in paths:
+                    res = solve(env, path)
+            """,
+    }
+    assert [f for f in lint_tree(tmp_path, files) if f[1] == 11] == []
+
+
+def test_a_return_annotated_tensor_or_host_is_not_a_tensor(tmp_path):
+    # sample-factory's make_dones(...) -> DonesType (bool | np.ndarray | Tensor | Sequence), called by a gym wrapper;
+    # a tensor-or-slice (mjlab's _resolve_env_ids) is a tensor: a slice is an index, not host data
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": """
+            from typing import Sequence, Union
+            import numpy as np
+            from torch import Tensor
+
+            DonesType = Union[bool, np.ndarray, Tensor, Sequence]
+
+            def make_dones(terminated: DonesType, truncated: DonesType) -> DonesType:
+                return terminated | truncated
+
+            def device_dones(terminated: Tensor, truncated: Tensor) -> Tensor | slice:
+                return terminated | truncated
+            """,
+        "pkg/wrap.py": """
+            import torch
+            from .utils import device_dones, make_dones
+
+            class StatsWrapper:
+                def step(self, action):
+                    obs, reward, terminated, truncated, info = self.env.step(action)
+                    done = make_dones(terminated, truncated)
+                    if self.timestep % 20 == 0 or done:
+                        self.log(info)
+                    if device_dones(terminated, truncated):
+                        self.log(info)
+                    return obs
+            """,
+    }
+    got = [(f, line, rule) for f, line, rule, conf in findings(tmp_path, files) if conf == "high"]
+    assert ("wrap.py", 9, "PK103") not in got and ("wrap.py", 11, "PK103") in got
