@@ -516,11 +516,16 @@ class Typer:
                 return
             if k is None and self.mod.uses_torch and not self.mod.uses_gym and self._is_env_call(value):
                 k = TENSOR
+            host = set()
+            if k in DEVICE and self._is_env_call(value) and self.kind(value.func.value) is None:
+                host = self._numpy_read(target.elts)  # what this code reads with numpy is host data
             if k in TORCH or k == NDARRAY:
                 for t in target.elts:
                     if isinstance(t, ast.Starred):
                         t = t.value
-                    if isinstance(t, ast.Name):
+                    if isinstance(t, ast.Name) and t.id in host:
+                        self._set(t.id, NDARRAY, pos)
+                    elif isinstance(t, ast.Name):
                         if _NOT_TENSOR_NAMES.match(t.id):  # a host env's info dict holds host data too
                             self._set(t.id, HOSTSEQ if k == NDARRAY and not torch_gym_envs(self.mod) else HOST, pos)
                         else:
@@ -629,6 +634,52 @@ class Typer:
                     seen.add(name)
             self._lambda_defs = lams
         return lams
+
+    def _numpy_read(self, targets) -> set:
+        """The names of ``targets`` this unit always reads with numpy, in its straight-line code or an ``if``'s
+        test (``if np.isscalar(is_done):``; not inside a branch, which may be the host-env one): host data (a
+        device tensor would not go there)."""
+        names = {t.value.id if isinstance(t, ast.Starred) and isinstance(t.value, ast.Name) else
+                 t.id if isinstance(t, ast.Name) else None for t in targets} - {None}
+        reads = self.__dict__.get("_numpy_reads")
+        if reads is None:
+            reads = set()
+            if not self.unit.is_module and ("np." in self.mod.text or "numpy" in self.mod.text):
+                self._scan_numpy(self.unit.node.body, reads)
+            self._numpy_reads = reads
+        return names & reads
+
+    def _scan_numpy(self, stmts, reads: set):
+        stmts_left = True
+        for st in stmts:
+            if not stmts_left:
+                return
+            if isinstance(st, FUNC_DEFS + (ast.ClassDef,)):
+                continue
+            if isinstance(st, ast.If) and any(b and isinstance(b[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+                                              for b in (st.body, st.orelse)):
+                parts = [st.test]  # what follows runs on one branch only (`if tensor_env: return ...`)
+                stmts_left = False
+            elif isinstance(st, (ast.If, ast.While)):
+                parts = [st.test]
+            elif isinstance(st, (ast.For, ast.AsyncFor)):
+                parts = [st.iter]
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                parts = [i.context_expr for i in st.items]
+                self._scan_numpy(st.body, reads)
+            elif isinstance(st, ast.Try):
+                parts = []
+                self._scan_numpy(st.body, reads)
+            else:
+                parts = [st]
+            for part in parts:
+                for n in ast.walk(part):
+                    if isinstance(n, ast.Call):
+                        if (self.mod.qual(n.func) or "").startswith("numpy."):
+                            reads.update(a.id for a in n.args if isinstance(a, ast.Name))
+                        elif isinstance(n.func, ast.Attribute) and n.func.attr == "astype" \
+                                and isinstance(n.func.value, ast.Name):
+                            reads.add(n.func.value.id)
 
     def _is_env_call(self, value) -> bool:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):

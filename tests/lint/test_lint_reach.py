@@ -501,3 +501,33 @@ def test_a_return_annotated_tensor_or_host_is_not_a_tensor(tmp_path):
     }
     got = [(f, line, rule) for f, line, rule, conf in findings(tmp_path, files) if conf == "high"]
     assert ("wrap.py", 9, "PK103") not in got and ("wrap.py", 11, "PK103") in got
+
+
+def test_step_results_the_code_always_reads_with_numpy_are_host_data():
+    # rl-games' RayWorker.step: `if np.isscalar(is_done):` on an env of unknown type: a gym env's flag
+    from tests.lint.test_lint_real_causes import lint
+
+    src = """
+    import numpy as np
+    import torch
+
+    class RayWorker:
+        def step(self, action):
+            next_state, reward, is_done, info = self.env.step(action)
+            if np.isscalar(is_done):
+                episode_done = is_done
+            else:
+                episode_done = is_done.all()
+            if episode_done:
+                next_state = self.reset()
+            return next_state
+
+    class Player:
+        def step(self, env, actions):
+            obs, rewards, dones, infos = env.step(actions)
+            if self.is_tensor_obses:
+                return obs, rewards.cpu(), dones
+            return obs, torch.from_numpy(np.asarray(rewards)), dones
+    """
+    # the player reads rewards with numpy only on its host-env branch: on the other, a device tensor
+    assert lint(src) == [(20, "PK102")]
