@@ -74,6 +74,11 @@ _TENSOR_PARAM = re.compile(r"^(actions?|obs|observations?|next_obs|rewards?|done
                            r"timeouts|env_ids|env_idx|masks?|reset_mask|done_mask)$")
 
 
+# a gym/gymnasium space (`self.action_space`, `env.single_observation_space`) and its numpy attributes
+_GYM_SPACE = re.compile(r"(^|[._])(single_)?(action|observation|obs|state)_space$")
+_SPACE_ATTRS = {"low", "high", "nvec", "n", "shape", "start"}
+
+
 def is_mask_name(name: str) -> bool:
     return bool(_MASK_NAME.search(name))
 
@@ -725,6 +730,8 @@ class Typer:
             if isinstance(base, ast.Name) and base.id == self.unit.self_name and self.unit.self_name:
                 return self._self_attrs().get(e.attr)
             bk = self.kind(base)
+            if bk is None and e.attr in _SPACE_ATTRS and _GYM_SPACE.search(dotted(base) or ""):
+                return NDARRAY  # self.action_space.nvec / .low / .high: a gym space's bounds are numpy arrays
             if bk in TORCH:
                 if e.attr in _TENSOR_ATTRS:
                     return bk

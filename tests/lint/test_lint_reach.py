@@ -531,3 +531,18 @@ def test_step_results_the_code_always_reads_with_numpy_are_host_data():
     """
     # the player reads rewards with numpy only on its host-env branch: on the other, a device tensor
     assert lint(src) == [(20, "PK102")]
+
+
+def test_bounds_of_a_gym_space_are_numpy():
+    # skrl: torch.split(net_output, self.action_space.nvec.tolist()): a MultiDiscrete space's nvec is numpy
+    from tests.lint.test_lint_real_causes import lint
+
+    src = """
+    import torch
+    class Model:
+        def act(self, net_output: torch.Tensor):
+            parts = torch.split(net_output, self.action_space.nvec.tolist(), dim=-1)
+            sizes = self.action_sizes.tolist()
+            return parts, sizes
+    """
+    assert lint(src) == [(6, "PK102")]  # an attribute of unknown type: still a possible tensor
