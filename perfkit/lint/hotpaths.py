@@ -59,6 +59,9 @@ class HotPaths:
     # unit -> [(first, last line)] of `if flag:` blocks that no hot caller runs: every hot call passes the
     # parameter a constant that skips the block (`self._log(x, verbose=False)`), and the unit is no seed
     cold_spans: dict = field(default_factory=dict)
+    # units that collect a rollout: one loop of env steps, no loop around it, no gradient step (agilerl's
+    # `collect_rollouts(agent, env, n_steps)`); a loop calling one is a training iteration loop
+    collectors: set = field(default_factory=set)
 
 
 _STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
@@ -249,10 +252,15 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
         step_loops = [n for n in unit_nodes(unit) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
                       and id(n) not in hp.loops and _loop_calls_step(n, mod)]
         inner = {id(n) for loop in step_loops for n in ast.walk(loop) if n is not loop and n in step_loops}
+        outers = False
         for node in step_loops:
             # an iteration loop around a step loop: its own calls run once per iteration (hot, not proven)
             outer = any(id(n) in inner for n in ast.walk(node) if n is not node)
+            outers = outers or outer
             _hot_loop(hp, mod, unit, node, seeds, proven, seed_calls=True, prove_calls=not outer)
+        if step_loops and not outers and not unit.is_module and not _in_loop(unit, step_loops) \
+                and not any(_is_gradient_step(n) for n in unit_nodes(unit)):
+            hp.collectors.add(unit)
         if not step_loops and _steps_once(unit, mod):
             seeds.append(unit)  # hot; not proven: what it calls around the step (a reset, a wrapper's) varies
     for unit, node in learner_loops:  # after the rollout loops: an iteration loop stays one
@@ -300,6 +308,69 @@ def _hot_loop(hp: HotPaths, mod: ModuleInfo, unit: Unit, node, seeds: list, prov
                 seeds.extend(called)
                 if prove_calls:
                     proven.extend(called)
+
+
+def _in_loop(unit: Unit, loops: list) -> bool:
+    """Whether one of ``loops`` sits inside another loop of ``unit``."""
+    ids = {id(n) for n in loops}
+    for n in unit_nodes(unit):
+        if isinstance(n, _LOOPS) and id(n) not in ids and any(id(c) in ids for c in ast.walk(n) if c is not n):
+            return True
+    return False
+
+
+def _calls_learner(loop) -> bool:
+    """The loop's body calls something named like a learner's update (``agent.learn()``, ``self.update()``)."""
+    for c in ast.walk(loop):
+        if isinstance(c, ast.Call):
+            f = c.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if _LEARNER_NAME.search(name):
+                return True
+    return False
+
+
+def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
+    """A loop that calls a rollout collector and a learner (``for it in range(n): collect_rollouts(agent, env);
+    agent.learn()``) is a training iteration loop: what it calls runs once per rollout, hot (not proven). Its own
+    lines (an every-N-iterations print) are left as they are. (A loop over seeds or episodes that calls a collector
+    and learns nothing — a motion-planning demo — is not one.)"""
+    if not hp.collectors:
+        return
+    for _ in range(3):  # a wrapper that calls a collector once (`collect_rollouts` -> `_collect_rollouts`) is one
+        names = {u.name for u in hp.collectors}
+        pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
+        wrappers = set()
+        for mod in project.mods:
+            for unit in mod.units_matching(pattern) if pattern.search(mod.text) else ():
+                if unit.kernel or unit.is_module or unit in hp.collectors:
+                    continue
+                stack = list(unit.node.body)
+                while stack:
+                    n = stack.pop()
+                    if isinstance(n, FUNC_DEFS + (ast.ClassDef, ast.Lambda) + _LOOPS):
+                        continue
+                    if isinstance(n, ast.Call) and set(resolve_call(mod, unit, n)) & hp.collectors:
+                        wrappers.add(unit)
+                        break
+                    stack.extend(ast.iter_child_nodes(n))
+        if not wrappers:
+            break
+        hp.collectors |= wrappers
+    names = {u.name for u in hp.collectors}
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\b")
+    for mod in project.mods:
+        if not pattern.search(mod.text):
+            continue
+        for unit in mod.units:
+            if unit.kernel or unit in hp.collectors:
+                continue
+            calling = [n for n in unit_nodes(unit) if isinstance(n, _LOOPS) and _calls_learner(n) and any(
+                isinstance(c, ast.Call) and set(resolve_call(mod, unit, c)) & hp.collectors for c in ast.walk(n))]
+            for node in calling:  # the innermost such loop: one around it runs generations, evaluations...
+                if id(node) not in hp.loops and not any(o is not node and o in ast.walk(node) for o in calling):
+                    seeds.extend(u for c in ast.walk(node) if isinstance(c, ast.Call)
+                                 for u in resolve_call(mod, unit, c))
 
 
 def _setup_only(project, candidates: list) -> set:
@@ -427,6 +498,7 @@ def find_hot_project(project, directives_of, hot_patterns=(), all_functions=Fals
         _, s, n = module_seeds(mod, directives_of(mod), hot_patterns, all_functions, hp, proven)
         seeds += s
         by_name += n
+    iteration_loops(hp, project, seeds, proven)
     cold = _setup_only(project, by_name)
     seeds += [u for u in by_name if u not in cold]
     spread(hp, seeds)

@@ -74,6 +74,11 @@ _TENSOR_PARAM = re.compile(r"^(actions?|obs|observations?|next_obs|rewards?|done
                            r"timeouts|env_ids|env_idx|masks?|reset_mask|done_mask)$")
 
 
+# a gym/gymnasium space (`self.action_space`, `env.single_observation_space`) and its numpy attributes
+_GYM_SPACE = re.compile(r"(^|[._])(single_)?(action|observation|obs|state)_space$")
+_SPACE_ATTRS = {"low", "high", "nvec", "n", "shape", "start"}
+
+
 def is_mask_name(name: str) -> bool:
     return bool(_MASK_NAME.search(name))
 
@@ -133,7 +138,98 @@ def _union_kind(kinds: set) -> str | None:
     return TENSOR if kinds and kinds <= TORCH else None
 
 
+_EXPANDING: set = set()  # type aliases being expanded (`A = Union[A, int]` must not recurse for ever)
+
+
 def annotation_kind(mod: ModuleInfo, ann) -> str | None:
+    k = _annotation_kind(mod, ann)
+    if k is None and isinstance(ann, (ast.Name, ast.Attribute)):
+        alias = _type_alias(mod, ann)  # GymEnv = Union[gym.Env, gymnasium.Env]: what it stands for
+        if alias is not None and id(alias[1]) not in _EXPANDING:
+            _EXPANDING.add(id(alias[1]))
+            try:
+                return annotation_kind(alias[0], alias[1])
+            finally:
+                _EXPANDING.discard(id(alias[1]))
+    return k
+
+
+def _members(mod: ModuleInfo, ann, depth: int = 0) -> list:
+    """``(module, member)`` for each member of a union annotation (``A | B``, ``Union[A, B]``, ``Optional[A]``,
+    through type aliases, each read in the module that writes it)."""
+    if depth > 6:
+        return [(mod, ann)]
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        return _members(mod, ann.left, depth + 1) + _members(mod, ann.right, depth + 1)
+    outer = (mod.qual(ann.value) or "").rsplit(".", 1)[-1] if isinstance(ann, ast.Subscript) else ""
+    if outer in ("Union", "Optional"):
+        sl = ann.slice
+        out = [m for e in (sl.elts if isinstance(sl, ast.Tuple) else [sl]) for m in _members(mod, e, depth + 1)]
+        return out + [(mod, ast.Constant(value=None))] if outer == "Optional" else out
+    if isinstance(ann, (ast.Name, ast.Attribute)):
+        alias = _type_alias(mod, ann)
+        if alias is not None:
+            return _members(alias[0], alias[1], depth + 1)
+    return [(mod, ann)]
+
+
+def optional(mod: ModuleInfo, ann) -> bool:
+    """``Optional[T]``, ``T | None``, ``Union[T, None]`` (through type aliases)."""
+    return any((isinstance(e, ast.Constant) and e.value is None) or dotted(e) == "None" for _, e in _members(mod, ann))
+
+
+def flag_attr(mod: ModuleInfo, cls, attr: str) -> bool:
+    """``self.<attr>`` of ``cls`` (or a base) may hold None or a Python flag besides a tensor."""
+    if cls is None:
+        return False
+    class_attrs(mod, cls)
+    return any(attr in c.flag_attrs for c in mod.class_chain(cls))
+
+
+def mixed_union(mod: ModuleInfo, ann) -> bool:
+    """A union of device tensors and host data (``np.ndarray | Sequence[np.ndarray] | torch.Tensor``): which one
+    a value is only its producer knows."""
+    kinds = {annotation_kind(m, e) for m, e in _members(mod, ann)  # a slice / None is an index, not data
+             if not (isinstance(e, ast.Constant) and e.value is None) and dotted(e) not in ("None", "slice", "range")}
+    return bool(kinds & DEVICE) and bool(kinds & HOSTISH)
+
+
+_GYM_BASES = ("gym.Env", "gymnasium.Env", "gym.core.Env", "gymnasium.core.Env", "gym.vector.VectorEnv",
+              "gymnasium.vector.VectorEnv", "gymnasium.vector.vector_env.VectorEnv", "gym.Wrapper", "gymnasium.Wrapper")
+
+
+def torch_gym_envs(mod: ModuleInfo) -> bool:
+    """Whether the linted project defines gym/gymnasium envs whose ``step()`` returns torch tensors (ManiSkill's
+    GPU-simulated envs): there, a ``gym.make(...)`` / ``gym.Env`` is no proof of host data."""
+    holder = _holder(mod)
+    got = holder.__dict__.get("_torch_gym_envs")
+    if got is None:
+        holder._torch_gym_envs = False  # while computing
+        project = mod.project
+        got = False
+        if project is not None:
+            for base in _GYM_BASES:
+                for c in project.external_subclasses(mod, ast.parse(base, mode="eval").body, qualified=True):
+                    step = c.methods.get("step")
+                    if step is not None and c.mod is not None and c.mod.uses_torch \
+                            and return_kind(c.mod, step) in TORCH:
+                        got = True
+                        break
+                if got:
+                    break
+        holder._torch_gym_envs = got
+    return got
+
+
+def _type_alias(mod: ModuleInfo, ann):
+    if mod.project is not None:
+        return mod.project.type_alias(mod, ann)
+    if isinstance(ann, ast.Name) and ann.id in mod.type_aliases:
+        return mod, mod.type_aliases[ann.id]
+    return None
+
+
+def _annotation_kind(mod: ModuleInfo, ann) -> str | None:
     if ann is None:
         return None
     if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
@@ -181,8 +277,8 @@ def annotation_kind(mod: ModuleInfo, ann) -> str | None:
         return HOST
     if q.rsplit(".", 1)[-1] in _TDICT_NAMES:
         return TDICT
-    if "VecEnv" in q.rsplit(".", 1)[-1] or q in ("gym.Env", "gymnasium.Env", "gym.core.Env", "gymnasium.core.Env"):
-        return HOSTENV
+    if "VecEnv" in q.rsplit(".", 1)[-1] or (q.startswith(("gym.", "gymnasium.")) and q.endswith(("Env", "Wrapper"))):
+        return HOSTENV  # gym.Env, gymnasium.vector.VectorEnv, gym.Wrapper: step() returns numpy / Python values
     if q in ("torch.BoolTensor", "torch.cuda.BoolTensor"):
         return BOOL
     if q.startswith("torch.") and q.endswith("Tensor"):
@@ -219,7 +315,13 @@ class Typer:
     def _param_kind(self, a):
         u = self.unit
         if a.annotation is not None:
-            return annotation_kind(self.mod, a.annotation)
+            k = annotation_kind(self.mod, a.annotation)
+            if k in DEVICE and self._attrs is None and mixed_union(self.mod, a.annotation):
+                # `mask: np.ndarray | torch.Tensor | None`: either; what the callers pass, where they agree on host
+                hint = passed_kind(self.mod, u, a.arg)
+                if hint in HOSTISH:
+                    return hint  # every hot call passes host data
+            return k
         if a.arg == u.self_name:
             return None
         k = param_hints(self.mod).get(u, {}).get(a.arg) if self._attrs is None else None
@@ -411,15 +513,26 @@ class Typer:
                     self._bind(t, v, pos)
                 return
             k = self.kind(value)
+            items = self._tuple_returns(value, len(target.elts)) if k != NDARRAY else None  # (a host env's step)
+            if items is not None:  # `a, b = self.f(x)` with `def f(...) -> tuple[torch.Tensor, np.ndarray]`
+                for t, k in zip(target.elts, items):
+                    if isinstance(t, ast.Name):
+                        self._set(t.id, BOOL if k in DEVICE and is_mask_name(t.id) else k, pos)
+                return
             if k is None and self.mod.uses_torch and not self.mod.uses_gym and self._is_env_call(value):
                 k = TENSOR
+            host = set()
+            if k in DEVICE and self._is_env_call(value) and self.kind(value.func.value) is None:
+                host = self._numpy_read(target.elts)  # what this code reads with numpy is host data
             if k in TORCH or k == NDARRAY:
                 for t in target.elts:
                     if isinstance(t, ast.Starred):
                         t = t.value
-                    if isinstance(t, ast.Name):
-                        if _NOT_TENSOR_NAMES.match(t.id):
-                            self._set(t.id, HOST, pos)
+                    if isinstance(t, ast.Name) and t.id in host:
+                        self._set(t.id, NDARRAY, pos)
+                    elif isinstance(t, ast.Name):
+                        if _NOT_TENSOR_NAMES.match(t.id):  # a host env's info dict holds host data too
+                            self._set(t.id, HOSTSEQ if k == NDARRAY and not torch_gym_envs(self.mod) else HOST, pos)
                         else:
                             self._set(t.id, BOOL if is_mask_name(t.id) and k in DEVICE else k, pos)
             else:
@@ -432,6 +545,10 @@ class Typer:
             if isinstance(target.value, ast.Name) and target.value.id == self.unit.self_name:
                 k = self.kind(value)
                 old = self._attrs.get(target.attr)
+                branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                if self.unit.cls is not None and (any(isinstance(v, ast.Constant) for v in branches)
+                                                  or isinstance(value, ast.Compare)):
+                    self.unit.cls.flag_attrs.add(target.attr)  # None, True, 0, `a is not None`: a flag too
                 if not k:
                     pass
                 elif old in DEVICE:  # `else: self.flag = True` does not erase a device mask
@@ -439,6 +556,34 @@ class Typer:
                         self._attrs[target.attr] = join_kinds((old, k))
                 elif target.attr not in self._attrs or old in (CPU, HOST, None):
                     self._attrs[target.attr] = k
+
+    def _tuple_returns(self, value, n: int):
+        """The kinds of the items of ``value``, a call of project functions whose return annotations all say
+        ``tuple[A, B, ...]`` with ``n`` items (one list for every function the call may run), else None."""
+        if not isinstance(value, ast.Call) or self.mod.project is None or self.unit.is_module:
+            return None
+        targets = self.mod.project.resolve_call(self.mod, self.unit, value)
+        if not targets or len(targets) > 4:
+            return None
+        got = None
+        for u in targets:
+            ret = getattr(u.node, "returns", None)
+            if ret is None or u.mod is None:
+                return None
+            m = u.mod
+            if isinstance(ret, (ast.Name, ast.Attribute)):
+                alias = _type_alias(m, ret)
+                if alias is not None:
+                    m, ret = alias
+            if not (isinstance(ret, ast.Subscript) and (m.qual(ret.value) or "").rsplit(".", 1)[-1] in ("tuple", "Tuple")
+                    and isinstance(ret.slice, ast.Tuple) and len(ret.slice.elts) == n
+                    and not any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in ret.slice.elts)):
+                return None
+            kinds = [annotation_kind(m, e) for e in ret.slice.elts]
+            if got is not None and kinds != got:
+                return None
+            got = kinds
+        return got
 
     def name_kind(self, e: ast.Name):
         """The kind of a local name at this use (None: unknown here)."""
@@ -452,10 +597,30 @@ class Typer:
                 if r[0] == name and r[1] <= pos <= r[2] and (best is None or r[1] >= best[1]):
                     best = r
             if best is not None and all(b[0] < best[1] for b in reach):
+                if best[3] in TORCH and reach and not self._declared(name, reach):
+                    # `if isinstance(x, torch.Tensor):` on a value known to be numpy / Python data: dead (not when
+                    # only an annotation says so: `seq_length: int` checked for a tensor is one now and then)
+                    k = reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
+                    if k in (NDARRAY, HOST, HOSTSEQ):
+                        return k
                 return best[3]
+            if best is not None and reach:  # rebound inside the narrowed block on some path: the narrowing
+                # holds for the value from before it (`else: if c: x = np.array(x)` ... `torch.tensor(x)`)
+                return join_kinds(best[3] if b[0] < best[1] else b[1] for b in reach)
         if reach:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
+
+    def _declared(self, name, reach) -> bool:
+        """``name`` reaches here as a parameter whose own annotation gives its kind (not a tensor-or-host union,
+        which takes the kind its callers pass)."""
+        if self.unit.is_module or not any(b[0] == (0, 0) for b in reach):
+            return False
+        a = self.unit.node.args
+        for p in a.posonlyargs + a.args + a.kwonlyargs:
+            if p.arg == name:
+                return p.annotation is not None and not mixed_union(self.mod, p.annotation)
+        return False
 
     def _lambdas(self) -> dict:
         """Local names bound (once) to a lambda without parameters."""
@@ -474,6 +639,52 @@ class Typer:
                     seen.add(name)
             self._lambda_defs = lams
         return lams
+
+    def _numpy_read(self, targets) -> set:
+        """The names of ``targets`` this unit always reads with numpy, in its straight-line code or an ``if``'s
+        test (``if np.isscalar(is_done):``; not inside a branch, which may be the host-env one): host data (a
+        device tensor would not go there)."""
+        names = {t.value.id if isinstance(t, ast.Starred) and isinstance(t.value, ast.Name) else
+                 t.id if isinstance(t, ast.Name) else None for t in targets} - {None}
+        reads = self.__dict__.get("_numpy_reads")
+        if reads is None:
+            reads = set()
+            if not self.unit.is_module and ("np." in self.mod.text or "numpy" in self.mod.text):
+                self._scan_numpy(self.unit.node.body, reads)
+            self._numpy_reads = reads
+        return names & reads
+
+    def _scan_numpy(self, stmts, reads: set):
+        stmts_left = True
+        for st in stmts:
+            if not stmts_left:
+                return
+            if isinstance(st, FUNC_DEFS + (ast.ClassDef,)):
+                continue
+            if isinstance(st, ast.If) and any(b and isinstance(b[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+                                              for b in (st.body, st.orelse)):
+                parts = [st.test]  # what follows runs on one branch only (`if tensor_env: return ...`)
+                stmts_left = False
+            elif isinstance(st, (ast.If, ast.While)):
+                parts = [st.test]
+            elif isinstance(st, (ast.For, ast.AsyncFor)):
+                parts = [st.iter]
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                parts = [i.context_expr for i in st.items]
+                self._scan_numpy(st.body, reads)
+            elif isinstance(st, ast.Try):
+                parts = []
+                self._scan_numpy(st.body, reads)
+            else:
+                parts = [st]
+            for part in parts:
+                for n in ast.walk(part):
+                    if isinstance(n, ast.Call):
+                        if (self.mod.qual(n.func) or "").startswith("numpy."):
+                            reads.update(a.id for a in n.args if isinstance(a, ast.Name))
+                        elif isinstance(n.func, ast.Attribute) and n.func.attr == "astype" \
+                                and isinstance(n.func.value, ast.Name):
+                            reads.add(n.func.value.id)
 
     def _is_env_call(self, value) -> bool:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
@@ -519,6 +730,8 @@ class Typer:
             if isinstance(base, ast.Name) and base.id == self.unit.self_name and self.unit.self_name:
                 return self._self_attrs().get(e.attr)
             bk = self.kind(base)
+            if bk is None and e.attr in _SPACE_ATTRS and _GYM_SPACE.search(dotted(base) or ""):
+                return NDARRAY  # self.action_space.nvec / .low / .high: a gym space's bounds are numpy arrays
             if bk in TORCH:
                 if e.attr in _TENSOR_ATTRS:
                     return bk
@@ -639,6 +852,8 @@ class Typer:
                 return NDARRAY  # a CPU vector env returns numpy arrays
             if bk == TMAP:
                 return TENSOR if m in ("get", "pop") and e.args else None
+            if bk == HOSTSEQ and m in ("get", "pop"):
+                return NDARRAY  # an item of host data (a host env's info.get("action_mask"))
             if bk is not None:
                 return None
             if m in _HOST_RESULTS:  # x.cpu(), x.tolist(), x.item(), x.numpy(): host data, whatever x was
@@ -851,6 +1066,8 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
             k = annotation_kind(mod, st.annotation)
             if k:
                 attrs[st.target.id] = k
+            if k in DEVICE and optional(mod, st.annotation):
+                cls.flag_attrs.add(st.target.id)  # logstd: Optional[torch.Tensor]
     methods = [u for u in cls.methods.values()]
     methods.sort(key=lambda u: (u.name != "__init__", u.lineno))
     typers = mod.__dict__.setdefault("_typers", {})
@@ -880,6 +1097,9 @@ def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
     if unit.kernel or not isinstance(unit.node, FUNC_DEFS):
         return None
     k = annotation_kind(mod, unit.node.returns)
+    if k in DEVICE and mixed_union(mod, unit.node.returns):
+        cache[unit] = None  # `-> bool | np.ndarray | Tensor`: what comes back depends on what went in
+        return None
     if k is None:
         typer = typer_for(mod, unit)
         for node in unit_nodes(unit):
@@ -933,6 +1153,8 @@ def param_hints(mod: ModuleInfo) -> dict:
 
     holder._param_hints = hints = {}  # while computing: no hints (first-pass typers)
     seen: dict = {}  # callee -> {parameter: {kinds passed}}: joined once all are known, in no order
+    unknown: dict = {}  # callee -> {parameters some hot call passes a value of unknown kind}
+    holder._param_unknown = unknown
     # in source order, not the set's (hash/address) order: the typers built on the way are cached
     callers = sorted(holder.__dict__.get("_callers", ()),
                      key=lambda u: (u.mod.path if u.mod is not None else "", u.lineno, u.qualname))
@@ -961,6 +1183,8 @@ def param_hints(mod: ModuleInfo) -> dict:
                     k = t.kind(value)
                     if k in TORCH or k == WARP or k in HOSTISH:
                         seen.setdefault(callee, {}).setdefault(name, set()).add(k)
+                    else:
+                        unknown.setdefault(callee, set()).add(name)
     for callee, params in seen.items():
         hints[callee] = {name: join_kinds(kinds) for name, kinds in params.items()}
     for unit in hints:  # first-pass typers of these units are stale
@@ -970,14 +1194,25 @@ def param_hints(mod: ModuleInfo) -> dict:
     return hints
 
 
+def passed_kind(mod: ModuleInfo, unit: Unit, name: str) -> str | None:
+    """The kind every hot call of ``unit`` passes its parameter ``name`` (None where one passes a value of unknown
+    kind, or none is known)."""
+    if name in _holder(mod).__dict__.get("_param_unknown", {}).get(unit, ()):
+        return None
+    return param_hints(mod).get(unit, {}).get(name)
+
+
 def join_kinds(kinds) -> str | None:
     """One kind for a value that may be any of ``kinds`` (a parameter passed several, a name assigned in
     several branches): a device tensor wins (the sync happens on that path), a mask only when every device
-    kind is a mask; host kinds that disagree, or any unknown, -> unknown. Independent of the order."""
+    kind is a mask; host kinds that disagree -> host (a host tensor, else numpy, else Python data); any
+    unknown -> unknown. Independent of the order."""
     kinds = set(kinds)
     dev = kinds & DEVICE
     if dev:
         return BOOL if dev == {BOOL} else TENSOR
     if len(kinds) == 1:
         return next(iter(kinds))
+    if kinds <= HOSTISH:  # host data either way (a numpy mask here, a list there): never a sync
+        return CPU if CPU in kinds else NDARRAY if NDARRAY in kinds else HOST
     return None

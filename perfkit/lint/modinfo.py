@@ -24,6 +24,9 @@ class ClassInfo:
     base_exprs: list = field(default_factory=list)  # dotted source text of the bases ("nn.Module", "base.Env")
     attrs: dict | None = None  # self attribute -> kind, filled by infer.class_attrs()
     building: bool = False
+    # self attributes that may also hold None or a Python flag (`self.x = None`, `logstd: Optional[Tensor]`,
+    # `else: self.mask = True`): their truth test may be a None / flag check (infer.class_attrs())
+    flag_attrs: set = field(default_factory=set)
 
 
 @dataclass(eq=False)
@@ -75,6 +78,9 @@ class ModuleInfo:
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, list[Unit]] = {}  # plain (non-method) functions by name
         self.methods: dict[str, list[Unit]] = {}  # methods of any class by name
+        # module-level names bound once to a type expression: `GymEnv = Union[gym.Env, gymnasium.Env]`,
+        # `SupportedOnPolicy = PPO`, `Mask: TypeAlias = np.ndarray | None` (annotations read through them)
+        self.type_aliases: dict[str, ast.expr] = {}
         self.module_unit = Unit(tree, "<module>", "<module>", mod=self)
         self.units.append(self.module_unit)
         self._collect(tree.body, self.module_unit, None, "")
@@ -176,6 +182,8 @@ class ModuleInfo:
                     self.functions.setdefault(st.name, []).append(unit)
                 self.units.append(unit)
                 self._collect(st.body, unit, None, qn + ".")
+            elif owner is self.module_unit and cls is None and isinstance(st, (ast.Assign, ast.AnnAssign)):
+                self._type_alias(st)
             elif isinstance(st, ast.ClassDef):
                 # a generic base (`Algorithm[TPolicy]`, `Generic[T]`) is its class: the subscript is typing only
                 exprs = [dotted(b.value if isinstance(b, ast.Subscript) else b) or "" for b in st.bases]
@@ -191,6 +199,23 @@ class ModuleInfo:
                     for case in st.cases:
                         self._collect(case.body, owner, cls, prefix)
 
+    def _type_alias(self, st):
+        """Record ``Name = <type expression>`` at module level (a name bound twice is no alias)."""
+        if isinstance(st, ast.Assign):
+            if len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
+                return
+            name, value = st.targets[0].id, st.value
+        else:
+            if not isinstance(st.target, ast.Name) or st.value is None:
+                return
+            if (dotted(st.annotation) or "").rsplit(".", 1)[-1] != "TypeAlias":
+                return
+            name, value = st.target.id, st.value
+        if name in self.type_aliases or not _is_type_expr(value):
+            self.type_aliases.pop(name, None)
+            return
+        self.type_aliases[name] = value
+
     def class_chain(self, cls: ClassInfo):
         """``cls`` and its base classes defined in this module or, within a Project, in the other linted
         modules (no cycles). Each ClassInfo's ``mod`` says where it is defined."""
@@ -205,6 +230,24 @@ class ModuleInfo:
             out.append(c)
             todo.extend(self.classes[b] for b in c.bases if b in self.classes)
         return out
+
+
+def _is_type_expr(e) -> bool:
+    """``A``, ``a.B``, ``A[B, C]``, ``A | B | None``, ``Optional[A]``: an expression made only of (dotted) names,
+    subscripts, ``|`` unions and ``None``/string constants."""
+    if isinstance(e, ast.Constant):
+        return e.value is None or isinstance(e.value, str)
+    if dotted(e) is not None:
+        return True
+    if isinstance(e, ast.Subscript):
+        return dotted(e.value) is not None and _is_type_expr(e.slice)
+    if isinstance(e, ast.Tuple):
+        return all(_is_type_expr(x) for x in e.elts)
+    if isinstance(e, ast.List):  # Callable[[A], B]
+        return all(_is_type_expr(x) for x in e.elts)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.BitOr):
+        return _is_type_expr(e.left) and _is_type_expr(e.right)
+    return False
 
 
 def _decorator_target(d):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 from perfkit.lint.modinfo import FUNC_DEFS, ClassInfo, ModuleInfo, Unit, dotted, unit_nodes
 
@@ -30,6 +31,9 @@ GENERIC = {
     "__enter__", "__exit__", "__getitem__", "__setitem__", "__len__", "__iter__", "__next__", "__repr__", "__str__",
 }
 _MAX_NAME_TARGETS = 4  # a "specific" name defined more often than this is generic in this project
+# receivers that hold the algorithm a training loop drives (`agent.get_action(obs)`, `self.policy.learn()`,
+# `for agent in population.agents:`): any project method of that (specific) name may run, however many there are
+ROLE_RECEIVER = re.compile(r"(^|_)(agent|policy|algo|algorithm|learner)$", re.IGNORECASE)
 
 
 def _package_dir_name(path: str, cache: dict) -> str:
@@ -109,6 +113,8 @@ class Project:
             out = mod.classes[name]
         elif name in mod.functions:
             out = [u for u in mod.functions[name] if u.parent is mod.module_unit]
+        elif name in mod.type_aliases and dotted(mod.type_aliases[name]) is not None and depth < 6:
+            out = self.resolve_expr(mod, mod.type_aliases[name])  # SupportedOnPolicy = PPO
         elif depth < 6:
             target = self._absolute(mod, name)
             if target is not None:
@@ -147,6 +153,27 @@ class Project:
         cands = [m for m in self._by_stem.get(parts[-1], ())
                  if os.path.splitext(os.path.abspath(m.path))[0].replace(os.sep, "/").endswith("/" + "/".join(parts))]
         return cands[0] if len(cands) == 1 else None
+
+    def type_alias(self, mod: ModuleInfo, expr, depth: int = 0):
+        """``(module, type expression)`` a (dotted) name stands for when it is a module-level type alias
+        (``GymEnv = Union[gym.Env, gymnasium.Env]`` here or in a linted module it is imported from), else None."""
+        if depth > 6:
+            return None
+        if isinstance(expr, ast.Name):
+            if expr.id in mod.type_aliases:
+                return mod, mod.type_aliases[expr.id]
+            target = self._absolute(mod, expr.id)
+            if target is None or "." not in target:
+                return None
+            where, _, name = target.rpartition(".")
+            m = self.lookup(where, depth + 1)
+        elif isinstance(expr, ast.Attribute):
+            m, name = self.resolve_expr(mod, expr.value), expr.attr
+        else:
+            return None
+        if not isinstance(m, ModuleInfo) or m is mod and isinstance(expr, ast.Attribute):
+            return None
+        return self.type_alias(m, ast.Name(id=name, ctx=ast.Load()), depth + 1)
 
     def resolve_expr(self, mod: ModuleInfo, expr):
         """A Name/Attribute chain at module scope -> ModuleInfo / ClassInfo / [Unit] / None."""
@@ -226,7 +253,7 @@ class Project:
                 out.append(v)
         return out
 
-    def annotation_class(self, mod: ModuleInfo, ann):
+    def annotation_class(self, mod: ModuleInfo, ann, depth: int = 0):
         if ann is None:
             return None
         if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
@@ -237,14 +264,66 @@ class Project:
         if isinstance(ann, ast.Subscript):  # Optional[X]
             inner = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
             for e in inner:
-                c = self.annotation_class(mod, e)
+                c = self.annotation_class(mod, e, depth)
                 if c is not None:
                     return c
             return None
         if isinstance(ann, ast.BinOp):  # X | None
-            return self.annotation_class(mod, ann.left) or self.annotation_class(mod, ann.right)
+            return self.annotation_class(mod, ann.left, depth) or self.annotation_class(mod, ann.right, depth)
         obj = self.resolve_expr(mod, ann)
+        if obj is None and depth < 6:  # Agent = Union[PPO, None] in this or another linted module
+            alias = self.type_alias(mod, ann)
+            if alias is not None:
+                return self.annotation_class(alias[0], alias[1], depth + 1)
         return obj if isinstance(obj, ClassInfo) else None
+
+    def external_subclasses(self, mod: ModuleInfo, ann, qualified: bool = False) -> list:
+        """The linted classes deriving from the class outside the project that ``ann`` names: a parameter
+        annotated ``rollout_buffer: RolloutBuffer`` (stable-baselines3's) may be any project subclass of it
+        (``RecurrentRolloutBuffer``), so ``rollout_buffer.add(...)`` may run each one's ``add``."""
+        q = dotted(ann) if qualified else mod.qual(ann)
+        if not q or "." not in q:
+            return []
+        index = self.__dict__.get("_external_index")
+        if index is None:
+            index = self._external_index = {}
+            for m in self.mods:
+                for c in m.classes.values():
+                    for expr in c.base_exprs:
+                        if expr and self._base(c, expr) is None:
+                            head, sep, rest = expr.partition(".")
+                            bq = m.qual(ast.Name(id=head, ctx=ast.Load()))
+                            bq = (bq + sep + rest) if bq else expr
+                            if "." in bq:
+                                index.setdefault(bq, []).append(c)
+        direct = index.get(q, [])
+        out = []
+        for c in direct:
+            for sub in [c] + self.subclasses(c):
+                if sub not in out:
+                    out.append(sub)
+        return out
+
+    def local_callables(self, mod: ModuleInfo, unit: Unit) -> dict:
+        """Local names of ``unit`` bound to project functions (``collect = collect_rollouts_recurrent if r else
+        collect_rollouts``, or one per branch): name -> every function it may call."""
+        cache = self.__dict__.setdefault("_local_callables", {})
+        out = cache.get(unit)
+        if out is not None:
+            return out
+        out = cache[unit] = {}
+        for n in unit_nodes(unit):
+            if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)):
+                continue
+            vals = [n.value.body, n.value.orelse] if isinstance(n.value, ast.IfExp) else [n.value]
+            for v in vals:
+                if dotted(v) is None or (isinstance(v, ast.Name) and v.id == n.targets[0].id):
+                    continue
+                obj = self.resolve_expr(mod, v)
+                if isinstance(obj, list):
+                    got = out.setdefault(n.targets[0].id, [])
+                    got += [u for u in obj if u not in got and isinstance(u.node, FUNC_DEFS)]
+        return out
 
     def _class_of_value(self, mod: ModuleInfo, value):
         if isinstance(value, ast.Call):
@@ -306,8 +385,8 @@ class Project:
                 args = unit.node.args
                 for a in args.posonlyargs + args.args + args.kwonlyargs:
                     if a.annotation is not None:
-                        k = self.annotation_class(mod, a.annotation)
-                        if k is not None:
+                        k = self.annotation_class(mod, a.annotation) or self.external_subclasses(mod, a.annotation)
+                        if k:
                             local[a.arg] = k
                 for n in unit_nodes(unit):
                     if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
@@ -328,6 +407,8 @@ class Project:
             obj = self.symbol(mod, f.id)
             if isinstance(obj, list):
                 return obj
+            if obj is None and not unit.is_module:
+                return self.local_callables(mod, unit).get(f.id, [])
             return []  # a class (its __init__ is set-up, not per-step work) or unknown
         if not isinstance(f, ast.Attribute):
             return []
@@ -349,12 +430,20 @@ class Project:
                     return [c.methods[name]]
             return []
         cls = self.receiver_class(mod, unit, base)
+        if isinstance(cls, list):  # an external class's project subclasses
+            out = []
+            for c in cls:
+                out += [u for u in self.methods_of(c, name) if u not in out]
+            return out
         if cls is not None:
             return self.methods_of(cls, name)
         if name not in GENERIC and not name.startswith("__"):
             top = mod.modname.split(".", 1)[0]  # a bare name stands for methods of the caller's own package only
             cands = [u for u in self.methods.get(name, ()) if u.mod is mod or u.mod.modname.split(".", 1)[0] == top]
             if 0 < len(cands) <= _MAX_NAME_TARGETS:
+                return cands
+            recv = dotted(base) or ""
+            if cands and ROLE_RECEIVER.search(recv.rsplit(".", 1)[-1]):
                 return cands
         return []
 

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from perfkit.lint import Options, lint_source
-from perfkit.lint.infer import BOOL, CPU, HOST, TENSOR, join_kinds
+from perfkit.lint.infer import BOOL, CPU, HOST, NDARRAY, TENSOR, join_kinds
 from tests.lint.test_lint_real_causes import lint, lint_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,9 @@ def test_join_of_kinds_is_independent_of_order():
     for kinds in ([HOST, CPU, HOST], [HOST, TENSOR, CPU], [BOOL, TENSOR], [BOOL, HOST]):
         got = {join_kinds(p) for p in itertools.permutations(kinds)}
         assert len(got) == 1, (kinds, got)
-    assert join_kinds([HOST, CPU]) is None and join_kinds([BOOL, HOST]) == BOOL and join_kinds([BOOL, TENSOR]) == TENSOR
+    assert join_kinds([BOOL, HOST]) == BOOL and join_kinds([BOOL, TENSOR]) == TENSOR
+    # host kinds that disagree stay host (never a sync): a host tensor, else numpy, else Python data
+    assert join_kinds([HOST, CPU]) == CPU and join_kinds([HOST, NDARRAY]) == NDARRAY and join_kinds([HOST, None]) is None
 
 
 # -- host data read as device data --------------------------------------------------------------------------

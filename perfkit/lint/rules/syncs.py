@@ -11,7 +11,8 @@ import re
 
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.modinfo import error_path
-from perfkit.lint.infer import BOOL, CPU, DEVICE, HOST, HOSTISH, TDICT, TENSOR, WARP, is_mask_name, typer_for
+from perfkit.lint.infer import (BOOL, CPU, DEVICE, HOST, HOSTISH, TDICT, TENSOR, WARP, flag_attr, is_mask_name,
+                                mixed_union, optional, passed_kind, typer_for)
 from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.modinfo import FUNC_DEFS, unit_nodes
 from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module
@@ -334,11 +335,26 @@ def _torch_fn(ctx, node: ast.Call, q: str):
         dev = kwarg(node, "device")
         if dev is None or (isinstance(dev, ast.Constant) and dev.value in ("cpu", None)):
             return
-        if node.args and _dev(ctx, node.args[0]):
+        if node.args and _dev(ctx, node.args[0]) and not _hinted_param(ctx, node.args[0]):
             return  # already on the device
         if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts:
             return  # torch.tensor([], device=d): nothing to copy (no sync, measured on an H200)
         ctx.report("PK109", node, what=f"`torch.{name}(..., device=...)` from host data")
+
+
+def _hinted_param(ctx, e, annotated_only=False) -> bool:
+    """A parameter (as passed) declared as either a tensor or host data (``np.ndarray | torch.Tensor``), or not
+    annotated (typed from what its callers pass): ``torch.as_tensor(masks, device=d)`` converts because some
+    callers pass host data, though one passes a tensor."""
+    if not isinstance(e, ast.Name) or not isinstance(ctx.unit.node, FUNC_DEFS):
+        return False
+    a = ctx.unit.node.args
+    if annotated_only and passed_kind(ctx.mod, ctx.unit, e.id) in DEVICE:
+        return False  # every hot call passes a device tensor
+    return any(p.arg == e.id and (p.annotation is None and not annotated_only
+                                  or p.annotation is not None and mixed_union(ctx.mod, p.annotation))
+               for p in a.posonlyargs + a.args + a.kwonlyargs) \
+        and all(b[0] == (0, 0) for b in ctx.typer._reaching(ctx.typer.binds.get(e.id, []), (e.lineno, e.col_offset)))
 
 
 def _builtin(ctx, node: ast.Call, name: str):
@@ -365,12 +381,11 @@ def _truth(ctx, e):
     """Confidence that Python's truth test of ``e`` reads a device tensor: 'high', 'medium' (``x.any()`` /
     ``x.all()`` on a receiver of unknown type in a torch module) or None."""
     if isinstance(e, ast.BoolOp):  # tested as a whole: every operand's truth is read, the last one's too
-        confs = [_truth(ctx, v) for v in e.values]
-        return "high" if "high" in confs else "medium" if "medium" in confs else None
+        return _best(_truth(ctx, v) for v in e.values)
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
         return _truth(ctx, e.operand)
     if _dev(ctx, e):
-        return "high"
+        return _FLAG if _maybe_flag(ctx, e) else "high"
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("any", "all") \
             and not e.args and not receiver_is_module(ctx, e.func):
         if ctx.kind(e.func.value) is None and ctx.mod.uses_torch:
@@ -378,36 +393,65 @@ def _truth(ctx, e):
     return None
 
 
+def _maybe_flag(ctx, e) -> bool:
+    """A bare ``self.attr`` / parameter whose truth test may be a None or flag check: the attribute is also set to
+    None / a Python constant, or declared ``Optional[Tensor]``; the parameter is ``Optional`` or defaults to
+    None (``if self.logstd:`` meaning ``is not None``; a tensor there syncs only if it is one)."""
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == ctx.unit.self_name \
+            and ctx.unit.self_name:
+        return flag_attr(ctx.mod, ctx.unit.cls, e.attr)
+    if isinstance(e, ast.Name) and isinstance(ctx.unit.node, FUNC_DEFS):
+        reach = ctx.typer._reaching(ctx.typer.binds.get(e.id, []), (e.lineno, e.col_offset))
+        if not reach or any(b[0] != (0, 0) for b in reach):
+            return False
+        a = ctx.unit.node.args
+        pos = a.posonlyargs + a.args
+        defaults = dict(zip([p.arg for p in pos][len(pos) - len(a.defaults):], a.defaults))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        for p in pos + a.kwonlyargs:
+            if p.arg == e.id:
+                d = defaults.get(p.arg)
+                return (isinstance(d, ast.Constant) and d.value is None) or (
+                    p.annotation is not None and optional(ctx.mod, p.annotation))
+    return False
+
+
+_FLAG = "flag"  # _truth: a device tensor's truth test that may be a None / flag check: medium, never promoted
+
+
+def _best(confs):
+    confs = set(confs)
+    return next((c for c in ("high", "medium", _FLAG) if c in confs), None)
+
+
+def _report_truth(ctx, node, conf, what):
+    if conf:
+        ctx.report("PK103", node, what=what, confidence="medium" if conf == _FLAG else conf, promote=conf != _FLAG)
+
+
 @check(ast.If, ast.While, ast.Assert, ast.IfExp)
 def truth_tests(ctx, node):
-    conf = _truth(ctx, node.test)
-    if conf:
-        ctx.report("PK103", node.test, what=_TRUTH_WHAT[type(node)], confidence=conf)
+    _report_truth(ctx, node.test, _truth(ctx, node.test), _TRUTH_WHAT[type(node)])
 
 
 @check(ast.comprehension)
 def comprehension_ifs(ctx, node):
     for cond in node.ifs:
-        conf = _truth(ctx, cond)
-        if conf:
-            ctx.report("PK103", cond, what="a comprehension `if` on a tensor", confidence=conf)
+        _report_truth(ctx, cond, _truth(ctx, cond), "a comprehension `if` on a tensor")
 
 
 @check(ast.BoolOp)
 def bool_ops(ctx, node):
     """``a or b`` on tensors: one finding for the expression, however many operands are tensors."""
     op = "and" if isinstance(node.op, ast.And) else "or"
-    confs = [_truth(ctx, v) for v in node.values[:-1]]  # the last operand is returned, not tested
-    if "high" in confs or "medium" in confs:
-        ctx.report("PK103", node, what=f"`{op}` on a tensor", confidence="high" if "high" in confs else "medium")
+    # the last operand is returned, not tested
+    _report_truth(ctx, node, _best(_truth(ctx, v) for v in node.values[:-1]), f"`{op}` on a tensor")
 
 
 @check(ast.UnaryOp)
 def not_op(ctx, node):
     if isinstance(node.op, ast.Not):
-        conf = _truth(ctx, node.operand)
-        if conf:
-            ctx.report("PK103", node.operand, what="`not` of a tensor", confidence=conf)
+        _report_truth(ctx, node.operand, _truth(ctx, node.operand), "`not` of a tensor")
 
 
 @check(ast.FormattedValue)
@@ -609,6 +653,8 @@ def host_reading_calls(ctx, node: ast.Call):
         conf = _confidence(ctx, value)
         if conf is None:
             continue
+        if conf == "high" and _hinted_param(ctx, value, annotated_only=True):
+            conf = "medium"  # `mask: np.ndarray | torch.Tensor`: declared either, the converter checks which
         rule = _HOST_READS[method]
         what = f"`{name}()` (its `.{method}()` of `{param}`)"
         ctx.report(rule, node, what=what, confidence=conf, promote=False)
