@@ -2,6 +2,7 @@
 
     python3 scripts/gpu/dist.py --out DIR [--gpus 2] [--num-envs 4096] [--iterations 80]
     python3 scripts/gpu/dist.py --out DIR --same-gpu      # one GPU: both ranks on cuda:0, gloo
+    python3 scripts/gpu/dist.py --out DIR --rounds 3      # perfkit's overhead per rank over 3 interleaved rounds
     python3 scripts/gpu/dist.py --out DIR --backend gloo --device cpu --num-envs 16 --iterations 4 --num-steps 8
 
 On the 2-GPU H200 machine (``nvidia-h200-x2``; warp and mujoco installed into /tmp/site by
@@ -99,6 +100,21 @@ def efficiency(multi: dict, one: dict) -> float:
     return multi["total_sps"] / (multi["nproc"] * one["total_sps"])
 
 
+def overhead_ratios(plain_one: dict, plain_multi: dict, prof_one: dict, prof_multi: dict) -> dict:
+    """perfkit / plain SPS of one round: the 1-rank run's and each rank's of the multi-rank runs."""
+    return {"one": prof_one["total_sps"] / plain_one["total_sps"],
+            "per_rank": [a / b for a, b in zip(prof_multi["per_rank"], plain_multi["per_rank"])]}
+
+
+def median_ratios(rounds: list[dict]) -> dict:
+    """The median over rounds of :func:`overhead_ratios`' figures."""
+    from statistics import median
+
+    ratios = [r["perfkit_over_plain"] for r in rounds]
+    return {"one": median(x["one"] for x in ratios),
+            "per_rank": [median(x["per_rank"][i] for x in ratios) for i in range(len(ratios[0]["per_rank"]))]}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
@@ -112,12 +128,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sync", default="allreduce", choices=("allreduce", "ddp"))
     p.add_argument("--same-gpu", action="store_true",
                    help="one GPU: every rank on cuda:0 with gloo on CUDA tensors (see the note it prints)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="rounds of the four launches, the order rotating by round (perfkit's overhead per rank as the "
+                        "median of the rounds' ratios); the last round's records make the report")
     p.add_argument("--timeout", type=float, default=240.0, help="seconds per launch")
     p.add_argument("--budget", type=float, default=480.0,
                    help="seconds for everything: a launch gets at most what is left (gpu-check.sh stops a stage at 540)")
     args = p.parse_args(argv)
     if args.gpus < 2:
         p.error("--gpus must be >= 2")
+    if args.rounds < 1:
+        p.error("--rounds must be >= 1")
     note = None
     if args.same_gpu:
         if args.backend == "nccl" or (args.device is not None and args.device != "cuda:0"):
@@ -153,14 +174,23 @@ def main(argv: list[str] | None = None) -> int:
             raise LaunchError(f"the --budget of {args.budget:g} s is spent")
         return min(args.timeout, left)
 
+    arms = [("plain", 1), ("plain", n), ("perfkit", 1), ("perfkit", n)]  # the 1-GPU run first: it fills Warp's cache
+    rounds: list[dict] = []
     try:
-        plain_one = launch("plain-1", 1, train_args, out, limit())
-        plain_multi = launch(f"plain-{n}", n, train_args, out, limit())
-        prof_one = launch("perfkit-1", 1, train_args, out, limit(), record=out / "one" / "run.json")
-        prof_multi = launch(f"perfkit-{n}", n, train_args, out, limit(), record=out / "multi" / "run.json")
+        for r in range(1, args.rounds + 1):
+            order = arms[(r - 1) % 4:] + arms[:(r - 1) % 4]
+            got: dict[tuple[str, int], dict] = {}
+            for kind, k in order:
+                name = f"{kind}-{k}" + (f".r{r}" if args.rounds > 1 else "")
+                record = (out / ("one" if k == 1 else "multi") / "run.json") if kind == "perfkit" else None
+                got[(kind, k)] = launch(name, k, train_args, out, limit(), record=record)
+            rounds.append({"round": r, "order": [f"{kind}-{k}" for kind, k in order],
+                           "perfkit_over_plain": overhead_ratios(got[("plain", 1)], got[("plain", n)],
+                                                                 got[("perfkit", 1)], got[("perfkit", n)])})
     except LaunchError as e:
         print(f"[dist] FAILED: {e}", flush=True)
         return 1
+    plain_one, plain_multi, prof_one, prof_multi = (got[a] for a in arms)  # the last round's
     ranks = [out / "multi" / f"run.rank{r}.json" for r in range(n)]
     missing = [str(r) for r in ranks if not r.exists()]
     if missing or not (out / "one" / "run.json").exists():
@@ -190,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         "perfkit": {"one": prof_one, "multi": prof_multi, "scaling_efficiency": efficiency(prof_multi, prof_one),
                     "recorded": {"total_sps": s.total_sps, "single_sps": s.single_sps,
                                  "scaling_efficiency": s.scaling_efficiency}},
+        "rounds": rounds,
+        "overhead": median_ratios(rounds),
         "straggler": s.straggler, "imbalance": s.imbalance, "balanced": s.balanced, "slowest_rank": s.slowest_rank,
         "comm_share": s.comm_share,
         "ranks": [{"rank": r.rank, "device": r.device, "sps": r.sps, "step_ms": r.step_ms, "busy_ms": r.busy_ms,
@@ -212,6 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     for label, one, multi in (("plain", plain_one, plain_multi), ("under perfkit profile", prof_one, prof_multi)):
         lines.append(f"| {label} | {one['total_sps']:,.0f} | {multi['total_sps']:,.0f} | "
                      + ", ".join(f"{v:,.0f}" for v in multi["per_rank"]) + f" | {efficiency(multi, one):.1%} |")
+    med = result["overhead"]
+    lines += ["", f"perfkit / plain SPS (median of {len(rounds)} round{'s' if len(rounds) > 1 else ''}, the order rotating): "
+              f"1 rank {med['one']:.3f}; {n} ranks, per rank " + ", ".join(f"{v:.3f}" for v in med["per_rank"])
+              + ("; per round: " + "; ".join(
+                  f"r{x['round']} {x['perfkit_over_plain']['one']:.3f} / "
+                  + ", ".join(f"{v:.3f}" for v in x["perfkit_over_plain"]["per_rank"]) for x in rounds)
+                 if len(rounds) > 1 else ""),
+              "", "(The table's SPS are the last round's.)" if len(rounds) > 1 else ""]
     lines += ["", "Merged per-rank records (perfkit report, the records' own step timing):", ""]
     lines += [f"* {h}" for h in result["headline"]]
     lines += ["", "Full report: `report/index.html`, `report/report.md`.", ""]

@@ -42,6 +42,26 @@ def test_cpu_form_end_to_end(tmp_path):
     assert (out / "plain-2.log").read_text().startswith(sys.executable)  # each log names its command
 
 
+def test_rounds_interleave_the_four_launches_and_give_perfkits_overhead_per_rank(tmp_path):
+    out = tmp_path / "dist"
+    proc = _run(["--out", str(out), *CPU, "--rounds", "2"], timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads((out / "summary.json").read_text())
+    r1, r2 = res["rounds"]
+    assert r1["order"] == ["plain-1", "plain-2", "perfkit-1", "perfkit-2"]
+    assert r2["order"] == ["plain-2", "perfkit-1", "perfkit-2", "plain-1"]  # the order rotates by round
+    for name in ("plain-1.r1", "perfkit-2.r1", "plain-1.r2", "perfkit-2.r2"):
+        assert (out / f"{name}.log").stat().st_size > 0, name
+    # the ratios are the logs' SPS over each other, the overhead their median over the rounds
+    last = r2["perfkit_over_plain"]
+    assert last["one"] == pytest.approx(res["perfkit"]["one"]["total_sps"] / res["plain"]["one"]["total_sps"])
+    assert last["per_rank"] == pytest.approx([a / b for a, b in zip(res["perfkit"]["multi"]["per_rank"],
+                                                                      res["plain"]["multi"]["per_rank"])])
+    both = [r1["perfkit_over_plain"]["one"], r2["perfkit_over_plain"]["one"]]
+    assert res["overhead"]["one"] == pytest.approx(sum(both) / 2) and len(res["overhead"]["per_rank"]) == 2
+    assert "perfkit / plain SPS (median of 2 rounds" in (out / "summary.md").read_text()
+
+
 def test_a_failed_launch_exits_1_naming_its_log(tmp_path):
     proc = _run(["--out", str(tmp_path / "d"), *CPU, "--env", "no-such-env"], timeout=120)
     assert proc.returncode == 1 and "FAILED: plain-1" in proc.stdout and "plain-1.log" in proc.stdout
