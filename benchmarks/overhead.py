@@ -245,15 +245,33 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
     }
 
 
+# perfkit's parts switched off one at a time (``--variants``): ``[tool.perfkit]`` settings per variant
+NO_SAMPLING = {"sample_steps": ()}
+UNTIMED = {"timing_every": 10**9, "nvtx": "off"}  # no CUDA-event timed steps, no NVTX ranges
+VARIANTS: dict[str, dict[str, Any]] = {
+    "hooks": {"sync_source": "hooks"},  # a Python hook on every sync-prone op
+    "auto": {"sync_source": "auto"},  # the default: on CUDA the runtime reports syncs, always-sync ops hooked
+    "auto-nosample": {"sync_source": "auto", **NO_SAMPLING},
+    "auto-untimed": {"sync_source": "auto", **NO_SAMPLING, **UNTIMED},
+    "hooks-untimed": {"sync_source": "hooks", **NO_SAMPLING, **UNTIMED},
+}
+
+
 def measure_sources(env_kind: str, num_envs: int, device: str, rounds: int, steps: int, name: str = "ant",
                     sources: tuple[str, ...] = ("hooks", "auto"), warmup: int = 20, warm_steps: int = 10) -> dict[str, Any]:
-    """The cost of each way of counting syncs, in one process (issue 23's before/after): per round a
-    plain span and one span under a session per ``[tool.perfkit] sync_source`` (``"hooks"``: a Python
-    hook on every sync-prone op, as before; ``"auto"``: on CUDA the runtime reports syncs and only the
-    always-sync ops are hooked), in a rotating order; the ratio of each to the round's plain span."""
+    """The cost of each way of running perfkit, in one process (issue 23's diagnosis by cause): per round
+    a plain span and one span under a session per variant (:data:`VARIANTS`: the two ways of counting
+    syncs, then sampling, GPU timing and NVTX switched off in turn; what is left in ``*-untimed`` is the
+    always-on hooks and the sync path), in a rotating order; the ratio of each to the round's plain span.
+    The session's warm-up and its first sampled step run in ``warm_steps``; later sampled steps may fall
+    in the span (``auto-nosample`` shows what they cost)."""
     from perfkit.config import Config
     from perfkit.record import EXTRA_SYNC_SOURCE
     from perfkit.profile.session import Session
+
+    unknown = [v for v in sources if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}: one of {', '.join(VARIANTS)}")
 
     loop, env, label = make_loop(env_kind, num_envs, device, name)
     loop(warmup)
@@ -277,10 +295,12 @@ def measure_sources(env_kind: str, num_envs: int, device: str, rounds: int, step
             if a == "plain":
                 sps[a].append(span())
                 continue
-            with Session(command=["benchmarks/overhead.py"], config=Config(sync_source=a)) as s:
+            with Session(command=["benchmarks/overhead.py"], config=Config(**VARIANTS[a])) as s:
                 sps[a].append(span())
             counted[a] = {"source": s.run.extra.get(EXTRA_SYNC_SOURCE),
-                          "syncs_per_step": round(sum(f.per_step for f in s.run.findings if f.kind == "sync"), 3)}
+                          "syncs_per_step": round(sum(f.per_step for f in s.run.findings if f.kind == "sync"), 3),
+                          "sampled_steps": list(s.run.sampling.get("steps", [])),
+                          "gpu_timed_steps": s.run.extra.get("gpu_timed_steps")}
     ratios = {a: [b / p for b, p in zip(sps[a], sps["plain"])] for a in sources}
     return {"env": label, "num_envs": num_envs, "device": device, "rounds": rounds, "steps_per_arm": steps,
             "sps_median": {a: statistics.median(v) for a, v in sps.items()},
@@ -400,8 +420,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--estimate", action="store_true",
                    help="also price perfkit's wrapper calls per step (cProfile counts x best-of-N per-call cost): "
                         "a figure that a busy machine does not blur")
-    p.add_argument("--sync-sources", nargs="+", default=None, metavar="SOURCE",
-                   help="instead of the A/B: plain against a session per sync_source (hooks, auto), interleaved")
+    p.add_argument("--sync-sources", "--variants", dest="sync_sources", nargs="+", default=None, metavar="VARIANT",
+                   choices=sorted(VARIANTS),
+                   help="instead of the A/B: plain against a session per variant, interleaved in one process: the sync "
+                        "sources (hooks, auto) and auto/hooks with sampling, GPU timing and NVTX off (auto-nosample, "
+                        "auto-untimed, hooks-untimed)")
     a = p.parse_args(argv)
     import torch
 
@@ -415,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
                                   warm_steps=a.warm_steps)
             results.append(res)
             print(f"{res['env']} {n} envs on {device}: plain {res['sps_median']['plain']:,.0f} env-steps/s; "
-                  + "; ".join(f"sync_source={k}: ratio {v:.4f} (rounds {res['ratios'][k]}, {res['counted'].get(k)})"
+                  + "; ".join(f"{k}: ratio {v:.4f} (rounds {res['ratios'][k]}, {res['counted'].get(k)})"
                               for k, v in res["ratio_median"].items()), flush=True)
         if a.json:
             with open(a.json, "w") as f:

@@ -62,9 +62,10 @@ stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
 stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py --train; }  # + train.py vs train_naive.py report
 stage_verify()  { run_script verify scripts/gpu/verify.py --stacks; }  # --verify on both examples (256, 4096 envs) and rsl_rl's loops
 stage_sync_ops() { run_script sync_ops probes/sync_ops.py; }          # runtime syncs per op class vs perfkit's count
-stage_sync_sources() {  # the manager env's rollout: plain vs perfkit with every hook vs the runtime's reports, one process
+stage_sync_sources() {  # the manager env's rollout, one process: plain vs perfkit with its parts off one at a time (by cause)
   timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/overhead.py --env manager --num-envs 4096 --device cuda \
-    --rounds "${ROUNDS:-5}" --steps 96 --sync-sources hooks auto --json "$OUT/sync_sources/result.json" 2>&1 \
+    --rounds "${ROUNDS:-5}" --steps 96 --variants hooks auto auto-nosample auto-untimed hooks-untimed \
+    --json "$OUT/sync_sources/result.json" 2>&1 \
     | tee "$OUT/sync_sources/log.txt"
 }
 stage_stacks()  { run_script stacks scripts/gpu/stacks.py --wheels .gpu4 --skip-overhead; }  # the manager env through rsl_rl, 4096 envs
