@@ -4,6 +4,8 @@ labelled by a second labeller who did not read the rules' code, and per-step syn
     python benchmarks/lint_heldout/heldout.py fetch [--git cleanrl=PATH]   # wheels from PyPI; cleanrl from a git clone
     python benchmarks/lint_heldout/heldout.py lint      # -> benchmarks/lint_heldout/out/findings.json (ignored by git)
     python benchmarks/lint_heldout/heldout.py sample    # the sample to label -> out/sample.json, printed with context
+    python benchmarks/lint_heldout/heldout.py --dir benchmarks/lint_blind5 fetch|lint|sample   # another sample's folder
+                                                        # (its codebases.json, out/; 10 findings a codebase)
 
 The PyPI codebases (lint_real's 8 and 3 new ones) share ``benchmarks/lint_real``'s cache
 (``~/.cache/perfkit-lint-real`` or ``$PERFKIT_LINT_REAL_CACHE``) and its fetch and lint code; a codebase pinned to a repository and commit
@@ -110,8 +112,18 @@ def sample(args):
     print(f"{len(picked)} findings -> {os.path.join(OUT, 'sample.json')}", file=sys.stderr)
 
 
+def use_dir(folder: str) -> None:
+    """Point the fetch, lint and draw at another held-out sample's folder (lint_fresh, lint_blind4, ...):
+    its codebases.json and out/, 10 findings a codebase."""
+    global HERE, OUT, PER_CODEBASE
+    HERE = os.path.abspath(folder)
+    OUT = os.path.join(HERE, "out")
+    PER_CODEBASE = 10
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=None, help="another held-out sample's folder (default: this one)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     fp = sub.add_parser("fetch")
     fp.add_argument("--git", action="append", default=[], metavar="NAME=PATH",
@@ -119,10 +131,14 @@ def main(argv=None):
     fp.set_defaults(fn=fetch)
     sub.add_parser("lint").set_defaults(fn=lint)
     sp = sub.add_parser("sample")
-    sp.add_argument("--per-codebase", type=int, default=PER_CODEBASE)
+    sp.add_argument("--per-codebase", type=int, default=None, help=f"default {PER_CODEBASE}; 10 with --dir")
     sp.add_argument("--context", type=int, default=8)
     sp.set_defaults(fn=sample)
     args = ap.parse_args(argv)
+    if args.dir:
+        use_dir(args.dir)
+    if getattr(args, "per_codebase", 0) is None:
+        args.per_codebase = PER_CODEBASE
     args.fn(args)
 
 
