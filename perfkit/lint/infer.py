@@ -840,6 +840,11 @@ class Typer:
         if isinstance(func, ast.Attribute):
             bk = self.kind(func.value)
             m = func.attr
+            if m == "type_as" and bk == CPU and len(e.args) == 1:
+                # converted to the other tensor's type, and moved to its device: machin's
+                # `t.linspace(...).type_as(q_dist)` lives where q_dist does (unknown: it may be on the GPU)
+                ok = self.kind(e.args[0])
+                return TENSOR if ok in DEVICE else CPU if ok == CPU else None
             if bk in TORCH:
                 return _method_kind(bk, m, e)
             if bk == WARP:

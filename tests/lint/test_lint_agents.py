@@ -49,3 +49,129 @@ def test_a_star_import_honours_all_and_the_importers_own_names(tmp_path):
     own = _STAR.replace("from .base import *", "from .base import *\n    import numpy as t")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/base.py": _BASE, "pkg/algo.py": own})
     assert not [f for f in got if f[0] == "algo.py" and f[2] == "PK202"]  # its own `t` is numpy
+
+
+# -- a library loop that steps its env through a helper --------------------------------------------------------
+
+_CORE = """
+    import torch
+
+    class Core:
+        def __init__(self, agent, mdp):
+            self.agent = agent
+            self.mdp = mdp
+
+        def learn(self, n_steps, n_steps_per_fit):
+            dataset = []
+            while len(dataset) < n_steps:
+                dataset.append(self.{helper}())
+                if len(dataset) % n_steps_per_fit == 0:
+                    self.agent.fit(dataset)
+
+        def _step(self):
+            action = self.agent.draw_action(self._state)
+            next_state, reward, absorbing, info = self.mdp.step(action)
+            return next_state
+
+        def _record(self):
+            return self._state
+    """
+
+_AGENT = """
+    import torch
+
+    class DQN:
+        def fit(self, dataset):
+            loss = self.approximator(dataset).mean()
+            self.losses.append(loss.item())
+    """
+
+
+def test_a_loop_calling_a_function_that_steps_the_env_once_is_a_rollout_loop(tmp_path):
+    # mushroom-rl: Core._run_impl's `while move_condition(): sample = self._step(render); ...; self.agent.fit(dataset)`
+    files = {"pkg/__init__.py": "", "pkg/core.py": _CORE.format(helper="_step"), "pkg/dqn.py": _AGENT}
+    assert ("dqn.py", 7, "PK101", "high") in findings(tmp_path, files)
+
+
+def test_a_loop_calling_a_helper_that_does_not_step_is_no_rollout_loop(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/core.py": _CORE.format(helper="_record"), "pkg/dqn.py": _AGENT}
+    assert not [f for f in findings(tmp_path, files) if f[0] == "dqn.py"]
+
+
+# -- an RL algorithm's per-step entry points, called by the user's script ---------------------------------------
+
+_A2C = """
+    import torch
+
+    class A2C:
+        def __init__(self, actor, critic):
+            self.actor, self.critic = actor, critic
+            self.optim = torch.optim.Adam(actor.parameters())
+
+        def store_episode(self, episode):
+            for trans in episode:
+                trans["value"] = self._criticize(trans["state"]).item()
+
+        def _criticize(self, state):
+            return self.critic(state)
+
+        def {update}(self, batch):
+            loss = self.actor(batch).mean()
+            {backward}
+    """
+
+
+_STEP = "loss.backward()\n            self.optim.step()"
+
+
+def test_store_episode_of_a_class_that_makes_gradient_steps_is_hot(tmp_path):
+    # machin's A2C.store_episode: the user calls it every episode; the critic's `.item()` per transition
+    files = {"pkg/__init__.py": "", "pkg/a2c.py": _A2C.format(update="update", backward=_STEP)}
+    assert ("a2c.py", 11, "PK101", "medium") in findings(tmp_path, files)
+
+
+def test_store_episode_of_a_subclass_of_a_learning_base_is_hot(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/a2c.py": _A2C.format(update="update", backward=_STEP),
+             "pkg/ppo.py": """
+                 import torch
+                 from .a2c import A2C
+
+                 class PPO(A2C):
+                     def store_episode(self, episode):
+                         self.last = episode[-1]["value"].cpu()
+                 """}
+    assert ("ppo.py", 7, "PK102", "medium") in findings(tmp_path, files)
+
+
+def test_store_episode_of_a_class_that_never_learns_is_not_hot(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/a2c.py": _A2C.format(update="report", backward="return loss")}
+    assert not [f for f in findings(tmp_path, files) if f[2] == "PK101"]
+
+
+_APPROX = """
+    import torch
+
+    class TorchApproximator:
+        def _fit_batch(self, batch):
+            loss = self._loss(batch)
+            {backward}
+            return loss.item()
+    """
+
+
+def test_a_fit_method_that_makes_a_gradient_step_is_a_learner_update(tmp_path):
+    # mushroom-rl's TorchApproximator._fit_batch: backward, optimizer step, `return loss.item()`
+    files = {"pkg/__init__.py": "", "pkg/approx.py": _APPROX.format(
+        backward="loss.backward()\n            self._optimizer.step()")}
+    assert ("approx.py", 9, "PK101", "high") in findings(tmp_path, files)
+    files["pkg/approx.py"] = _APPROX.format(backward="self.history.append(loss)")
+    assert findings(tmp_path, files) == []
+
+
+# -- type_as moves a host tensor to the other tensor's device ---------------------------------------------------
+
+def test_type_as_of_a_host_tensor_lives_where_the_other_tensor_does():
+    from tests.lint.helpers import in_step, rules_of
+    # machin's RAINBOW: `t.linspace(...).type_as(q_dist)` is on the GPU when q_dist is
+    assert "PK101" in rules_of(in_step("v = torch.linspace(0, 1, 5).type_as(a)\nv.sum().item()"))
+    assert "PK101" not in rules_of(in_step("v = torch.linspace(0, 1, 5).type_as(torch.zeros(5))\nv.sum().item()"))
