@@ -4,7 +4,9 @@ Seeds: methods named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., f
 ``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, the
 body of any loop that calls an env step (a runner's rollout loop; what the innermost such loop calls is
 per-step, what an iteration loop around it calls is per-iteration), a learner's update (a function named
-like one that makes a gradient step itself), and a function that steps its envs once outside any loop.
+like one that makes a gradient step itself), a function that steps its envs once outside any loop (and a
+loop that calls one), and an RL algorithm's per-step entry points (``act*``, ``draw_action``, ``predict``,
+``store_episode``... of a class that learns), which the user's script calls rather than the library.
 Then everything those call, transitively, across the linted files (see perfkit.lint.project). ``--all``
 makes every function hot.
 """
@@ -429,21 +431,26 @@ def stepping_loops(hp: HotPaths, project, seeds: list, proven: list):
     self._step(render)``, where ``_step`` runs ``self.mdp.step(action)``) is a rollout loop: its body and what
     it calls run every env step (the agent's ``fit(dataset)`` after the step included), proven like a loop that
     calls ``env.step`` itself. The innermost such loop: one around it runs episodes or epochs."""
-    if not hp.steps_once:
+    names = {u.name for u in hp.steps_once if u.name != "step"}  # a loop calling `.step()` is one already
+    if not names:
         return
-    names = {u.name for u in hp.steps_once}
-    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\(")
+    calls = [n + "(" for n in sorted(names)]
     for mod in project.mods:
-        if not pattern.search(mod.text):
+        if not any(c in mod.text for c in calls):  # a substring test first: the regex over every file costs
             continue
         for unit in sorted(mod.units_matching(pattern), key=lambda u: u.lineno):
             if unit.kernel:
                 continue
-            loops = [n for n in unit_nodes(unit) if isinstance(n, _LOOPS) and any(
-                isinstance(c, ast.Call) and _call_name(c) in names
-                and set(resolve_call(mod, unit, c)) & hp.steps_once for c in ast.walk(n))]
+            nodes = unit_nodes(unit)
+            lines = [c.lineno for c in nodes if type(c) is ast.Call and _call_name(c) in names
+                     and set(resolve_call(mod, unit, c)) & hp.steps_once]
+            if not lines:
+                continue
+            loops = [n for n in nodes if isinstance(n, _LOOPS) and any(n.lineno <= x <= n.end_lineno for x in lines)]
             for node in loops:
-                if id(node) not in hp.loops and not any(o is not node and o in ast.walk(node) for o in loops):
+                if id(node) not in hp.loops and not any(o is not node and node.lineno <= o.lineno and
+                                                        o.end_lineno <= node.end_lineno for o in loops):
                     _hot_loop(hp, mod, unit, node, seeds, proven)
 
 
