@@ -92,7 +92,7 @@ def _where_rules_fire() -> list[str]:
         "bound to project functions (`collect = collect_rollouts`), method names specific enough to stand for "
         "every project method of that name, and any specific method of a receiver named like the algorithm a "
         "loop drives (`agent`, `policy`, `algo`, `learner`: `agent.get_action(obs)` may run every project "
-        "`get_action`), and a property read on `self` runs its getter. A `from .module import *` of a linted "
+        "`get_action`). A `from .module import *` of a linted "
         "module binds what it exports (`__all__`, else its public names: its imports — `t` for torch — classes "
         "and functions). A function hot by its name alone whose every caller is set-up code (`__init__`, "
         "`_build_*`, ...) is not hot, nor is a classmethod. `--all` makes every function hot. Allocation rules "

@@ -494,12 +494,7 @@ def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
         units.add(unit)
         mod = unit.mod
         captured = capture_spans(unit)
-        props = _properties(unit)
         for node in unit_nodes(unit):
-            if props and type(node) is ast.Attribute and type(node.value) is ast.Name \
-                    and node.value.id == unit.self_name and node.attr in props:
-                todo.extend(props[node.attr])  # `self._alpha_np` runs the property's getter
-                continue
             if isinstance(node, ast.Call):
                 if captured and any(a <= node.lineno <= b for a, b in captured):
                     continue  # recorded once into a CUDA graph, replayed with capture_launch: not per-step Python
@@ -516,26 +511,6 @@ def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
                 if spans:
                     hp.cold_spans[callee] = spans
     return hp
-
-
-def _is_property(unit: Unit) -> bool:
-    return any((dotted(d) or "").rsplit(".", 1)[-1] in ("property", "cached_property")
-               for d in getattr(unit.node, "decorator_list", ()))
-
-
-def _properties(unit: Unit) -> dict:
-    """{name: [getter units]} of the properties an object of ``unit``'s class may have (its class, its bases, the
-    overrides in its subclasses), for a method: reading ``self.name`` runs the getter."""
-    cls = unit.cls
-    if cls is None or not unit.self_name or unit.mod is None:
-        return {}
-    got = cls.__dict__.get("_properties")
-    if got is None:
-        project = unit.mod.project or Project([unit.mod])
-        names = {n for c in project.class_chain(cls) for n, u in c.methods.items() if _is_property(u)}
-        got = {n: [u for u in project.methods_of(cls, n) if _is_property(u)] for n in sorted(names)}
-        cls._properties = got
-    return got
 
 
 def _passed(callee: Unit, call: ast.Call, caller: Unit):

@@ -175,32 +175,3 @@ def test_type_as_of_a_host_tensor_lives_where_the_other_tensor_does():
     # machin's RAINBOW: `t.linspace(...).type_as(q_dist)` is on the GPU when q_dist is
     assert "PK101" in rules_of(in_step("v = torch.linspace(0, 1, 5).type_as(a)\nv.sum().item()"))
     assert "PK101" not in rules_of(in_step("v = torch.linspace(0, 1, 5).type_as(torch.zeros(5))\nv.sum().item()"))
-
-
-# -- reading a property runs its getter --------------------------------------------------------------------------
-
-_PROP = """
-    import torch
-
-    class Env:
-        def step(self, action):
-            return self.{read} * action
-
-        @property
-        def _alpha_np(self):
-            return self._log_alpha.exp().detach().cpu().numpy()
-
-        def _alpha_report(self):
-            return self._log_alpha.exp().detach().cpu().numpy()
-    """
-
-
-def test_a_property_read_on_a_hot_path_runs_its_getter(tmp_path):
-    # mushroom-rl's SAC._next_q reads `self._alpha_np` every gradient step: a `.cpu()` of the device alpha
-    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/env.py": _PROP.format(read="_alpha_np")})
-    assert ("env.py", 10, "PK102", "high") in got and ("env.py", 13, "PK102", "high") not in got
-
-
-def test_a_method_read_as_an_attribute_without_property_is_not_run(tmp_path):
-    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/env.py": _PROP.format(read="_alpha_report")})
-    assert not [f for f in got if f[2] == "PK102"]
