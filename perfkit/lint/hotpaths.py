@@ -209,9 +209,11 @@ def learner_step(unit: Unit):
 
 
 # an RL algorithm's per-step entry points, which the user's training script calls (machin's `act_discrete`,
-# `store_episode`; mushroom-rl's `draw_action`, its approximators' `predict`; a Lightning module's `training_step`)
-_AGENT_ENTRY = re.compile(r"^(act|act_\w+|draw_actions?|get_actions?|select_actions?|choose_actions?|sample_actions?|"
-                          r"predict|store_(transitions?|episodes?|experiences?)|train_step|training_step)$")
+# `store_episode`; mushroom-rl's `draw_action`, its approximators' `predict`; pfrl's `batch_act` / `observe`;
+# skrl's `record_transition`; a Lightning module's `training_step`)
+_AGENT_ENTRY = re.compile(r"^(act|act_\w+|batch_act|draw_actions?|get_actions?|select_actions?|choose_actions?|"
+                          r"sample_actions?|predict|observe|batch_observe|remember|record_transitions?|"
+                          r"(store|add)_(transitions?|episodes?|experiences?)|train_step|training_step)$")
 _GRADIENT_TEXT = re.compile(r"backward\s*\(|\.step\s*\(")
 
 

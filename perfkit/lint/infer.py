@@ -1001,6 +1001,8 @@ def _TORCH_DEVICE_RULES(mod, name, e):  # noqa: N802
 def _method_kind(base: str, m: str, e: ast.Call):
     if m in _HOST_RESULTS:
         return _HOST_RESULTS[m]
+    if m == "astype":  # a NumPy method (torch tensors have none): the value was a NumPy array all along
+        return NDARRAY
     if m in _NON_TENSOR_METHODS:
         return HOST if m in ("size", "dim", "ndimension", "numel", "nelement", "element_size", "stride") else None
     if m == "cpu":

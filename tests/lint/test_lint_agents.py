@@ -175,3 +175,37 @@ def test_type_as_of_a_host_tensor_lives_where_the_other_tensor_does():
     # machin's RAINBOW: `t.linspace(...).type_as(q_dist)` is on the GPU when q_dist is
     assert "PK101" in rules_of(in_step("v = torch.linspace(0, 1, 5).type_as(a)\nv.sum().item()"))
     assert "PK101" not in rules_of(in_step("v = torch.linspace(0, 1, 5).type_as(torch.zeros(5))\nv.sum().item()"))
+
+
+def test_observe_of_a_learning_agent_is_hot(tmp_path):
+    # pfrl's agent.batch_observe(obs, reward, done, reset) / Pearl's observe: the user's loop calls it every step
+    files = {"pkg/__init__.py": "", "pkg/a2c.py": _A2C.format(update="update", backward=_STEP).replace(
+        "store_episode", "batch_observe")}
+    assert ("a2c.py", 11, "PK101", "medium") in findings(tmp_path, files)
+
+
+# -- `.astype` is NumPy's ------------------------------------------------------------------------------------------
+
+_TO_STATE = """
+    import torch
+
+    class VectorEnv:
+        def __init__(self):
+            self.obs_buf = torch.zeros(4, 3, device="cuda")
+
+        def step(self, action):
+            return self._to_state(self.obs_buf)
+
+        def _to_state(self, obs):
+            obs = obs{convert}
+            return torch.tensor(obs, device=self._device)
+    """
+
+
+def test_a_value_converted_with_astype_is_a_numpy_array(tmp_path):
+    # autonomous-learning-library's GymVectorEnvironment._to_state: `obs = obs.astype(dtype)` of a parameter named
+    # (or passed) like a tensor; torch tensors have no astype, so torch.tensor(obs, device=d) copies host data
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/env.py": _TO_STATE.format(convert=".astype('float32')")})
+    assert ("env.py", 13, "PK109", "high") in got
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/env.py": _TO_STATE.format(convert=".float()")})
+    assert ("env.py", 13, "PK109", "high") not in got  # a device tensor made float: already on the device
