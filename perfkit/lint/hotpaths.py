@@ -4,7 +4,9 @@ Seeds: methods named like ``step``/``reset*``/``compute_*``/``_reward_*``/..., f
 ``@perfkit.hot`` or marked ``# perfkit: hot``, names configured in ``[tool.perfkit.lint] hot``, the
 body of any loop that calls an env step (a runner's rollout loop; what the innermost such loop calls is
 per-step, what an iteration loop around it calls is per-iteration), a learner's update (a function named
-like one that makes a gradient step itself), and a function that steps its envs once outside any loop.
+like one that makes a gradient step itself), a function that steps its envs once outside any loop (and a
+loop that calls one), and an RL algorithm's per-step entry points (``act*``, ``draw_action``, ``predict``,
+``store_episode``... of a class that learns), which the user's script calls rather than the library.
 Then everything those call, transitively, across the linted files (see perfkit.lint.project). ``--all``
 makes every function hot.
 """
@@ -62,6 +64,9 @@ class HotPaths:
     # units that collect a rollout: one loop of env steps, no loop around it, no gradient step (agilerl's
     # `collect_rollouts(agent, env, n_steps)`); a loop calling one is a training iteration loop
     collectors: set = field(default_factory=set)
+    # units that step their envs once outside any loop of their own (mushroom-rl's `Core._step`): a loop that
+    # calls one is a rollout loop
+    steps_once: set = field(default_factory=set)
 
 
 _STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
@@ -156,9 +161,9 @@ def is_setup(unit: Unit) -> bool:
 
 _VEC_STEP_HALF = re.compile(r"^step_(async|wait)$")
 _STEP_METHOD = re.compile(r"^_*(step|step_\w+|\w+_step|pre_physics_step|post_physics_step)$")
-# a learner's method: update / train / learn / optimize, alone or as a word of the name (`_update_with_batch`,
-# `train_on_batch`, `optimize_model`, `learner_update`)
-_LEARNER_NAME = re.compile(r"(^|_)(update|train|learn|optimi[sz]e)(_|$)")
+# a learner's method: update / train / learn / optimize / fit, alone or as a word of the name (`_update_with_batch`,
+# `train_on_batch`, `optimize_model`, `learner_update`, mushroom-rl's `_fit_batch`)
+_LEARNER_NAME = re.compile(r"(^|_)(update|train|learn|optimi[sz]e|fit)(_|$)")
 # receivers whose .step() is a gradient step: an optimizer (`self.optim.step(loss)`) or an AMP grad scaler
 _OPTIMIZER = re.compile(r"(^|\.|_)(opt|optim|optimizer|optimiser|\w*_optim|\w*_optimizer|scaler|grad_scaler)$", re.I)
 
@@ -203,6 +208,47 @@ def learner_step(unit: Unit):
     return loops or None
 
 
+# an RL algorithm's per-step entry points, which the user's training script calls (machin's `act_discrete`,
+# `store_episode`; mushroom-rl's `draw_action`, its approximators' `predict`; pfrl's `batch_act` / `observe`;
+# skrl's `record_transition`; a Lightning module's `training_step`)
+_AGENT_ENTRY = re.compile(r"^(act|act_\w+|batch_act|draw_actions?|get_actions?|select_actions?|choose_actions?|"
+                          r"sample_actions?|predict|observe|batch_observe|remember|record_transitions?|"
+                          r"(store|add)_(transitions?|episodes?|experiences?)|train_step|training_step)$")
+_GRADIENT_TEXT = re.compile(r"backward\s*\(|\.step\s*\(")
+
+
+def learner_classes(project) -> set:
+    """id() of the project classes that make gradient steps: a method's own code calls ``backward()`` or an
+    optimizer's ``step()``."""
+    found = project.__dict__.get("_learner_classes")
+    if found is None:
+        found = project._learner_classes = set()
+        for mod in project.mods:
+            if "backward" not in mod.text and ".step" not in mod.text:
+                continue
+            for unit in mod.units_matching(_GRADIENT_TEXT):
+                if unit.cls is not None and id(unit.cls) not in found and any(
+                        _is_gradient_step(n) for n in unit_nodes(unit)):
+                    found.add(id(unit.cls))
+    return found
+
+
+def agent_entry(unit: Unit) -> bool:
+    """A per-step entry point of an RL algorithm (:data:`_AGENT_ENTRY`) defined on a class that learns: the class,
+    one of its project bases or one of its project subclasses makes a gradient step (machin's ``A2C.store_episode``,
+    mushroom-rl's ``TorchApproximator.predict``). Not a classmethod, nor a static method."""
+    if unit.cls is None or not unit.self_name or _is_classmethod(unit) or not _AGENT_ENTRY.match(unit.name):
+        return False
+    project = unit.mod.project if unit.mod is not None else None
+    if project is None:
+        return False
+    learners = learner_classes(project)
+    if not learners:
+        return False
+    return any(id(c) in learners for c in project.class_chain(unit.cls)) or any(
+        id(c) in learners for c in project.subclasses(unit.cls))
+
+
 def proven_per_step(unit: Unit) -> bool:
     """An env's step method (a method named ``step``/``*_step``, not a classmethod, not an optimizer's), or a
     learner's update (:func:`learner_step`)."""
@@ -238,6 +284,8 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
             by_name.append(unit)
             if proven_per_step(unit):
                 proven.append(unit)
+        elif agent_entry(unit):
+            by_name.append(unit)  # hot, like a name-hot method: medium where a receiver's type is unknown
         else:
             loops = learner_step(unit)
             if loops == []:
@@ -263,12 +311,14 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
             hp.collectors.add(unit)
         if not step_loops and _steps_once(unit, mod):
             seeds.append(unit)  # hot; not proven: what it calls around the step (a reset, a wrapper's) varies
+            hp.steps_once.add(unit)
     for unit, node in learner_loops:  # after the rollout loops: an iteration loop stays one
         _hot_loop(hp, mod, unit, node, seeds, proven)
     return hp, seeds, by_name
 
 
-_ENV_NAMED = re.compile(r"env", re.I)  # `self.vec_env.step(a)`, `envs.step(a)`, `self.env_step(a)`
+# `self.vec_env.step(a)`, `envs.step(a)`, `self.env_step(a)`, mushroom-rl's `self.mdp.step(action)`
+_ENV_NAMED = re.compile(r"env|(^|[._])mdp([._]|$)", re.I)
 # one env step taken to check, time, evaluate or show it: not the training loop's step
 _CHECK_NAME = re.compile(r"^_*(check|test|validate|verify|warm_?up|bench\w*|measure|time|timed|profile|demo|eval\w*|"
                          r"play|render|record|visuali[sz]e)(_|$)")
@@ -371,6 +421,39 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
                 if id(node) not in hp.loops and not any(o is not node and o in ast.walk(node) for o in calling):
                     seeds.extend(u for c in ast.walk(node) if isinstance(c, ast.Call)
                                  for u in resolve_call(mod, unit, c))
+
+
+def _call_name(c: ast.Call) -> str:
+    f = c.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def stepping_loops(hp: HotPaths, project, seeds: list, proven: list):
+    """A loop that calls a function stepping the envs once (mushroom-rl's ``while move_condition(): sample =
+    self._step(render)``, where ``_step`` runs ``self.mdp.step(action)``) is a rollout loop: its body and what
+    it calls run every env step (the agent's ``fit(dataset)`` after the step included), proven like a loop that
+    calls ``env.step`` itself. The innermost such loop: one around it runs episodes or epochs."""
+    names = {u.name for u in hp.steps_once if u.name != "step"}  # a loop calling `.step()` is one already
+    if not names:
+        return
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\(")
+    calls = [n + "(" for n in sorted(names)]
+    for mod in project.mods:
+        if not any(c in mod.text for c in calls):  # a substring test first: the regex over every file costs
+            continue
+        for unit in sorted(mod.units_matching(pattern), key=lambda u: u.lineno):
+            if unit.kernel:
+                continue
+            nodes = unit_nodes(unit)
+            lines = [c.lineno for c in nodes if type(c) is ast.Call and _call_name(c) in names
+                     and set(resolve_call(mod, unit, c)) & hp.steps_once]
+            if not lines:
+                continue
+            loops = [n for n in nodes if isinstance(n, _LOOPS) and any(n.lineno <= x <= n.end_lineno for x in lines)]
+            for node in loops:
+                if id(node) not in hp.loops and not any(o is not node and node.lineno <= o.lineno and
+                                                        o.end_lineno <= node.end_lineno for o in loops):
+                    _hot_loop(hp, mod, unit, node, seeds, proven)
 
 
 def _setup_only(project, candidates: list) -> set:
@@ -498,6 +581,7 @@ def find_hot_project(project, directives_of, hot_patterns=(), all_functions=Fals
         _, s, n = module_seeds(mod, directives_of(mod), hot_patterns, all_functions, hp, proven)
         seeds += s
         by_name += n
+    stepping_loops(hp, project, seeds, proven)
     iteration_loops(hp, project, seeds, proven)
     cold = _setup_only(project, by_name)
     seeds += [u for u in by_name if u not in cold]

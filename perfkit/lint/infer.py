@@ -840,6 +840,11 @@ class Typer:
         if isinstance(func, ast.Attribute):
             bk = self.kind(func.value)
             m = func.attr
+            if m == "type_as" and bk == CPU and len(e.args) == 1:
+                # converted to the other tensor's type, and moved to its device: machin's
+                # `t.linspace(...).type_as(q_dist)` lives where q_dist does (unknown: it may be on the GPU)
+                ok = self.kind(e.args[0])
+                return TENSOR if ok in DEVICE else CPU if ok == CPU else None
             if bk in TORCH:
                 return _method_kind(bk, m, e)
             if bk == WARP:
@@ -996,6 +1001,8 @@ def _TORCH_DEVICE_RULES(mod, name, e):  # noqa: N802
 def _method_kind(base: str, m: str, e: ast.Call):
     if m in _HOST_RESULTS:
         return _HOST_RESULTS[m]
+    if m == "astype":  # a NumPy method (torch tensors have none): the value was a NumPy array all along
+        return NDARRAY
     if m in _NON_TENSOR_METHODS:
         return HOST if m in ("size", "dim", "ndimension", "numel", "nelement", "element_size", "stride") else None
     if m == "cpu":

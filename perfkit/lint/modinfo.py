@@ -74,6 +74,7 @@ class ModuleInfo:
         self.path = path
         self.aliases: dict[str, str] = {}
         self.rel_imports: dict[str, tuple] = {}  # name -> (level, module, name) of a relative import
+        self.star_imports: list[tuple] = []  # (level, module) of each `from module import *` (the Project merges)
         self.units: list[Unit] = []
         self.classes: dict[str, ClassInfo] = {}
         self.functions: dict[str, list[Unit]] = {}  # plain (non-method) functions by name
@@ -84,21 +85,40 @@ class ModuleInfo:
         self.module_unit = Unit(tree, "<module>", "<module>", mod=self)
         self.units.append(self.module_unit)
         self._collect(tree.body, self.module_unit, None, "")
-        roots = {v.split(".")[0] for v in self.aliases.values()}
+        self.import_flags()
+        self._return_kinds: dict = {}
+        # a factory without device= allocates on the default device: the GPU where the code (or, once linted
+        # as a project, any module of it) sets one: torch.set_default_device("cuda"), Genesis' gs.init(...)
+        self.sets_default_device = bool(_DEFAULT_DEVICE.search(text)) or (
+            "genesis" in self._roots and ".init(" in text)
+        self.project = None  # the Project (perfkit.lint.project) when linted with other files
+        self.modname = ""  # dotted module name within its package tree (set by the Project)
+
+    def import_flags(self):
+        """Which libraries the module's imports name (again once the Project has merged its star imports)."""
+        roots = self._roots = {v.split(".")[0] for v in self.aliases.values()}
         self.uses_torch = "torch" in roots
         self.uses_warp = "warp" in roots or "mujoco_warp" in roots
         self.uses_gym = "gym" in roots or "gymnasium" in roots  # CPU envs: step() returns numpy
         # Warp and torch share memory here (zero-copy views), so their streams must agree.
         self.shares_torch_warp = self.uses_torch and self.uses_warp and (
-            "to_torch" in text or "from_torch" in text or "__cuda_array_interface__" in text
+            "to_torch" in self.text or "from_torch" in self.text or "__cuda_array_interface__" in self.text
         )
-        self._return_kinds: dict = {}
-        # a factory without device= allocates on the default device: the GPU where the code (or, once linted
-        # as a project, any module of it) sets one: torch.set_default_device("cuda"), Genesis' gs.init(...)
-        self.sets_default_device = bool(_DEFAULT_DEVICE.search(text)) or (
-            "genesis" in roots and ".init(" in text)
-        self.project = None  # the Project (perfkit.lint.project) when linted with other files
-        self.modname = ""  # dotted module name within its package tree (set by the Project)
+
+    def exported(self) -> list:
+        """The names ``from this_module import *`` binds: ``__all__`` when the module lists it, else every
+        top-level name not starting with an underscore."""
+        names = None
+        for st in self.tree.body:
+            if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in st.targets):
+                if isinstance(st.value, (ast.List, ast.Tuple)) and all(
+                        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in st.value.elts):
+                    names = [e.value for e in st.value.elts]
+        if names is not None:
+            return names
+        top = list(self.aliases) + list(self.rel_imports) + list(self.classes) + [
+            n for n, us in self.functions.items() if any(u.parent is self.module_unit for u in us)]
+        return [n for n in dict.fromkeys(top) if not n.startswith("_")]
 
     # -- lines -> units ----------------------------------------------------------------------
     def unit_at(self, line: int) -> Unit:
@@ -158,10 +178,14 @@ class ModuleInfo:
             for a in node.names:
                 if a.name != "*":
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                else:
+                    self.star_imports.append((0, node.module))
         elif isinstance(node, ast.ImportFrom) and node.level:  # from .x import y: resolved by the Project
             for a in node.names:
                 if a.name != "*":
                     self.rel_imports[a.asname or a.name] = (node.level, node.module or "", a.name)
+                else:
+                    self.star_imports.append((node.level, node.module or ""))
 
     # -- units -------------------------------------------------------------------------------
     def _collect(self, stmts, owner: Unit, cls: ClassInfo | None, prefix: str):

@@ -78,6 +78,7 @@ class Project:
         for m in self.mods:
             if not m.path.startswith("<"):
                 self._by_stem.setdefault(m.modname.rsplit(".", 1)[-1], []).append(m)
+        self._merge_star_imports()
         self._chains: dict = {}
         self._subclasses = None
         self._attr_classes: dict = {}
@@ -85,6 +86,20 @@ class Project:
         self._symbols: dict = {}
 
     # -- names -------------------------------------------------------------------------------
+    @staticmethod
+    def _relative(mod: ModuleInfo, level: int, module: str, sym: str = "") -> str:
+        """The absolute dotted name ``from <level dots><module> import <sym>`` in ``mod`` means."""
+        pkg = mod.modname.split(".")
+        if level:
+            if not getattr(mod, "is_package", False):
+                pkg = pkg[:-1]
+            if level > 1:
+                pkg = pkg[: len(pkg) - (level - 1)]
+        else:
+            pkg = []
+        parts = pkg + ([module] if module else []) + ([sym] if sym else [])
+        return ".".join(p for p in parts if p)
+
     def _absolute(self, mod: ModuleInfo, name: str) -> str | None:
         """The absolute dotted target a module-level name stands for (an import), or None."""
         target = mod.aliases.get(name)
@@ -93,14 +108,41 @@ class Project:
         rel = mod.rel_imports.get(name)
         if rel is None:
             return None
-        level, module, sym = rel
-        pkg = mod.modname.split(".")
-        if not getattr(mod, "is_package", False):
-            pkg = pkg[:-1]
-        if level > 1:
-            pkg = pkg[: len(pkg) - (level - 1)]
-        parts = pkg + ([module] if module else []) + [sym]
-        return ".".join(p for p in parts if p)
+        return self._relative(mod, *rel)
+
+    def _merge_star_imports(self):
+        """``from .dqn import *`` of a linted module binds what that module exports here: its imports (so
+        ``t.allclose`` is ``torch.allclose`` and the module uses torch, as machin's algorithms do), its classes
+        and functions. Chains (``apex`` -> ``dqn_per`` -> ``dqn``) are merged source first; this module's own
+        names win."""
+        done, active = set(), set()
+
+        def merge(m):
+            if id(m) in done or id(m) in active:
+                return
+            active.add(id(m))
+            for level, module in m.star_imports:
+                target = self._relative(m, level, module)
+                src = self.by_name.get(target) or (self._by_path(target.split(".")) if target else None)
+                if src is None or src is m:
+                    continue
+                merge(src)
+                for name in src.exported():
+                    if name in m.aliases or name in m.rel_imports or name in m.classes or name in m.functions:
+                        continue
+                    if name in src.classes or name in src.functions:
+                        m.aliases[name] = f"{src.modname}.{name}"
+                    else:
+                        target = self._absolute(src, name)
+                        if target is not None:
+                            m.aliases[name] = target
+            active.discard(id(m))
+            done.add(id(m))
+            m.import_flags()
+
+        for m in self.mods:
+            if m.star_imports:
+                merge(m)
 
     def symbol(self, mod: ModuleInfo, name: str, depth: int = 0):
         """What ``name`` means at the top level of ``mod``: a ModuleInfo, a ClassInfo, a list of Units, or None."""
