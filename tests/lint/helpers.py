@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from perfkit.lint import Options, lint_source
+from perfkit.lint import Options, lint_paths, lint_source
 
 # An env class whose `step` is a hot path; snippets are pasted into its body.
 ENV_HEADER = '''\
@@ -54,3 +54,15 @@ def expected_in(text: str) -> set:
         if m:
             out.update((lineno, code) for code in re.findall(r"PK\d{3}", m.group(1)))
     return out
+
+
+def lint_project(tmp_path, files: dict, **options) -> list:
+    """The violations of a project written from ``files`` ({relative path: source}) under ``tmp_path``,
+    sorted by (file name, line, rule, confidence)."""
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    result = lint_paths([str(tmp_path)], Options(**options))
+    assert not result.errors, result.errors
+    return sorted(result.violations, key=lambda v: (v.path.rsplit("/", 1)[-1], v.line, v.rule, v.confidence))

@@ -5,21 +5,13 @@ fails on the linter before these fixes (the `lint-improve` branch point), and ea
 
 from __future__ import annotations
 
-import textwrap
-
-from perfkit.lint import Options, lint_paths
+from tests.lint.helpers import lint_project
 from tests.lint.test_lint_real_causes import lint_tree
 
 
 def findings(tmp_path, files: dict, **options):
     """(file, line, rule, confidence) of the project ``files``."""
-    for name, text in files.items():
-        p = tmp_path / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    result = lint_paths([str(tmp_path)], Options(**options))
-    assert not result.errors, result.errors
-    return sorted((v.path.rsplit("/", 1)[-1], v.line, v.rule, v.confidence) for v in result.violations)
+    return sorted((v.path.rsplit("/", 1)[-1], v.line, v.rule, v.confidence) for v in lint_project(tmp_path, files, **options))
 
 
 # -- host values out of gym-style env.step() ------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 
 from perfkit.lint import Options, lint_paths, lint_source
+from tests.lint.helpers import lint_project
 
 
 def lint(src: str, **options):
@@ -17,13 +18,8 @@ def rules(src: str, **options):
 
 
 def lint_tree(tmp_path, files: dict, **options):
-    for name, text in files.items():
-        p = tmp_path / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    result = lint_paths([str(tmp_path)], Options(**options))
-    assert not result.errors, result.errors
-    return sorted((v.path.rsplit("/", 1)[-1], v.line, v.rule) for v in result.violations)
+    """(file, line, rule) of the project ``files``."""
+    return sorted((v.path.rsplit("/", 1)[-1], v.line, v.rule) for v in lint_project(tmp_path, files, **options))
 
 
 # -- loop rules: only per-env device work ------------------------------------------------------------
