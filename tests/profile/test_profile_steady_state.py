@@ -3,6 +3,8 @@ from warm-up), exact rates for periodic events, perfkit's own time out of the st
 counts, the index-write syncs, and the user-given num_envs."""
 from __future__ import annotations
 
+import time
+
 import threading
 
 import pytest
@@ -108,19 +110,29 @@ class FastEnv(AddEnv):
         return self.x.sum()
 
 
-def _sps(warmup):
+@pytest.mark.parametrize("warmup", [0, 5])
+def test_perfkits_pause_when_the_discovery_window_closes_is_in_no_step(monkeypatch, warmup):
+    """perfkit's own work when the discovery window closes (wrapping what it found) is not part of any
+    step, with warm-up 0 as with the default: made to take 0.5 s here, it shows in the session's own
+    account and in no step's time. (This compared the SPS of the two runs within 2x before; a loaded CI
+    machine read 2.02x.)"""
+    from perfkit.collectors.steps import Discovery
+
+    stop = Discovery.stop
+
+    def slow_stop(self):
+        time.sleep(0.5)
+        return stop(self)
+
+    monkeypatch.setattr(Discovery, "stop", slow_stop)
     env, a = FastEnv(), torch.ones(64)
     with Session(warmup_steps=warmup) as s:
-        for _ in range(3000):
+        for _ in range(300):
             env.step(a)
             env.compute_reward()
-    return s.run.sps
-
-
-def test_warmup_zero_and_the_default_give_the_same_sps_within_noise():
-    """perfkit's own pause when the discovery window closes is not part of any step."""
-    a, b = _sps(0), _sps(5)
-    assert 0.5 < a / b < 2.0, (a, b)
+    assert s.meter.special_s["discovery_close"] >= 0.5
+    assert s.run.step_times_ms and max(s.run.step_times_ms) < 500
+    assert s.run.steps == 300 - warmup
 
 
 def test_cpu_then_numpy_counts_exactly_one_per_call():
