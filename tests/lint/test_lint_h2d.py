@@ -209,6 +209,72 @@ def test_a_lambda_bound_in_init_and_called_from_no_hot_code_stays_set_up(tmp_pat
     assert not [f for f in got if f[1] == 8]
 
 
+# -- a GPU tensor written into a CPU tensor ------------------------------------------------------------------------
+
+_PREFERENCE = """
+import torch as th
+
+class PreferenceModel(th.nn.Module):
+    def probability(self, rews1: th.Tensor, rews2: th.Tensor) -> th.Tensor:
+        return th.sigmoid(rews1.sum() - rews2.sum())
+
+    def forward(self, pairs, host: bool):
+        probs = th.empty(len(pairs), dtype=th.float32)
+        for i, (f1, f2) in enumerate(pairs):
+            if host:
+                probs[i] = self.probability(th.from_numpy(f1.rews), th.from_numpy(f2.rews))
+            else:
+                probs[i] = self.probability(self.net(f1.obs), self.net(f2.obs))
+        return probs
+"""
+
+
+def test_a_device_result_written_into_a_cpu_tensor_is_a_device_to_host_copy(tmp_path):
+    # imitation: `probs = th.empty(n)` (CPU) filled per fragment pair with the reward net's device output
+    got = found(tmp_path, {"m.py": _PREFERENCE})
+    assert ("m.py", 14, "PK102", "high") in got
+    assert not [f for f in got if f[1] == 12]  # the same write of a result computed from CPU tensors
+
+
+_ADVANTAGES = """
+import torch as t
+
+class Impala:
+    def update(self, state, ep_len: int):
+        value = self.critic(state).to("cpu")
+        delta_v = value * 0.5
+        vs = t.zeros_like(value)
+        for idx in reversed(range(ep_len - 1)):
+            vs[idx] = value[idx] + delta_v[idx] * (vs[idx + 1] - value[idx + 1])
+        loss = (self.critic(state) - vs.to(state.device)).mean()
+        loss.backward()
+"""
+
+
+def test_arithmetic_of_cpu_tensors_written_into_a_cpu_tensor_is_no_device_to_host_copy(tmp_path):
+    # machin's IMPALA backward recursion on `.to("cpu")` values (the critic output is typed a device tensor)
+    got = [f[1] for f in found(tmp_path, {"i.py": _ADVANTAGES}) if f[2] == "PK102"]
+    assert got == [6]  # the `.to("cpu")` itself; not the writes into vs
+
+
+def test_a_tensor_made_under_a_device_context_is_not_a_cpu_tensor(tmp_path):
+    # ManiSkill's `_initialize_episode`: `with torch.device(self.device): xyz = torch.zeros((b, 3))` is on the GPU
+    src = """
+    import torch
+
+    class Env:
+        def _initialize_episode(self, env_idx: torch.Tensor):
+            with torch.device(self.device):
+                xyz = torch.zeros((len(env_idx), 3))
+                xyz[:, 2] = self.cube_half_sizes[env_idx]
+                self.cube.set_pose(xyz)
+
+        def step(self, action: torch.Tensor):
+            self._initialize_episode(action.argmax(-1))
+    """
+    assert not [f for f in found(tmp_path, {"e.py": src}) if f[2] == "PK102"]
+
+
 def test_a_lazy_init_called_from_the_rollout_loop_stays_set_up(tmp_path):
     # torchrl's storage `_init(data)` runs on the first write only: named like set-up, it stays set-up even on a
     # proven per-step path (where `prepare_obs` / `make_obs` would not)
@@ -231,3 +297,27 @@ def test_a_lazy_init_called_from_the_rollout_loop_stays_set_up(tmp_path):
     files = {"pkg/__init__.py": "", "pkg/utils.py": utils,
              "pkg/train.py": _ROLLOUT.format(body=body).replace("import prepare_obs", "import Storage")}
     assert not [f for f in found(tmp_path, files) if f[0] == "utils.py"]
+
+
+def test_a_copied_slice_or_a_conversion_of_numpy_written_into_a_cpu_tensor_is_not_reported(tmp_path):
+    # ManiSkill: `goal_trans[:2, :2] = zrot[:2, :2]` (zrot computed on the CPU, typed a tensor by a method's
+    # annotation) and `net_impulse[i] = common.to_tensor(total_impulse)` of a NumPy sum
+    src = """
+    import numpy as np
+    import torch
+    from . import common
+
+    class Env:
+        def quat_to_zrot(self, q: torch.Tensor) -> torch.Tensor:
+            return q
+
+        def step(self, action: torch.Tensor):
+            zrot = self.quat_to_zrot(action)
+            goal_trans = torch.eye(3)
+            goal_trans[:2, :2] = zrot[:2, :2]
+            net_impulse = torch.zeros(4, 3)
+            net_impulse[0] = common.to_tensor(np.zeros(3))
+    """
+    files = {"pkg/__init__.py": "", "pkg/common.py": "import torch\ndef to_tensor(x) -> torch.Tensor:\n    return x\n",
+             "pkg/env.py": src}
+    assert not [f for f in found(tmp_path, files) if f[2] == "PK102"]
