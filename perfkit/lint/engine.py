@@ -12,7 +12,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from perfkit.lint import directives as _directives
-from perfkit.lint.hotpaths import HotPaths, find_hot_project, is_setup
+from perfkit.lint.hotpaths import HotPaths, find_hot_project, is_setup, setup_when_proven
 from perfkit.lint.infer import typer_for
 from perfkit.lint.model import FileError, Violation
 from perfkit.lint.modinfo import ModuleInfo, Unit, error_path, unit_nodes
@@ -45,6 +45,7 @@ class Context:
     hot: bool = False
     proven: bool = False  # on a proven per-step path (hotpaths.HotPaths.proven, or inside a rollout loop)
     setup: bool = False  # __init__ and friends: allocation is the point
+    in_hot_lambda: bool = False  # inside a lambda that set-up code binds and hot code calls (HotPaths.lambda_spans)
     _typer: object = None
     _seen: set = field(default_factory=set)
 
@@ -69,8 +70,10 @@ class Context:
         rule = RULES[rule_id]
         if rule.hot_only and not self.hot:
             return
-        if rule.setup_ok and (self.setup or is_setup(self.unit)):
-            return  # __init__, _init_buffers, build_*: allocating is their point
+        if rule.setup_ok and not self.in_hot_lambda and (self.setup or is_setup(self.unit) and (
+                not self.proven or setup_when_proven(self.unit))):
+            return  # __init__, _init_buffers, build_*: allocating is their point (unless a rollout loop calls
+            # it every step: sheeprl's `prepare_obs(fabric, obs)` uploads each step's observations)
         if not self.options.enabled(rule_id):
             return
         if confidence == "medium" and self.proven and rule.category == "sync" and promote:
@@ -108,7 +111,7 @@ def _line(node) -> int:
 
 
 def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_proven: bool = False,
-               cold_spans=()):
+               cold_spans=(), lambda_spans=()):
     """Dispatch every node of ``unit`` to the checks registered for its type."""
     table = NODE_CHECKS
     failing = error_path(unit) if unit_hot or loop_spans else ()
@@ -118,6 +121,12 @@ def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_
             continue
         hot = unit_hot
         proven = unit_proven
+        if lambda_spans:
+            line = _line(node)
+            spans = [p for s, e, p in lambda_spans if s <= line <= e]
+            ctx.in_hot_lambda = bool(spans)
+            if spans:
+                hot, proven = True, proven or any(spans)
         if failing and id(node) in failing:
             hot = proven = False  # `raise ValueError(f"bad {x}")`, an assert's message: only when it fails
             ctx.hot = ctx.proven = False
@@ -176,8 +185,9 @@ def check_module(mod: ModuleInfo, dirs, hp: HotPaths, options: Options) -> list:
         for fn, wanted in unit_checks:
             if wanted is None or unit in wanted:
                 fn(ctx)
-        if hot or cold_node_checks or unit in hp.loop_units:
-            _walk_unit(ctx, unit, hot, hp.loop_spans.get(unit, ()), proven, hp.cold_spans.get(unit, ()))
+        if hot or cold_node_checks or unit in hp.loop_units or unit in hp.lambda_spans:
+            _walk_unit(ctx, unit, hot, hp.loop_spans.get(unit, ()), proven, hp.cold_spans.get(unit, ()),
+                       hp.lambda_spans.get(unit, ()))
     out.sort(key=Violation.sort_key)
     return out
 

@@ -67,6 +67,9 @@ class HotPaths:
     # units that step their envs once outside any loop of their own (mushroom-rl's `Core._step`): a loop that
     # calls one is a rollout loop
     steps_once: set = field(default_factory=set)
+    # unit -> [(first, last line, proven)] of lambdas it binds to ``self.attr`` that hot code calls as
+    # ``self.attr(...)``: their bodies run on the hot path, though the unit building them (``__init__``) does not
+    lambda_spans: dict = field(default_factory=dict)
 
 
 _STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
@@ -157,6 +160,17 @@ def capture_spans(unit: Unit) -> list:
 
 def is_setup(unit: Unit) -> bool:
     return unit.name in INIT_NAMES or bool(_SETUP_NAME.match(unit.name))
+
+
+# set-up names that stay set-up when a per-step caller runs them: a lazy first-call initialisation (torchrl's
+# storage `_init(data)` on the first write); `prepare_obs`, `make_obs`, `build_rnn_inputs` called every step convert
+# or assemble each step's data instead
+_LAZY_INIT_NAME = re.compile(r"^_*(init|initiali[sz]e|alloc|allocate|setup|set_up|register|spawn|compile|load)(_|$)")
+
+
+def setup_when_proven(unit: Unit) -> bool:
+    """Whether ``unit`` (set-up by :func:`is_setup`) is still set-up on a proven per-step path."""
+    return unit.name in INIT_NAMES or bool(_LAZY_INIT_NAME.match(unit.name))
 
 
 _VEC_STEP_HALF = re.compile(r"^step_(async|wait)$")
@@ -573,6 +587,52 @@ def _cold_spans(callee: Unit, sites) -> list:
     return spans
 
 
+def _self_lambdas(unit: Unit) -> list:
+    """[(attr, Lambda)] of ``self.attr = lambda ...`` in ``unit``."""
+    out = []
+    for n in unit_nodes(unit):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda):
+            out += [(t.attr, n.value) for t in n.targets if isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name) and t.value.id == unit.self_name]
+    return out
+
+
+def hot_lambdas(hp: HotPaths, project):
+    """rllte's ``self._format_obs = lambda x: th.as_tensor(x, device=self.device)``, built in ``__init__`` and
+    called as ``self._format_obs(obs)`` from ``step()``: the lambda's body is hot wherever a hot method of the class
+    (or of a subclass) calls the attribute, and proven when a proven one does (:attr:`HotPaths.lambda_spans`)."""
+    for mod in project.mods:
+        if "lambda" not in mod.text:
+            continue
+        for cls in mod.classes.values():
+            bound = {}  # attr -> [(unit building it, Lambda)]
+            for u in cls.methods.values():
+                if u.self_name:
+                    for attr, lam in _self_lambdas(u):
+                        bound.setdefault(attr, []).append((u, lam))
+            if not bound:
+                continue
+            proven_attrs: dict = {}  # attr -> proven
+            for c in [cls] + project.subclasses(cls):
+                for u in c.methods.values():
+                    spans = hp.loop_spans.get(u, ()) if u not in hp.units else ()
+                    if not u.self_name or (u not in hp.units and not spans):
+                        continue
+                    for n in unit_nodes(u):
+                        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                                and isinstance(n.func.value, ast.Name) and n.func.value.id == u.self_name
+                                and n.func.attr in bound) or project.method(c, n.func.attr) is not None:
+                            continue
+                        in_loop = any(a <= n.lineno <= b for a, b in spans)
+                        if u in hp.units or in_loop:
+                            attr = n.func.attr
+                            proven_attrs[attr] = proven_attrs.get(attr, False) or u in hp.proven or in_loop
+            for attr in sorted(proven_attrs):
+                for owner, lam in bound[attr]:
+                    hp.lambda_spans.setdefault(owner, []).append(
+                        (lam.body.lineno, lam.body.end_lineno, proven_attrs[attr]))
+
+
 def find_hot_project(project, directives_of, hot_patterns=(), all_functions=False) -> HotPaths:
     """One HotPaths for all the modules of ``project`` (``directives_of(mod)`` -> its Directives)."""
     hp = HotPaths()
@@ -589,6 +649,7 @@ def find_hot_project(project, directives_of, hot_patterns=(), all_functions=Fals
     if not all_functions:
         spread(hp, [u for u in proven if u not in cold], into=hp.proven)
         hp.proven &= hp.units
+        hot_lambdas(hp, project)
     return hp
 
 

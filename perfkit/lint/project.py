@@ -34,6 +34,12 @@ _MAX_NAME_TARGETS = 4  # a "specific" name defined more often than this is gener
 # receivers that hold the algorithm a training loop drives (`agent.get_action(obs)`, `self.policy.learn()`,
 # `for agent in population.agents:`): any project method of that (specific) name may run, however many there are
 ROLE_RECEIVER = re.compile(r"(^|_)(agent|policy|algo|algorithm|learner)$", re.IGNORECASE)
+# a storage's per-transition / per-batch methods (`self.storage.add(obs, ...)`, `self.rb.sample()`) on a receiver
+# named like one whose class the code does not say (set by a factory, a config or a setter): every project class
+# named like a storage that defines the method may run (rllte's replay / rollout storages' `add`)
+STORAGE_RECEIVER = re.compile(r"(^|_)(storage|buffer|replay|replay_buffer|rb|memory|rollouts?)$", re.IGNORECASE)
+STORAGE_CLASS = re.compile(r"(Storage|Buffer|Memory|Replay)")
+STORAGE_METHODS = {"add", "insert", "store", "push", "sample"}
 
 
 def _package_dir_name(path: str, cache: dict) -> str:
@@ -293,6 +299,13 @@ class Project:
             v = sub.methods.get(name)
             if v is not None and v not in out:
                 out.append(v)
+        if u is not None and u.cls is not cls and _abstract(u):
+            # inherited abstract: ``self.storage: ReplayStorageType`` (a typing-only subclass of BaseStorage) runs
+            # the ``add`` of whichever concrete storage it holds, a sibling subclass of the class declaring it
+            for sub in self.subclasses(u.cls):
+                v = sub.methods.get(name)
+                if v is not None and v not in out and not _abstract(v):
+                    out.append(v)
         return out
 
     def annotation_class(self, mod: ModuleInfo, ann, depth: int = 0):
@@ -479,6 +492,12 @@ class Project:
             return out
         if cls is not None:
             return self.methods_of(cls, name)
+        if name in STORAGE_METHODS and STORAGE_RECEIVER.search((dotted(base) or "").rsplit(".", 1)[-1]):
+            top = mod.modname.split(".", 1)[0]
+            cands = [u for u in self.methods.get(name, ()) if u.cls is not None and STORAGE_CLASS.search(u.cls.name)
+                     and (u.mod is mod or u.mod.modname.split(".", 1)[0] == top)]
+            if cands:
+                return cands
         if name not in GENERIC and not name.startswith("__"):
             top = mod.modname.split(".", 1)[0]  # a bare name stands for methods of the caller's own package only
             cands = [u for u in self.methods.get(name, ()) if u.mod is mod or u.mod.modname.split(".", 1)[0] == top]
@@ -488,6 +507,28 @@ class Project:
             if cands and ROLE_RECEIVER.search(recv.rsplit(".", 1)[-1]):
                 return cands
         return []
+
+
+def _abstract(unit: Unit) -> bool:
+    """A method that only declares: ``@abstractmethod``, or a body of a docstring, ``pass``, ``...`` or
+    ``raise NotImplementedError``."""
+    node = unit.node
+    if not isinstance(node, FUNC_DEFS):
+        return False
+    if any((dotted(d) or "").rsplit(".", 1)[-1] == "abstractmethod" for d in node.decorator_list):
+        return True
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body:
+        return True
+    if len(body) != 1:
+        return False
+    s = body[0]
+    if isinstance(s, ast.Pass):
+        return True
+    if isinstance(s, ast.Raise) and s.exc is not None:
+        e = s.exc.func if isinstance(s.exc, ast.Call) else s.exc
+        return dotted(e) == "NotImplementedError"
+    return False
 
 
 def single(mod: ModuleInfo) -> Project:

@@ -11,7 +11,7 @@ import re
 
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.modinfo import error_path
-from perfkit.lint.infer import (BOOL, CPU, DEVICE, HOST, HOSTISH, TDICT, TENSOR, WARP, flag_attr, is_mask_name,
+from perfkit.lint.infer import (BOOL, CPU, DEVICE, HOST, HOSTISH, NDARRAY, TDICT, TENSOR, WARP, flag_attr, is_mask_name,
                                 mixed_union, optional, passed_kind, typer_for)
 from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.modinfo import FUNC_DEFS, unit_nodes
@@ -31,8 +31,9 @@ register(Rule(
 ))
 register(Rule(
     id="PK102", name="device-to-host-copy", category="sync",
-    summary="`.cpu()` / `.tolist()` / `.to('cpu')` of a GPU tensor in a hot path (a tensor's `.numpy()` and "
-    "`np.asarray(t)` raise on a CUDA tensor: the `.cpu()` before them is the copy)",
+    summary="`.cpu()` / `.tolist()` / `.to('cpu')` of a GPU tensor in a hot path, or a GPU tensor written into a "
+    "CPU tensor (`cpu_buf[i] = t`) (a tensor's `.numpy()` and `np.asarray(t)` raise on a CUDA "
+    "tensor: the `.cpu()` before them is the copy)",
     message="{what} copies a GPU tensor to the host and waits for the GPU (sync); keep the data on the device, or copy "
     "into pinned memory with `.to('cpu', non_blocking=True)` and read it later",
     rationale="A device-to-host copy into pageable memory is synchronous: the host waits for all queued work, then "
@@ -502,6 +503,38 @@ def masked_augassign(ctx, node: ast.AugAssign):
             ctx.report("PK107", t)
 
 
+def _device_scope(ctx) -> bool:
+    """The unit has a ``with torch.device(d):`` / ``with fabric.device:`` block: factories without ``device=`` in it
+    allocate on ``d`` (ManiSkill's ``_initialize_episode``), so a tensor typed CPU there may be on the GPU."""
+    unit = ctx.unit
+    got = unit.__dict__.get("_device_scope")
+    if got is None:
+        got = False
+        for n in unit_nodes(unit):
+            if isinstance(n, (ast.With, ast.AsyncWith)):
+                for item in n.items:
+                    c = item.context_expr
+                    f = c.func if isinstance(c, ast.Call) else c
+                    if isinstance(f, ast.Attribute) and f.attr == "device" or isinstance(f, ast.Name) and f.id == "device":
+                        got = True
+        unit._device_scope = got
+    return got
+
+
+def _of_host_tensors(ctx, v) -> bool:
+    """Computed on the host though typed a device tensor: a call whose arguments are host data, none a device tensor
+    (``self.probability(th.from_numpy(a), ...)``, typed by the callee's annotation), or arithmetic with a CPU tensor
+    operand (``value[i] + delta[i]`` with ``value = v.to("cpu")``: torch does not mix devices but for 0-dim ones)."""
+    if isinstance(v, ast.BinOp):
+        return any(ctx.kind(x) == CPU or _of_host_tensors(ctx, x) for x in (v.left, v.right))
+    if not isinstance(v, ast.Call):
+        return False
+    if isinstance(v.func, ast.Attribute) and ctx.kind(v.func.value) in DEVICE:
+        return False  # a device tensor's method: `out.view(shape)`
+    kinds = [ctx.kind(a) for a in list(v.args) + [kw.value for kw in v.keywords]]
+    return any(k in (CPU, NDARRAY) for k in kinds) and not any(k in DEVICE for k in kinds)
+
+
 def _python_value(ctx, v) -> bool:
     """A Python number (or other host data) written into a tensor: copied to the device on the host's time."""
     if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub):
@@ -540,6 +573,12 @@ def _int_index(ctx, p) -> bool:
 @check(ast.Assign)
 def index_writes(ctx, node: ast.Assign):
     for t in node.targets:
+        if isinstance(t, ast.Subscript) and ctx.kind(t.value) == CPU and isinstance(node.value, (ast.Call, ast.BinOp)) \
+                and _dev(ctx, node.value) and not _of_host_tensors(ctx, node.value) and not _device_scope(ctx):
+            # imitation's `probs = th.empty(n)` then `probs[i] = self.probability(r1, r2)` per fragment pair: a result
+            # computed here (a copied slice or name may be typed a device tensor on weaker evidence)
+            ctx.report("PK102", t, what="writing a GPU tensor into a CPU tensor (`cpu_buf[i] = t`)")
+            continue
         if not isinstance(t, ast.Subscript) or ctx.kind(t.value) not in DEVICE:
             continue
         parts = _index_parts(t.slice)
