@@ -962,10 +962,17 @@ _PREDICATE = re.compile(r"^_*(is|are|has|have|should|can|was|were)_")  # is_data
 _NON_TENSOR_NAME = re.compile(r"^(is_|are_|get_|set_|has_|use_|_)")
 
 
+# the legacy typed constructors at torch's top level build host tensors (torch.cuda.FloatTensor is the device one)
+_LEGACY_CPU_CONSTRUCTORS = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+                                      "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"})
+
+
 def _torch_call_kind(mod, q: str, e: ast.Call):
     name = q.rsplit(".", 1)[-1]
     if q.count(".") > 1 and not q.startswith(_TORCH_TENSOR_SUBMODULES):
         return None  # torch.jit.is_scripting(), torch.cuda.current_stream(), torch._C._foo(), ...
+    if q.count(".") == 1 and name in _LEGACY_CPU_CONSTRUCTORS and not mod.sets_default_device:
+        return CPU  # torch.FloatTensor(x), torch.Tensor(x): a host tensor; a later .to(device) is the upload
     if name in _TORCH_NON_TENSOR or name[:1].isupper() or _NON_TENSOR_NAME.match(name):
         return None
     if name == "from_numpy":

@@ -321,3 +321,33 @@ def test_a_copied_slice_or_a_conversion_of_numpy_written_into_a_cpu_tensor_is_no
     files = {"pkg/__init__.py": "", "pkg/common.py": "import torch\ndef to_tensor(x) -> torch.Tensor:\n    return x\n",
              "pkg/env.py": src}
     assert not [f for f in found(tmp_path, files) if f[2] == "PK102"]
+
+
+# -- a legacy typed constructor's host tensor moved to the device --------------------------------------------------
+# (the sixth blind sample's misses, `benchmarks/lint_blind6/`: rlberry's agents upload every batch this way)
+
+_LEGACY = """
+import torch
+
+class Agent:
+    def __init__(self, device):
+        self.device = device
+        self.optimizer = None
+
+    def update(self, batch):
+        rewards = {expr}
+        loss = (rewards * 2).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+"""
+
+
+def test_a_legacy_typed_constructor_moved_to_the_device_is_an_upload(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/agent.py": _LEGACY.format(expr='torch.FloatTensor(batch["rewards"]).to(self.device)')}
+    assert [f for f in found(tmp_path, files) if f[1] == 10 and f[2] == "PK109"]
+
+
+def test_the_device_typed_constructor_is_no_upload(tmp_path):
+    files = {"pkg/__init__.py": "", "pkg/agent.py": _LEGACY.format(expr='torch.cuda.FloatTensor(batch["rewards"]).to(self.device)')}
+    assert not [f for f in found(tmp_path, files) if f[1] == 10 and f[2] == "PK109"]
