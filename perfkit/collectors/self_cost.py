@@ -37,6 +37,28 @@ def _best(fn: Any) -> float:
     return best
 
 
+def _program_call(body: str, **names: Any) -> Any:
+    """A function ``call()`` whose one line ``body`` runs at a program's line (a function compiled under a
+    file name of no installed package), so that a sync it makes is found there as a program's would be."""
+    ns: dict[str, Any] = dict(names)
+    exec(compile(f"def call():\n    {body}\n", _PROGRAM_FILE, "exec"), ns)
+    return ns["call"]
+
+
+def _best_in_scratch_sink(fn: Any) -> float:
+    """:func:`_best` of ``fn`` while a scratch sink stands in for the session's (which must not count the
+    calibration's syncs)."""
+    from perfkit.collectors import hub
+    from perfkit.collectors.hub import Sink
+
+    saved = list(hub.sinks)
+    hub.sinks[:] = [Sink()]
+    try:
+        return _best(fn)
+    finally:
+        hub.sinks[:] = saved
+
+
 def calibrate(torch: Any) -> dict[str, float]:
     """Microseconds per call of perfkit's always-on paths, measured now (the hooks must be installed):
     ``hooked_call`` (a hooked torch call that cannot sync — a slice read — through the hook, less the
@@ -73,11 +95,8 @@ def calibrate(torch: Any) -> dict[str, float]:
         sink.count(("sync", ".item()", site[0], site[1], site[2], None, False, "steady"), "other", None, 1)
         chain_of(frame)
 
-    # the event's frame is a program's (a sync is found at the program line that made it): a function
-    # compiled under a file name of no installed package, calling the event path with its own frame
-    ns: dict[str, Any] = {"event": event, "_getframe": sys._getframe}
-    exec(compile("def call():\n    event(_getframe())\n", _PROGRAM_FILE, "exec"), ns)
-    out["sync_event"] = _best(ns["call"]) * 1e6
+    # the event's frame is a program's (a sync is found at the program line that made it)
+    out["sync_event"] = _best(_program_call("event(_getframe())", event=event, _getframe=sys._getframe)) * 1e6
     return {k: round(v, 4) for k, v in out.items()}
 
 
@@ -87,21 +106,13 @@ def _hooked_sync(torch: Any) -> float | None:
     in for the session's while it runs. None where CPU tensors are not counted (a CUDA machine: the
     site-and-count part is measured instead)."""
     from perfkit.collectors import hub
-    from perfkit.collectors.hub import Sink
 
     item = getattr(torch.Tensor, "item", None) if torch is not None else None
     orig = getattr(item, "__perfkit_wrapped__", None)
     if orig is None or not hub.count_cpu:
         return None
     t = torch.ones(1)
-    ns: dict[str, Any] = {"t": t}
-    exec(compile("def call():\n    return t.item()\n", _PROGRAM_FILE, "exec"), ns)
-    saved = list(hub.sinks)
-    hub.sinks[:] = [Sink()]  # the session's sink must not count the calibration's syncs
-    try:
-        through = _best(ns["call"])
-    finally:
-        hub.sinks[:] = saved
+    through = _best_in_scratch_sink(_program_call("return t.item()", t=t))
     return max(0.0, through - _best(lambda: orig(t)))
 
 
@@ -116,18 +127,11 @@ def _runtime_reported_sync() -> float | None:
 
     from perfkit.collectors import hub
     from perfkit.collectors.cuda_syncs import MESSAGE
-    from perfkit.collectors.hub import Sink
 
     if hub.installed_sync_source != "runtime":
         return None
-    ns: dict[str, Any] = {"warn": warnings.warn, "msg": MESSAGE + " (Triggered internally at calibration)"}
-    exec(compile("def call():\n    warn(msg, UserWarning)\n", _PROGRAM_FILE, "exec"), ns)
-    saved = list(hub.sinks)
-    hub.sinks[:] = [Sink()]  # the session's sink must not count the calibration's reports
-    try:
-        return _best(ns["call"])
-    finally:
-        hub.sinks[:] = saved
+    msg = MESSAGE + " (Triggered internally at calibration)"
+    return _best_in_scratch_sink(_program_call("warn(msg, UserWarning)", warn=warnings.warn, msg=msg))
 
 
 class SelfMeter:
