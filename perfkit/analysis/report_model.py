@@ -19,6 +19,7 @@ from perfkit.formatting import nbytes as fmt_bytes
 from perfkit.formatting import num as fmt_num
 from perfkit.record import (
     EXTRA_CUDA_ALLOCATOR_ALLOCS,
+    EXTRA_CUDA_ALLOCATOR_PERIODS,
     EXTRA_ERROR,
     EXTRA_GPU_STEP_MS_MEAN,
     EXTRA_GPU_TIMED_STEPS,
@@ -190,6 +191,7 @@ SETUP_FIELDS: list[tuple[str, str, str]] = [
     ("GPU-timed steps", "extra", EXTRA_GPU_TIMED_STEPS),
     ("GPU step mean (ms)", "extra", EXTRA_GPU_STEP_MS_MEAN),
     ("CUDA allocations/step", "extra", EXTRA_CUDA_ALLOCATOR_ALLOCS),
+    ("CUDA allocations/step, whole periods", "extra", EXTRA_CUDA_ALLOCATOR_PERIODS),  # a run has this or the row above
     ("Warp-torch shared memory", "extra", EXTRA_WARP_TORCH_INTEROP),
 ]
 
@@ -199,6 +201,10 @@ def _extra_value(v: Any) -> str:
     if isinstance(v, dict) and {"period", "steps"} <= set(v):  # the rate window
         periods = v["steps"] // v["period"] if isinstance(v["steps"], int) and isinstance(v["period"], int) and v["period"] else "?"
         return f"the last {fmt_num(v['steps'])} steady steps ({periods} whole periods of {fmt_num(v['period'])} steps)"
+    if isinstance(v, dict) and "allocs_per_step" in v:  # the CUDA allocator's count over whole periods
+        learner = v.get("learner_allocs_per_step")
+        return (f"{fmt_num(v['allocs_per_step'])} over {fmt_num(v.get('periods'))} whole periods"
+                + (f" (learner {fmt_num(learner)})" if learner is not None else ""))
     if isinstance(v, list):  # class names, or where Warp and torch share memory
         return ", ".join(f"{x.get('call')} at {x.get('path')}:{x.get('line')} ({fmt_num(x.get('count'))}x)"
                          if isinstance(x, dict) else str(x) for x in v) or "-"

@@ -135,7 +135,6 @@ def build_run(snap: Snapshot) -> Run:
     periods = allocator_rates(snap)
     if periods:
         run.extra[EXTRA_CUDA_ALLOCATOR_PERIODS] = periods
-        run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = periods["allocs_per_step"]
     elif snap.sampling.cuda_alloc:
         run.extra[EXTRA_CUDA_ALLOCATOR_ALLOCS] = sum(snap.sampling.cuda_alloc) / len(snap.sampling.cuda_alloc)
     run.timeline = Timeline(spans=snap.segments.timeline + (snap.gpu.timeline if snap.gpu is not None else []),
