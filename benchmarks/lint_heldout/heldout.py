@@ -98,7 +98,7 @@ def draw(findings: list, per_codebase: int) -> list:
 def sample(args):
     with open(os.path.join(OUT, "findings.json")) as fh:
         findings = json.load(fh)["findings"]
-    picked = draw(findings, args.per_codebase)
+    picked = draw(findings, PER_CODEBASE if args.per_codebase is None else args.per_codebase)
     with open(os.path.join(OUT, "sample.json"), "w") as fh:
         json.dump(picked, fh, indent=1)
     roots = {cb["name"]: lint_root(cb) for cb in load_codebases()}
@@ -137,8 +137,6 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.dir:
         use_dir(args.dir)
-    if getattr(args, "per_codebase", 0) is None:
-        args.per_codebase = PER_CODEBASE
     args.fn(args)
 
 
