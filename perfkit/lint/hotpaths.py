@@ -86,8 +86,19 @@ def is_step_call(node, mod: ModuleInfo | None = None) -> bool:
         if mod is not None and recv in mod.aliases:
             return False
         return not _NOT_ENV_STEP.search(recv)
-    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-    return bool(_ENV_STEP_NAME.match(name))
+    return bool(_ENV_STEP_NAME.match(_call_name(node)))
+
+
+def _call_name(c: ast.Call) -> str:
+    """The called name: ``f`` of ``f(...)``, ``m`` of ``x.m(...)`` ('' otherwise)."""
+    f = c.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _names_pattern(names, tail: str) -> re.Pattern:
+    """A regex finding any of ``names`` as a word followed by ``tail`` (a call: ``\\s*\\(``), for
+    :meth:`units_matching`."""
+    return re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")" + tail)
 
 
 def _loop_calls_step(loop, mod) -> bool:
@@ -385,13 +396,7 @@ def _in_loop(unit: Unit, loops: list) -> bool:
 
 def _calls_learner(loop) -> bool:
     """The loop's body calls something named like a learner's update (``agent.learn()``, ``self.update()``)."""
-    for c in ast.walk(loop):
-        if isinstance(c, ast.Call):
-            f = c.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            if _LEARNER_NAME.search(name):
-                return True
-    return False
+    return any(isinstance(c, ast.Call) and _LEARNER_NAME.search(_call_name(c)) for c in ast.walk(loop))
 
 
 def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
@@ -403,7 +408,7 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
         return
     for _ in range(3):  # a wrapper that calls a collector once (`collect_rollouts` -> `_collect_rollouts`) is one
         names = {u.name for u in hp.collectors}
-        pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
+        pattern = _names_pattern(names, r"\s*\(")
         wrappers = set()
         for mod in project.mods:
             for unit in mod.units_matching(pattern) if pattern.search(mod.text) else ():
@@ -422,7 +427,7 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
             break
         hp.collectors |= wrappers
     names = {u.name for u in hp.collectors}
-    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\b")
+    pattern = _names_pattern(names, r"\b")
     for mod in project.mods:
         if not pattern.search(mod.text):
             continue
@@ -437,11 +442,6 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
                                  for u in resolve_call(mod, unit, c))
 
 
-def _call_name(c: ast.Call) -> str:
-    f = c.func
-    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-
-
 def stepping_loops(hp: HotPaths, project, seeds: list, proven: list):
     """A loop that calls a function stepping the envs once (mushroom-rl's ``while move_condition(): sample =
     self._step(render)``, where ``_step`` runs ``self.mdp.step(action)``) is a rollout loop: its body and what
@@ -450,7 +450,7 @@ def stepping_loops(hp: HotPaths, project, seeds: list, proven: list):
     names = {u.name for u in hp.steps_once if u.name != "step"}  # a loop calling `.step()` is one already
     if not names:
         return
-    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\(")
+    pattern = _names_pattern(names, r"\(")
     calls = [n + "(" for n in sorted(names)]
     for mod in project.mods:
         if not any(c in mod.text for c in calls):  # a substring test first: the regex over every file costs
@@ -478,7 +478,7 @@ def _setup_only(project, candidates: list) -> set:
     names = {u.name for u in candidates}
     cand = set(candidates)
     callers: dict = {}
-    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names)) + r")\s*\(")
+    pattern = _names_pattern(names, r"\s*\(")
     for mod in project.mods:
         if not any(n in mod.text for n in names):
             continue
@@ -487,9 +487,7 @@ def _setup_only(project, candidates: list) -> set:
                 continue
             for node in unit_nodes(unit):
                 if isinstance(node, ast.Call):
-                    f = node.func
-                    nm = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-                    if nm not in names:
+                    if _call_name(node) not in names:
                         continue
                     for callee in resolve_call(mod, unit, node):
                         if callee in cand and callee is not unit:
