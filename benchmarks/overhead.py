@@ -249,6 +249,8 @@ def measure(env_kind: str = "torch", num_envs: int = 256, device: str = "cpu", r
 NO_SAMPLING = {"sample_steps": ()}
 UNTIMED = {"timing_every": 10**9, "nvtx": "off"}  # no CUDA-event timed steps, no NVTX ranges
 VARIANTS: dict[str, dict[str, Any]] = {
+    "plain-again": {},  # a second plain span per round, no session: the noise floor of the ratios
+    "warn-only": {},  # no session: torch's sync-debug warnings and perfkit's catcher alone (no count kept)
     "hooks": {"sync_source": "hooks"},  # a Python hook on every sync-prone op
     "auto": {"sync_source": "auto"},  # the default: on CUDA the runtime reports syncs, always-sync ops hooked
     "auto-nosample": {"sync_source": "auto", **NO_SAMPLING},
@@ -277,14 +279,31 @@ def measure_sources(env_kind: str, num_envs: int, device: str, rounds: int, step
     loop(warmup)
     _sync(device)
 
-    def span() -> float:
+    gc_s = [0.0]
+    gc_t0 = [0.0]
+
+    def gc_clock(phase: str, info: dict) -> None:  # the time the collector runs inside a span
+        if phase == "start":
+            gc_t0[0] = time.perf_counter()
+        else:
+            gc_s[0] += time.perf_counter() - gc_t0[0]
+
+    gc.callbacks.append(gc_clock)
+    cpu_ms: dict[str, list[float]] = {}
+    gc_ms: dict[str, list[float]] = {}
+
+    def span(arm: str) -> float:
         loop(warm_steps)
         _sync(device)
         gc.collect()
-        t0 = time.perf_counter()
+        gc_s[0] = 0.0
+        c0, t0 = time.process_time(), time.perf_counter()
         loop(steps)
         _sync(device)
-        return steps * num_envs / (time.perf_counter() - t0)
+        dt = time.perf_counter() - t0
+        cpu_ms.setdefault(arm, []).append(1e3 * (time.process_time() - c0) / steps)
+        gc_ms.setdefault(arm, []).append(1e3 * gc_s[0] / steps)
+        return steps * num_envs / dt
 
     arms = ("plain", *sources)
     sps: dict[str, list[float]] = {a: [] for a in arms}
@@ -292,20 +311,47 @@ def measure_sources(env_kind: str, num_envs: int, device: str, rounds: int, step
     for r in range(rounds):
         order = arms[r % len(arms):] + arms[:r % len(arms)]
         for a in order:
-            if a == "plain":
-                sps[a].append(span())
+            if a in ("plain", "plain-again"):
+                sps[a].append(span(a))
+                continue
+            if a == "warn-only":
+                with _runtime_reports_only():
+                    sps[a].append(span(a))
                 continue
             with Session(command=["benchmarks/overhead.py"], config=Config(**VARIANTS[a])) as s:
-                sps[a].append(span())
+                sps[a].append(span(a))
             counted[a] = {"source": s.run.extra.get(EXTRA_SYNC_SOURCE),
                           "syncs_per_step": round(sum(f.per_step for f in s.run.findings if f.kind == "sync"), 3),
                           "sampled_steps": list(s.run.sampling.get("steps", [])),
                           "gpu_timed_steps": s.run.extra.get("gpu_timed_steps")}
+    gc.callbacks.remove(gc_clock)
     ratios = {a: [b / p for b, p in zip(sps[a], sps["plain"])] for a in sources}
     return {"env": label, "num_envs": num_envs, "device": device, "rounds": rounds, "steps_per_arm": steps,
             "sps_median": {a: statistics.median(v) for a, v in sps.items()},
+            "wall_ms_per_step_median": {a: round(1e3 * num_envs / statistics.median(v), 3) for a, v in sps.items()},
+            "cpu_ms_per_step_median": {a: round(statistics.median(v), 3) for a, v in cpu_ms.items()},
+            "gc_ms_per_step_median": {a: round(statistics.median(v), 4) for a, v in gc_ms.items()},
             "ratio_median": {a: statistics.median(v) for a, v in ratios.items()},
             "ratios": {a: [round(x, 4) for x in v] for a, v in ratios.items()}, "counted": counted}
+
+
+class _runtime_reports_only:
+    """torch's sync-debug warnings turned on and caught the way a CUDA session catches them
+    (:class:`perfkit.collectors.cuda_syncs.RuntimeSyncs`), with nothing done per report: what the
+    runtime's reports cost without perfkit's bookkeeping."""
+
+    def __enter__(self) -> "_runtime_reports_only":
+        import torch
+
+        from perfkit.collectors.cuda_syncs import RuntimeSyncs
+        from perfkit.collectors.patches import Patcher
+
+        self.patcher = Patcher()
+        RuntimeSyncs(lambda frame: None, lambda: False, lambda: None).install(self.patcher, torch)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.patcher.undo()
 
 
 # ---- deterministic estimate: wrapper calls per step x per-call cost ---------------------------------
@@ -440,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{res['env']} {n} envs on {device}: plain {res['sps_median']['plain']:,.0f} env-steps/s; "
                   + "; ".join(f"{k}: ratio {v:.4f} (rounds {res['ratios'][k]}, {res['counted'].get(k)})"
                               for k, v in res["ratio_median"].items()), flush=True)
+            for k in ("wall_ms_per_step_median", "cpu_ms_per_step_median", "gc_ms_per_step_median"):
+                print(f"  {k}: {res[k]}", flush=True)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump({"probe": "overhead-sync-sources", "results": results}, f, indent=1)

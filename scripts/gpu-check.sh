@@ -68,6 +68,13 @@ stage_sync_sources() {  # the manager env's rollout, one process: plain vs perfk
     --json "$OUT/sync_sources/result.json" 2>&1 \
     | tee "$OUT/sync_sources/log.txt"
 }
+stage_causes() {  # the manager env: py-spy on whole runs (plain / perfkit) and the rollout by cause in one process
+  timeout "${STAGE_TIMEOUT:-540}" python3 scripts/gpu/pyspy_causes.py --out "$OUT/causes/pyspy" --rounds "${PYSPY_ROUNDS:-2}" 2>&1 \
+    | tee "$OUT/causes/log.txt"
+  timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/overhead.py --env manager --num-envs 4096 --device cuda \
+    --rounds "${ROUNDS:-6}" --steps 48 --variants plain-again warn-only auto auto-nosample auto-untimed hooks-untimed \
+    --json "$OUT/causes/sources.json" 2>&1 | tee -a "$OUT/causes/log.txt"
+}
 stage_stacks()  { run_script stacks scripts/gpu/stacks.py --wheels .gpu4 --skip-overhead; }  # the manager env through rsl_rl, 4096 envs
 stage_overhead() { run_script overhead scripts/gpu/overhead.py --parts train; }   # train.py 256/4096: plain vs perfkit vs torch.profiler
 stage_overhead_manager() { run_script overhead_manager scripts/gpu/overhead.py --parts manager,env-only --wheels .gpu4; }
