@@ -79,7 +79,8 @@ def run_arm(arm: str, i: int, args: argparse.Namespace, pyspy: str) -> dict:
         sys.executable, "-m", "perfkit", "profile", "-q", "-o", os.path.join(args.out, f"record-{i}.json"), *script]
     raw = os.path.join(args.out, f"{arm}-{i}.raw.txt")
     t0 = time.perf_counter()
-    proc = subprocess.run([pyspy, "record", "-r", str(args.rate), "-f", "raw", "--full-filenames", "-o", raw, "--", *cmd],
+    native = ["--native"] if args.native else []
+    proc = subprocess.run([pyspy, "record", *native, "-r", str(args.rate), "-f", "raw", "--full-filenames", "-o", raw, "--", *cmd],
                           capture_output=True, text=True)
     wall = time.perf_counter() - t0
     sps = [float(m) for m in re.findall(r"^SPS: ([0-9.eE+-]+)\s*$", proc.stdout, re.M)]
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-steps", type=int, default=24)
     p.add_argument("--rate", type=float, default=250)
     p.add_argument("--backend", default="mjwarp")
+    p.add_argument("--native", action="store_true", help="py-spy --native: C/C++ frames too")
+    p.add_argument("--arms", nargs="+", default=["plain", "perfkit"])
     p.add_argument("--device", default="cuda")
     p.add_argument("--pyspy", default=None, help="the py-spy binary (default: PATH, then /tmp/site/bin)")
     a = p.parse_args(argv)
@@ -139,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(a.out, exist_ok=True)
     runs = []
     for i in range(a.rounds):
-        for arm in (("plain", "perfkit") if i % 2 == 0 else ("perfkit", "plain")):
+        for arm in (a.arms if i % 2 == 0 else a.arms[::-1]):
             runs.append(run_arm(arm, i, a, pyspy))
             print(json.dumps({k: v for k, v in runs[-1].items() if k != "stderr_tail"}), flush=True)
     json.dump(runs, open(os.path.join(a.out, "runs.json"), "w"), indent=1)
