@@ -8,7 +8,8 @@ collapsed stacks are split by what the innermost interesting frame belongs to.
 py-spy (``--wheels`` folder or PATH) samples the main thread at ``--rate`` Hz, not idle samples; a
 CUDA sync spin-waits in the driver, so it counts as the Python line that asked for it. Only the
 samples inside ``OnPolicyRunner.learn`` count (the script's two calls: the warm-up iteration and the
-timed ones), so imports, env construction and perfkit's record writing stay out. Each sample is put
+timed ones); only the second, the script's timed window, counts here, so imports, env construction, the
+warm-up iteration (perfkit's discovery and sampled step) and perfkit's record writing stay out. Each sample is put
 in one class, by its innermost Python frame:
 
 * ``perfkit``: the innermost frame is perfkit's own code (a hook's body, a sink, the sync-warning path;
@@ -37,11 +38,24 @@ SCRIPT = "examples/manager_env/train_rsl_rl.py"
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^():]*):(?P<line>\d+)\)$")
 
 
-def classify(frames: list[tuple[str, str]]) -> str:
-    """The class of one sample from its frames (root first): that of its innermost frame, for the
-    samples inside ``OnPolicyRunner.learn`` (see the module doc)."""
-    if not any(func.endswith("learn") and "on_policy_runner" in path for func, path in frames):
-        return "outside"
+def _frames(stack: str) -> list[tuple[str, str, int]]:
+    out = []
+    for part in stack.split(";"):
+        m = _FRAME.match(part)
+        out.append((m["func"], m["file"], int(m["line"])) if m else (part, "", 0))
+    return out
+
+
+def _learn_caller(frames: list[tuple[str, str, int]]) -> tuple[str, int] | None:
+    """(file, line) of the script's call of ``OnPolicyRunner.learn`` this sample is under, if any."""
+    for k, (func, path, _) in enumerate(frames):
+        if func.endswith("learn") and "on_policy_runner" in path and k:
+            return frames[k - 1][1], frames[k - 1][2]
+    return None
+
+
+def classify(frames: list[tuple[str, str, int]]) -> str:
+    """The class of one sample from its frames (root first): that of its innermost frame."""
     path = "/" + frames[-1][1].replace("\\", "/")
     if "/perfkit/" in path and "/examples/" not in path:
         return "perfkit"
@@ -51,24 +65,25 @@ def classify(frames: list[tuple[str, str]]) -> str:
 
 
 def summarize_raw(path: str) -> dict:
-    """Samples per class and per leaf function in one py-spy ``raw`` file."""
-    classes: collections.Counter = collections.Counter()
-    leaves: collections.Counter = collections.Counter()
+    """Samples per class and per leaf line in one py-spy ``raw`` file, inside the script's timed window:
+    its last call of ``OnPolicyRunner.learn`` (the script calls it twice: one warm-up iteration, then
+    the timed ones)."""
+    rows = []
     for line in open(path, encoding="utf-8", errors="replace"):
         stack, _, count = line.rstrip("\n").rpartition(" ")
-        if not stack or not count.isdigit():
+        if stack and count.isdigit():
+            frames = _frames(stack)
+            rows.append((frames, _learn_caller(frames), int(count)))
+    callers = {c for _, c, _ in rows if c is not None}
+    timed = max(callers, key=lambda c: c[1]) if callers else None
+    classes: collections.Counter = collections.Counter()
+    leaves: collections.Counter = collections.Counter()
+    for frames, caller, n in rows:
+        if caller is None or caller != timed:
             continue
-        frames = []
-        for part in stack.split(";"):
-            m = _FRAME.match(part)
-            frames.append((m["func"], m["file"]) if m else (part, ""))
-        cls = classify(frames)
-        classes[cls] += int(count)
-        if cls != "outside":
-            func, file = frames[-1]
-            m = _FRAME.match(stack.rsplit(";", 1)[-1])
-            line = m["line"] if m else "?"
-            leaves[f"{func} ({os.path.basename(file)}:{line})"] += int(count)
+        classes[classify(frames)] += n
+        func, file, ln = frames[-1]
+        leaves[f"{func} ({os.path.basename(file)}:{ln})"] += n
     return {"classes": dict(classes), "leaves": dict(leaves)}
 
 
@@ -89,6 +104,7 @@ def run_arm(arm: str, i: int, args: argparse.Namespace, pyspy: str) -> dict:
 
 
 def report(out: str, runs: list[dict], rate: float, steps: int) -> str:
+    """The table per run and the leaf lines that gained most (``steps``: the timed window's env steps)."""
     by_arm: dict[str, list[dict]] = collections.defaultdict(list)
     for r in runs:
         path = os.path.join(out, r["raw"])
@@ -96,7 +112,7 @@ def report(out: str, runs: list[dict], rate: float, steps: int) -> str:
             r.update(summarize_raw(path))
             by_arm[r["arm"]].append(r)
     lines = [f"# py-spy: the manager env's host time by class ({rate:g} Hz, per env step of "
-             f"{steps} steps inside `OnPolicyRunner.learn`)", "",
+             f"the {steps} steps of the script's timed `OnPolicyRunner.learn` call)", "",
              "| arm | round | SPS | program ms/step | perfkit ms/step | warnings ms/step |", "|---|---:|---:|---:|---:|---:|"]
     per_step: dict[str, dict[str, list[float]]] = collections.defaultdict(lambda: collections.defaultdict(list))
     for arm, rs in by_arm.items():
@@ -133,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--pyspy", default=None, help="the py-spy binary (default: PATH, then /tmp/site/bin)")
     a = p.parse_args(argv)
-    steps = a.iterations * a.num_steps
+    steps = (a.iterations - 1) * a.num_steps  # the timed learn call
     if a.summarize:
         runs = json.load(open(os.path.join(a.summarize, "runs.json")))
         print(report(a.summarize, runs, a.rate, steps), end="")
