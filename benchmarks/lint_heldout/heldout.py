@@ -74,8 +74,7 @@ def fetch(args):
 
 def lint(args):
     """Lint each codebase as one project, test suites excluded, with benchmarks/lint_real's own lint step."""
-    lint_real.load_codebases = load_codebases
-    lint_real.source_dir = lint_root
+    lint_real.load_codebases = load_codebases  # run.py's lint_root already adds a codebase's subdir
     lint_real.OUT = OUT
     lint_real.lint(args)
 
