@@ -10,7 +10,8 @@ labelled by a second labeller who did not read the rules' code, and per-step syn
 The PyPI codebases (lint_real's 8 and 3 new ones) share ``benchmarks/lint_real``'s cache
 (``~/.cache/perfkit-lint-real`` or ``$PERFKIT_LINT_REAL_CACHE``) and its fetch and lint code; a codebase pinned to a repository and commit
 (``"repo"``, ``"version"`` = the commit) is exported with ``git archive`` from a clone you point at with
-``--git NAME=PATH`` (any clone that has the commit), since a wheel of it is not published.
+``--git NAME=PATH`` (any clone that has the commit, a bare one too), since a wheel of it is not published; only the
+Python files of its ``subdir`` (what is linted) are exported.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def fetch(args):
         if cb["name"] not in clones:
             raise SystemExit(f"{cb['name']} is pinned to {cb['repo']}@{cb['version']}: clone it and pass "
                              f"--git {cb['name']}=PATH_TO_CLONE")
-        tar = subprocess.run(["git", "-C", clones[cb["name"]], "archive", "--format=tar", cb["version"]],
+        # only the linted folder's Python files: a snapshot mirror may lack the blobs of large assets (meshes)
+        linted = f":(glob){cb['subdir']}/**/*.py" if cb.get("subdir") else ":(glob)**/*.py"
+        tar = subprocess.run(["git", "-C", clones[cb["name"]], "archive", "--format=tar", cb["version"], "--", linted],
                              check=True, capture_output=True).stdout
         with tarfile.open(fileobj=io.BytesIO(tar)) as t:
             t.extractall(dest, filter="data")
@@ -71,8 +74,7 @@ def fetch(args):
 
 def lint(args):
     """Lint each codebase as one project, test suites excluded, with benchmarks/lint_real's own lint step."""
-    lint_real.load_codebases = load_codebases
-    lint_real.source_dir = lint_root
+    lint_real.load_codebases = load_codebases  # run.py's lint_root already adds a codebase's subdir
     lint_real.OUT = OUT
     lint_real.lint(args)
 
