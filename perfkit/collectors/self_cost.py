@@ -61,28 +61,34 @@ def _best_in_scratch_sink(fn: Any) -> float:
 
 def calibrate(torch: Any) -> dict[str, float]:
     """Microseconds per call of perfkit's always-on paths, measured now (the hooks must be installed):
-    ``hooked_call`` (a hooked torch call that cannot sync — a slice read — through the hook, less the
-    same call of the original), ``segment_transition`` (one segment clock transition) and
-    ``sync_event`` (finding a sync's site and counting it in a sink)."""
+    ``hooked_call`` (a hooked torch call that cannot sync — a slice read, or on a CUDA run an always-sync
+    op on a host tensor — through the hook, less the same call of the original), ``segment_transition``
+    (half a call through a segment wrapper) and ``sync_event`` (a counted sync's whole path: the hook on a
+    CPU machine; on CUDA the runtime's warning measured on the device, else raised from Python; else
+    finding a sync's site and counting it in a sink)."""
     from perfkit.collectors.hub import Sink
     from perfkit.collectors.sites import chain_of, site_of
     from perfkit.collectors.timing import SegmentClock
 
     out: dict[str, float] = {}
+    orig = None
     if torch is not None:
         hooked = torch.Tensor.__getitem__
         orig = getattr(hooked, "__perfkit_wrapped__", None)
-        if orig is not None:
-            t = torch.zeros(4)
-            sl = slice(0, 1)
-            through = _best(lambda: hooked(t, sl))
-            plain = _best(lambda: orig(t, sl))
-            out["hooked_call"] = max(0.0, through - plain) * 1e6
-    clock = SegmentClock()
-    names = iter(("policy", "other") * (CALLS * ROUNDS))
-    idle = iter(("policy", "other") * (CALLS * ROUNDS))
-    out["segment_transition"] = max(0.0, _best(lambda: clock.transition(next(names))) - _best(lambda: next(idle))) * 1e6
+    if orig is not None:
+        t = torch.zeros(4)
+        sl = slice(0, 1)
+        through = _best(lambda: hooked(t, sl))
+        plain = _best(lambda: orig(t, sl))
+        out["hooked_call"] = max(0.0, through - plain) * 1e6
+    else:
+        cheap = _unhooked_path_of_a_hooked_call(torch)
+        if cheap is not None:
+            out["hooked_call"] = cheap * 1e6
+    out["segment_transition"] = _segment_transition(SegmentClock()) * 1e6
     full = _hooked_sync(torch)
+    if full is None:
+        full = _warned_device_sync(torch)
     if full is None:
         full = _runtime_reported_sync()
     if full is not None:
@@ -98,6 +104,71 @@ def calibrate(torch: Any) -> dict[str, float]:
     # the event's frame is a program's (a sync is found at the program line that made it)
     out["sync_event"] = _best(_program_call("event(_getframe())", event=event, _getframe=sys._getframe)) * 1e6
     return {k: round(v, 4) for k, v in out.items()}
+
+
+def _segment_transition(clock: Any) -> float:
+    """Seconds one segment transition costs a plain steady step: a call of a function wrapped by
+    :func:`perfkit.collectors.segments.wrap` (the wrapper every segment-ruled function runs through, with
+    ``clock`` as the session's transition callback) less the bare call, halved (entering and leaving are
+    a transition each). Timing ``clock.transition`` alone priced ~0.06 µs on the H200, a tenth of the
+    wrapper's own frame."""
+    from perfkit.collectors import hub, segments
+
+    top = hub.MAIN_STACK[-1] if hub.MAIN_STACK else None
+    bare = _program_call("return None")
+    wrapped = segments.wrap(bare, "reward" if top == "policy" else "policy")
+    saved = segments.on_transition
+    segments.on_transition = clock.transition
+    try:
+        through = _best(wrapped)
+    finally:
+        segments.on_transition = saved
+    return max(0.0, through - _best(bare)) / 2
+
+
+def _unhooked_path_of_a_hooked_call(torch: Any) -> float | None:
+    """Seconds a call of an always-hooked op that does not count costs (a CUDA run counting the runtime's
+    reports hooks only the ops that always sync, ``.item()``, ``.cpu()``, ...; called on a host tensor
+    they are no sync and the hook hands the call on): ``.item()`` of a CPU tensor through the hook, less
+    the original. None where host tensors count (a CPU machine: :func:`_hooked_sync` prices those)."""
+    from perfkit.collectors import hub
+
+    item = getattr(torch.Tensor, "item", None) if torch is not None else None
+    orig = getattr(item, "__perfkit_wrapped__", None)
+    if orig is None or hub.count_cpu:
+        return None
+    t = torch.ones(1)
+    through = _best_in_scratch_sink(_program_call("return t.item()", t=t))
+    return max(0.0, through - _best(_program_call("return orig(t)", orig=orig, t=t)))
+
+
+def _warned_device_sync(torch: Any) -> float | None:
+    """Seconds a sync the CUDA runtime reports costs perfkit on this machine, measured on the device: a
+    boolean-mask read of a CUDA tensor (a sync no hook sees: the runtime warns, perfkit's catcher finds
+    its line and counts it into a scratch sink) less the same read with torch's sync detection off.
+    This holds the C++ side of the warning too, which :func:`_runtime_reported_sync`'s Python warning
+    cannot (the H200: ~9 µs a warned sync against ~3.5 µs priced from Python alone). None without the
+    runtime's reports."""
+    from perfkit.collectors import hub
+    from perfkit.collectors.cuda_syncs import _quietly
+
+    if torch is None or hub.installed_sync_source != "runtime":
+        return None
+    try:
+        dev = torch.device("cuda", torch.cuda.current_device())
+        t = torch.ones(2, device=dev)
+        m = torch.ones(2, dtype=torch.bool, device=dev)
+        read = _program_call("return t[m]", t=t, m=m)
+        warned = _best_in_scratch_sink(read)
+        prev = torch.cuda.get_sync_debug_mode()
+        _quietly(torch.cuda.set_sync_debug_mode, 0)
+        try:
+            plain = _best(read)
+        finally:
+            _quietly(torch.cuda.set_sync_debug_mode, prev)
+    except Exception:  # no usable device after all: the Python-side price stands
+        return None
+    return max(0.0, warned - plain)
 
 
 def _hooked_sync(torch: Any) -> float | None:

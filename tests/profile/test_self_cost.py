@@ -125,3 +125,60 @@ def test_a_sync_the_runtime_reports_is_priced_through_the_whole_warning_path(mon
     assert MESSAGE not in capsys.readouterr().err  # and the warnings never reach the program's stderr
     monkeypatch.setattr(hub, "installed_sync_source", "hooks")
     assert self_cost._runtime_reported_sync() is None  # where the runtime's reports are not counted
+
+
+def test_a_segment_transition_is_priced_through_the_segment_wrapper():
+    """The price of a transition is that of the wrapper every segment-ruled call runs through (its frame,
+    its stack, the session's callback), not of the clock's callback alone (0.06 µs on the H200 against a
+    wrapper's ~1 µs): each calibration call enters and leaves a segment through ``segments.wrap``."""
+    from perfkit.collectors import segments, self_cost
+
+    seen = []
+
+    class Clock:
+        def transition(self, name):
+            seen.append(name)
+
+    before = segments.on_transition
+    cost = self_cost._segment_transition(Clock())
+    assert cost >= 0
+    assert len(seen) == 2 * self_cost.CALLS * self_cost.ROUNDS  # in and out of the segment, every call
+    assert set(seen) == {"policy", "other"}
+    assert segments.on_transition is before  # the session's callback is back
+
+
+def test_a_cuda_run_prices_its_always_sync_hooks_on_calls_that_do_not_count(monkeypatch):
+    """On CUDA only the always-sync ops are hooked (``.item()``, ``.cpu()``, ...), and a manager env calls
+    them on host tensors far more often than it syncs (222 hooked calls against 90 syncs a step on the
+    H200): that path is priced as ``hooked_call``; on a CPU machine, where host tensors count, it is not."""
+    from perfkit.collectors import hub, self_cost
+
+    with Session(count_cpu_tensors=True):
+        assert self_cost._unhooked_path_of_a_hooked_call(torch) is None  # host tensors count here
+        monkeypatch.setattr(hub, "count_cpu", False)
+        sink = hub.sinks[0] if hub.sinks else None
+        before = dict(sink.counts) if sink is not None and hasattr(sink, "counts") else None
+        cost = self_cost._unhooked_path_of_a_hooked_call(torch)
+        assert cost is not None and cost >= 0
+        if before is not None:
+            assert dict(sink.counts) == before  # nothing counted
+
+
+@pytest.mark.gpu
+def test_a_runtime_reported_sync_is_priced_on_the_device():
+    """On CUDA the sync event's price is measured on the device, the C++ side of torch's warning included:
+    a mask read warned and caught against the same read with the sync detection off, into a scratch sink."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    from perfkit.collectors import hub, self_cost
+
+    with Session() as s:
+        if hub.installed_sync_source != "runtime":
+            pytest.skip("the runtime's sync reports are not installed here")
+        cost = self_cost._warned_device_sync(torch)
+        mode = torch.cuda.get_sync_debug_mode()
+        per_call = self_cost.calibrate(torch)
+    assert cost is not None and cost > 0
+    assert mode != 0  # the session's sync detection is back on after the unwarned half
+    assert per_call["sync_event"] > 0 and "hooked_call" in per_call
+    assert not s.run.outside_steps.setup  # the calibration's syncs were not counted
