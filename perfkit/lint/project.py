@@ -371,6 +371,13 @@ class Project:
             if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)):
                 continue
             vals = [n.value.body, n.value.orelse] if isinstance(n.value, ast.IfExp) else [n.value]
+            if isinstance(n.value, ast.Call) and not isinstance(n.value.func, ast.Lambda):
+                # `gae = gae_function(cfg.algo.gae_method)`: a factory / dispatcher returning project functions
+                made = [f for t in self.resolve_call(mod, unit, n.value)[:4] for f in self.returned_functions(t)]
+                if made:
+                    got = out.setdefault(n.targets[0].id, [])
+                    got += [u for u in made if u not in got]
+                continue
             for v in vals:
                 if dotted(v) is None or (isinstance(v, ast.Name) and v.id == n.targets[0].id):
                     continue
@@ -378,6 +385,50 @@ class Project:
                 if isinstance(obj, list):
                     got = out.setdefault(n.targets[0].id, [])
                     got += [u for u in obj if u not in got and isinstance(u.node, FUNC_DEFS)]
+        return out
+
+    def returned_functions(self, unit: Unit) -> list:
+        """The project functions ``unit`` returns (not calls): ``return gae`` / ``return fn if c else other``, an item
+        of a local table of them (``methods = {"loop": gae, "scan": scan_gae}; return methods[name]``), or a def
+        nested in it (a closure)."""
+        cache = self.__dict__.setdefault("_returned_functions", {})
+        out = cache.get(unit)
+        if out is not None:
+            return out
+        out = cache[unit] = []
+        if unit.is_module or unit.kernel or unit.mod is None or not isinstance(unit.node, FUNC_DEFS):
+            return out
+        mod = unit.mod
+        nodes = unit_nodes(unit)
+        tables = {}  # local name -> the function references of the dict / list / tuple literal bound to it
+        for n in nodes:
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                    and isinstance(n.value, (ast.Dict, ast.List, ast.Tuple)):
+                tables[n.targets[0].id] = n.value.values if isinstance(n.value, ast.Dict) else n.value.elts
+        nested = {u.name: u for u in mod.units if u.parent is unit and isinstance(u.node, FUNC_DEFS)}
+        for n in nodes:
+            if not (isinstance(n, ast.Return) and n.value is not None):
+                continue
+            exprs = [n.value.body, n.value.orelse] if isinstance(n.value, ast.IfExp) else [n.value]
+            for e in exprs:
+                if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+                    refs = tables.get(e.value.id, [])
+                elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "get" \
+                        and isinstance(e.func.value, ast.Name):
+                    refs = tables.get(e.func.value.id, [])
+                else:
+                    refs = [e]
+                for r in refs:
+                    if r is None or dotted(r) is None:
+                        continue
+                    if isinstance(r, ast.Name) and r.id in nested:
+                        got = [nested[r.id]]
+                    elif isinstance(r, ast.Name) and r.id in mod.functions:
+                        got = mod.functions[r.id]
+                    else:
+                        obj = self.resolve_expr(mod, r)
+                        got = obj if isinstance(obj, list) else []
+                    out += [u for u in got if u not in out and u is not unit and isinstance(u.node, FUNC_DEFS)]
         return out
 
     def _class_of_value(self, mod: ModuleInfo, value):

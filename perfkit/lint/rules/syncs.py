@@ -12,7 +12,7 @@ import re
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.modinfo import error_path
 from perfkit.lint.infer import (BOOL, CPU, DEVICE, HOST, HOSTISH, NDARRAY, TDICT, TENSOR, WARP, flag_attr, is_mask_name,
-                                mixed_union, optional, passed_kind, typer_for)
+                                mixed_union, optional, passed_device, passed_kind, typer_for)
 from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.modinfo import FUNC_DEFS, unit_nodes
 from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module
@@ -230,6 +230,11 @@ def sync_calls(ctx, node: ast.Call):
     if isinstance(f, ast.Attribute) and f.attr in _SYNC_METHODS and not receiver_is_module(ctx, f):
         _method(ctx, node, f)
         return
+    if isinstance(f, ast.Attribute) and f.attr == "format" and isinstance(f.value, ast.Constant) \
+            and isinstance(f.value.value, str):  # "kl {}".format(kl): str.format of a tensor, like an f-string
+        if any(_dev(ctx, a) for a in list(node.args) + [kw.value for kw in node.keywords]):
+            ctx.report("PK105", node, what="`str.format` of a tensor")
+        return
     q = ctx.qual(f)
     if not q:
         return
@@ -266,8 +271,12 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
         if conf and not (m == "tolist" and k == TDICT):
             ctx.report("PK102", node, what=f"`.{m}()`", confidence=conf)
     elif m == "numpy":
-        # a torch tensor's .numpy() raises on a CUDA tensor (`.cpu()` first is the copy): no sync of its own
-        if k == WARP or (k is None and ctx.mod.uses_warp and not ctx.mod.uses_torch):
+        # a torch tensor's .numpy() raises on a CUDA tensor (`.cpu()` first is the copy): no sync of its own, but
+        # `.numpy(force=True)` copies it to the host first
+        if is_true(kwarg(node, "force")) and k != WARP:
+            if conf:
+                ctx.report("PK102", node, what="`.numpy(force=True)`", confidence=conf)
+        elif k == WARP or (k is None and ctx.mod.uses_warp and not ctx.mod.uses_torch):
             ctx.report("PK112", node, what="numpy")
         elif k is None and ctx.mod.uses_warp:
             ctx.report("PK112", node, what="numpy", confidence="medium")  # a Warp array or a torch tensor
@@ -334,7 +343,12 @@ def _torch_fn(ctx, node: ast.Call, q: str):
         ctx.report("PK104", node, what=f"`torch.{name}`")
     elif name in ("tensor", "as_tensor"):
         dev = kwarg(node, "device")
-        if dev is None or (isinstance(dev, ast.Constant) and dev.value in ("cpu", None)):
+        if dev is None:
+            # `th.as_tensor(array, **kwargs)` in a converter that hot callers give `device=` (imitation's
+            # `safe_to_tensor(x, device=d)`): the device comes through the keyword arguments
+            if not (any(kw.arg is None for kw in node.keywords) and passed_device(ctx.mod, ctx.unit)):
+                return
+        elif isinstance(dev, ast.Constant) and dev.value in ("cpu", None):
             return
         if node.args and _dev(ctx, node.args[0]) and not _hinted_param(ctx, node.args[0]):
             return  # already on the device
@@ -430,23 +444,40 @@ def _report_truth(ctx, node, conf, what):
         ctx.report("PK103", node, what=what, confidence="medium" if conf == _FLAG else conf, promote=conf != _FLAG)
 
 
+def _truth_sites(ctx, e) -> list:
+    """[(operand, confidence)]: the operands of ``e``'s ``and`` / ``or`` / ``not`` whose truth test reads a tensor,
+    each one its own sync, reported where it is written (a multi-line ``assert (a == b).all() and (c == 0).all()``
+    or ``if x.dim() == 2 and torch.all(x >= 0)``: one finding per line, not only at the first operand's)."""
+    if isinstance(e, ast.BoolOp):
+        return [s for v in e.values for s in _truth_sites(ctx, v)]
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        return _truth_sites(ctx, e.operand)
+    conf = _truth(ctx, e)
+    return [(e, conf)] if conf else []
+
+
+def _report_truth_sites(ctx, e, what):
+    for operand, conf in _truth_sites(ctx, e):
+        _report_truth(ctx, operand, conf, what)
+
+
 @check(ast.If, ast.While, ast.Assert, ast.IfExp)
 def truth_tests(ctx, node):
-    _report_truth(ctx, node.test, _truth(ctx, node.test), _TRUTH_WHAT[type(node)])
+    _report_truth_sites(ctx, node.test, _TRUTH_WHAT[type(node)])
 
 
 @check(ast.comprehension)
 def comprehension_ifs(ctx, node):
     for cond in node.ifs:
-        _report_truth(ctx, cond, _truth(ctx, cond), "a comprehension `if` on a tensor")
+        _report_truth_sites(ctx, cond, "a comprehension `if` on a tensor")
 
 
 @check(ast.BoolOp)
 def bool_ops(ctx, node):
-    """``a or b`` on tensors: one finding for the expression, however many operands are tensors."""
+    """``a or b`` on tensors: one finding per line, however many operands are tensors."""
     op = "and" if isinstance(node.op, ast.And) else "or"
-    # the last operand is returned, not tested
-    _report_truth(ctx, node, _best(_truth(ctx, v) for v in node.values[:-1]), f"`{op}` on a tensor")
+    for v in node.values[:-1]:  # the last operand is returned, not tested
+        _report_truth_sites(ctx, v, f"`{op}` on a tensor")
 
 
 @check(ast.UnaryOp)
