@@ -549,7 +549,13 @@ class Typer:
                 if self.unit.cls is not None and (any(isinstance(v, ast.Constant) for v in branches)
                                                   or isinstance(value, ast.Compare)):
                     self.unit.cls.flag_attrs.add(target.attr)  # None, True, 0, `a is not None`: a flag too
-                if not k:
+                inherited = getattr(self._attrs, "inherited", ())
+                if k in HOSTISH and target.attr in inherited:
+                    # the class's own code keeps it on the host (a CPU env's `self.actions = torch.zeros(n)`), where a
+                    # base's fallback (`if self.actions is None: self.actions = torch.zeros(n, device=d)`) never runs
+                    inherited.discard(target.attr)
+                    self._attrs[target.attr] = k
+                elif not k:
                     pass
                 elif old in DEVICE:  # `else: self.flag = True` does not erase a device mask
                     if k in DEVICE:
@@ -1068,6 +1074,12 @@ def module_typer(mod: ModuleInfo) -> Typer:
     return t
 
 
+class _AttrTable(dict):
+    """A class's attribute kinds; ``inherited``: those read from its bases that its own code has not assigned yet."""
+
+    inherited: set = frozenset()
+
+
 def class_attrs(mod: ModuleInfo, cls) -> dict:
     """``self`` attributes of ``cls`` (and its bases, in other linted modules too) that hold tensors/arrays.
 
@@ -1079,13 +1091,14 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
         return {}
     mod = cls.mod or mod
     cls.building = True
-    attrs: dict = {}
+    attrs = _AttrTable()
     complete = True
     for base in reversed(mod.class_chain(cls)[1:]):
         if base.building:
             complete = False
             continue
         attrs.update(class_attrs(base.mod or mod, base))
+    attrs.inherited = set(attrs)
     for st in cls.node.body:  # class-level annotations: obs_buf: torch.Tensor
         if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
             k = annotation_kind(mod, st.annotation)

@@ -300,3 +300,131 @@ def test_a_converter_given_a_device_returns_a_device_tensor(tmp_path):
              "pkg/nets.py": _NET.replace("util.safe_to_tensor(state).to(self.device)",
                                          "util.safe_to_tensor(state, device=self.device).to(self.device)")}
     assert not [f for f in found_in(tmp_path, files) if f[0] == "nets.py" and f[2] == "PK109"]
+
+
+def test_a_converter_that_copies_a_read_only_array_first_still_converts_its_parameter(tmp_path):
+    # imitation's safe_to_tensor: `if isinstance(array, np.ndarray) ...: array = array.copy()` rebinds the parameter
+    # on one path; on the other the parameter as passed (array or tensor) reaches th.as_tensor: a conversion
+    files = {"pkg/__init__.py": "", "pkg/util.py": _CONVERT.replace("array, **kwargs)", "array: np.ndarray | th.Tensor, **kwargs)", 1),
+             "pkg/nets.py": _NET}
+    assert ("util.py", 8, "PK109", "high") in found_in(tmp_path, files)
+
+
+# -- an @overload signature is not the method ---------------------------------------------------------------------
+
+_OVERLOAD = """
+from typing import Optional, overload
+import numpy as np
+import torch as th
+
+class Trainer:
+    @overload
+    def _torchify(self, a: np.ndarray) -> th.Tensor: ...
+
+    @overload
+    def _torchify(self, a: None) -> None: ...
+
+    def _torchify(self, a: Optional[np.ndarray]) -> Optional[th.Tensor]:
+        return th.as_tensor(a, device=self.device)
+
+    def train_disc(self, batches):
+        for batch in batches:
+            labels = self._torchify(batch["labels"])
+            loss = self.disc(batch, labels).mean()
+            loss.backward()
+            self.opt.step()
+"""
+
+
+def test_a_method_declared_with_overload_signatures_runs_its_implementation():
+    # imitation's AdversarialTrainer._torchify_array: the first def of the name is an @overload stub
+    assert (14, "PK109", "high") in found(_OVERLOAD)
+
+
+def test_an_implementation_no_hot_code_calls_stays_cold():
+    assert not found(_OVERLOAD.replace("            labels = self._torchify(batch[\"labels\"])\n", ""))
+
+
+# -- more host/device copies -------------------------------------------------------------------------------------
+
+_AUX = """
+import torch as th
+
+class PPG:
+    def __init__(self, n):
+        self.aux_obs = th.empty(size=(n, 4), device="cpu")
+
+    def update(self):
+        self.aux_obs[:4].copy_({src})
+        loss = self.policy(self.aux_obs.to(self.device)).mean()
+        loss.backward()
+        self.opt.step()
+"""
+
+
+def test_copying_device_data_into_a_cpu_buffer_is_a_device_to_host_copy():
+    # rllte's PPG: `self.aux_obs[...].copy_(self.storage.observations[:-1])` into buffers made with device="cpu"
+    assert (9, "PK102", "high") in found(_AUX.format(src="self.storage.observations[:-1]"))
+    assert (9, "PK102", "high") in found(_AUX.format(src="th.ones(4, 4, device='cuda')"))
+
+
+def test_an_asynchronous_or_host_to_host_copy_is_no_sync():
+    assert not [f for f in found(_AUX.format(src="th.ones(4, 4)")) if f[0] == 9]
+    assert not [f for f in found(_AUX.format(src="self.storage.obs, non_blocking=True")) if f[0] == 9]
+    assert not [f for f in found(_AUX.format(src="self.storage.obs, non_blocking=self.pinned")) if f[0] == 9]
+
+
+def test_a_factory_inside_a_device_scope_uploads_its_host_data():
+    # sheeprl's SAC prepare_obs: `with fabric.device: torch.as_tensor(obs[k].copy())` makes the tensor on the device
+    body = """
+    with self.fabric.device:
+        y = torch.as_tensor(np.zeros(3), dtype=torch.float32)
+    """
+    assert (11, "PK109", "high") in found(_in_step(body))
+    assert not [f for f in found(_in_step(body.replace("self.fabric.device", "torch.device('cpu')")))
+                if f[1] == "PK109"]
+
+
+def test_max_of_a_tensor_and_a_number_compares_it_on_the_host():
+    # autonomous-learning-library's SAC: `self.temperature = max(0, self.temperature + lr * grad)`
+    assert (10, "PK104", "high") in found(_in_step("t = max(0, self.x.sum())"))
+    assert not found(_in_step("t = max(0, len(action))"))
+
+
+# -- where a factory without device= allocates ---------------------------------------------------------------------
+
+_CPU_ENV = """
+import numpy as np
+import torch
+{extra}
+
+class BaseEnv:
+    def __init__(self, n, dev):
+        self.actions = None
+        self._init_buffers(n, dev)
+
+    def _init_buffers(self, n, dev):
+        if self.actions is None:
+            self.actions = torch.zeros(n, 3, device=dev)
+
+class CpuEnv(BaseEnv):
+    def __init__(self, n):
+        self._control = torch.from_numpy(np.zeros((n, 3)))
+        self.actions = torch.zeros(n, 3)
+        super().__init__(n, "cpu")
+
+    def step(self, a):
+        self._control.copy_(self.actions)
+"""
+
+
+def test_a_subclass_that_keeps_an_attribute_on_the_host_overrides_the_bases_device_fallback():
+    # perfkit's own CPU MuJoCo env: `self.actions = torch.zeros(n)` in the subclass; the base's device fallback
+    # (`if self.actions is None:`) never runs for it, so copying it into a host buffer copies host data
+    assert not found(_CPU_ENV.format(extra=""))
+
+
+def test_a_string_naming_set_default_device_sets_no_default_device():
+    # a linter's own tables mention `set_default_device(` in a regex: no code there calls it
+    assert not found(_CPU_ENV.format(extra='PATTERN = r"set_default_device\\\\((?!cpu)"'))
+    assert (22, "PK102", "high") in found(_CPU_ENV.format(extra='torch.set_default_device("cuda")'))

@@ -175,7 +175,7 @@ register(Rule(
     good="self.episode_length_buf.index_fill_(0, env_ids, 0)",
 ))
 
-_SYNC_METHODS = {"item", "cpu", "numpy", "tolist", "list", "to", "cuda", "synchronize", "nonzero", "argwhere",
+_SYNC_METHODS = {"item", "cpu", "numpy", "tolist", "list", "to", "cuda", "copy_", "synchronize", "nonzero", "argwhere",
                  "masked_select", "unique", "unique_consecutive", "repeat_interleave", "equal", "allclose",
                  "add_scalar", "add_scalars", "add_histogram", "debug", "info", "warning", "error", "log",
                  "critical", "exception"}
@@ -257,6 +257,9 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
     m = f.attr
     recv = f.value
     k = ctx.kind(recv)
+    if m == "copy_":
+        _copy_into_host(ctx, node, k)
+        return
     if k in HOSTISH and m not in ("to", "cuda"):
         return
     conf = "high" if k == TDICT and m in ("cpu", "to") else _confidence(ctx, recv)
@@ -318,6 +321,23 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
             ctx.report("PK105", node, what=f"`{base}.{m}` of a tensor")
 
 
+def _copy_into_host(ctx, node: ast.Call, k):
+    """``cpu_buf.copy_(t)``: a device tensor copied into a host tensor, a blocking device-to-host copy (with
+    ``non_blocking=True`` into pinned memory it is not)."""
+    nb = kwarg(node, "non_blocking") if len(node.args) < 2 else node.args[1]
+    if k != CPU or not node.args or (nb is not None and not (isinstance(nb, ast.Constant) and nb.value is False)):
+        return  # non_blocking=True, or a flag (`non_blocking=on_cuda`): asynchronous where it matters
+    src = node.args[0]
+    sk = ctx.kind(src)
+    if sk in DEVICE:
+        conf = "high"
+    elif sk is None and ctx.mod.uses_torch and not _in_device_scope(ctx, node):
+        conf = "medium"  # what is copied into a host buffer is likely what lives elsewhere: device data
+    else:
+        return
+    ctx.report("PK102", node, what="`.copy_()` of a GPU tensor into a CPU tensor", confidence=conf)
+
+
 def _short(expr) -> str:
     if isinstance(expr, ast.Attribute):
         inner = _short(expr.value)
@@ -345,22 +365,25 @@ def _torch_fn(ctx, node: ast.Call, q: str):
         dev = kwarg(node, "device")
         if dev is None:
             # `th.as_tensor(array, **kwargs)` in a converter that hot callers give `device=` (imitation's
-            # `safe_to_tensor(x, device=d)`): the device comes through the keyword arguments
-            if not (any(kw.arg is None for kw in node.keywords) and passed_device(ctx.mod, ctx.unit)):
+            # `safe_to_tensor(x, device=d)`): the device comes through the keyword arguments; inside `with
+            # fabric.device:` / `with torch.device(d):` the factory makes its tensor on d
+            if not (any(kw.arg is None for kw in node.keywords) and passed_device(ctx.mod, ctx.unit)
+                    or _in_device_scope(ctx, node)):
                 return
         elif isinstance(dev, ast.Constant) and dev.value in ("cpu", None):
             return
-        if node.args and _dev(ctx, node.args[0]) and not _hinted_param(ctx, node.args[0]):
+        if node.args and _dev(ctx, node.args[0]) and not _hinted_param(ctx, node.args[0], any_path=True):
             return  # already on the device
         if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts:
             return  # torch.tensor([], device=d): nothing to copy (no sync, measured on an H200)
         ctx.report("PK109", node, what=f"`torch.{name}(..., device=...)` from host data")
 
 
-def _hinted_param(ctx, e, annotated_only=False) -> bool:
+def _hinted_param(ctx, e, annotated_only=False, any_path=False) -> bool:
     """A parameter (as passed) declared as either a tensor or host data (``np.ndarray | torch.Tensor``), or not
     annotated (typed from what its callers pass): ``torch.as_tensor(masks, device=d)`` converts because some
-    callers pass host data, though one passes a tensor."""
+    callers pass host data, though one passes a tensor. ``any_path``: the parameter as passed reaches ``e`` on some
+    path (``if isinstance(array, np.ndarray): array = array.copy()`` rebinds it on the other)."""
     if not isinstance(e, ast.Name) or not isinstance(ctx.unit.node, FUNC_DEFS):
         return False
     a = ctx.unit.node.args
@@ -369,7 +392,8 @@ def _hinted_param(ctx, e, annotated_only=False) -> bool:
     return any(p.arg == e.id and (p.annotation is None and not annotated_only
                                   or p.annotation is not None and mixed_union(ctx.mod, p.annotation))
                for p in a.posonlyargs + a.args + a.kwonlyargs) \
-        and all(b[0] == (0, 0) for b in ctx.typer._reaching(ctx.typer.binds.get(e.id, []), (e.lineno, e.col_offset)))
+        and (any if any_path else all)(
+            b[0] == (0, 0) for b in ctx.typer._reaching(ctx.typer.binds.get(e.id, []), (e.lineno, e.col_offset)))
 
 
 def _builtin(ctx, node: ast.Call, name: str):
@@ -378,6 +402,9 @@ def _builtin(ctx, node: ast.Call, name: str):
             ctx.report("PK103", node, what="`bool()` of a tensor")
     elif name in ("float", "int", "complex"):
         if node.args and _dev(ctx, node.args[0]):
+            ctx.report("PK104", node, what=f"`{name}()` of a tensor")
+    elif name in ("max", "min") and node.args and not node.keywords:
+        if any(_dev(ctx, a) for a in node.args):  # max(0, t) compares the tensor in Python: its truth value
             ctx.report("PK104", node, what=f"`{name}()` of a tensor")
     elif name == "print":
         for a in node.args:
@@ -534,22 +561,35 @@ def masked_augassign(ctx, node: ast.AugAssign):
             ctx.report("PK107", t)
 
 
-def _device_scope(ctx) -> bool:
-    """The unit has a ``with torch.device(d):`` / ``with fabric.device:`` block: factories without ``device=`` in it
-    allocate on ``d`` (ManiSkill's ``_initialize_episode``), so a tensor typed CPU there may be on the GPU."""
+def _device_scope_spans(ctx) -> list:
+    """(first, last line) of the unit's ``with torch.device(d):`` / ``with fabric.device:`` blocks (not
+    ``torch.device("cpu")``): factories without ``device=`` in them allocate on ``d``."""
     unit = ctx.unit
-    got = unit.__dict__.get("_device_scope")
-    if got is None:
-        got = False
+    spans = unit.__dict__.get("_device_scope_spans")
+    if spans is None:
+        spans = []
         for n in unit_nodes(unit):
             if isinstance(n, (ast.With, ast.AsyncWith)):
                 for item in n.items:
                     c = item.context_expr
                     f = c.func if isinstance(c, ast.Call) else c
                     if isinstance(f, ast.Attribute) and f.attr == "device" or isinstance(f, ast.Name) and f.id == "device":
-                        got = True
-        unit._device_scope = got
-    return got
+                        if isinstance(c, ast.Call) and c.args and isinstance(c.args[0], ast.Constant) \
+                                and c.args[0].value == "cpu":
+                            continue
+                        spans.append((n.body[0].lineno, n.end_lineno))
+        unit._device_scope_spans = spans
+    return spans
+
+
+def _device_scope(ctx) -> bool:
+    """The unit has a ``with torch.device(d):`` / ``with fabric.device:`` block: factories without ``device=`` in it
+    allocate on ``d`` (ManiSkill's ``_initialize_episode``), so a tensor typed CPU there may be on the GPU."""
+    return bool(_device_scope_spans(ctx))
+
+
+def _in_device_scope(ctx, node) -> bool:
+    return any(a <= node.lineno <= b for a, b in _device_scope_spans(ctx))
 
 
 def _of_host_tensors(ctx, v) -> bool:
