@@ -428,3 +428,11 @@ def test_a_string_naming_set_default_device_sets_no_default_device():
     # a linter's own tables mention `set_default_device(` in a regex: no code there calls it
     assert not found(_CPU_ENV.format(extra='PATTERN = r"set_default_device\\\\((?!cpu)"'))
     assert (22, "PK102", "high") in found(_CPU_ENV.format(extra='torch.set_default_device("cuda")'))
+
+
+def test_cpu_of_an_untyped_value_is_a_tensors_copy_even_where_torch_is_not_imported():
+    # imitation's replay_buffer_wrapper imports only stable_baselines3: `samples.observations.cpu()` of the SB3
+    # replay sample, every gradient step through the wrapped buffer's `sample`
+    src = _BUFFER.format(name="ReplayBufferRewardWrapper").replace("import torch\n", "import numpy as np\n")
+    assert (10, "PK102", "high") in found(src)
+    assert not found(src.replace(".cpu().numpy()", ".copy()"))

@@ -263,6 +263,9 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
     if k in HOSTISH and m not in ("to", "cuda"):
         return
     conf = "high" if k == TDICT and m in ("cpu", "to") else _confidence(ctx, recv)
+    if conf is None and k is None and m == "cpu" and not node.args:
+        conf = "medium"  # `.cpu()` is a tensor's (NumPy has none), in a module that gets tensors from a library
+        # without importing torch itself (imitation's `samples.observations.cpu()` of an SB3 replay sample)
     if m == "item":
         if conf:
             ctx.report("PK101", node, confidence=conf)
