@@ -31,9 +31,9 @@ register(Rule(
 ))
 register(Rule(
     id="PK102", name="device-to-host-copy", category="sync",
-    summary="`.cpu()` / `.tolist()` / `.to('cpu')` of a GPU tensor in a hot path, or a GPU tensor written into a "
-    "CPU tensor (`cpu_buf[i] = t`) (a tensor's `.numpy()` and `np.asarray(t)` raise on a CUDA "
-    "tensor: the `.cpu()` before them is the copy)",
+    summary="`.cpu()` / `.tolist()` / `.to('cpu')` / `.numpy(force=True)` of a GPU tensor in a hot path, or a GPU "
+    "tensor written or copied into a CPU tensor (`cpu_buf[i] = t`, `cpu_buf.copy_(t)`) (a tensor's plain `.numpy()` "
+    "and `np.asarray(t)` raise on a CUDA tensor: the `.cpu()` before them is the copy)",
     message="{what} copies a GPU tensor to the host and waits for the GPU (sync); keep the data on the device, or copy "
     "into pinned memory with `.to('cpu', non_blocking=True)` and read it later",
     rationale="A device-to-host copy into pageable memory is synchronous: the host waits for all queued work, then "
@@ -57,7 +57,8 @@ register(Rule(
 ))
 register(Rule(
     id="PK104", name="tensor-to-python-number", category="sync",
-    summary="`float(t)`, `int(t)`, `math.f(t)`, `torch.equal`, `torch.allclose` on GPU tensors in a hot path",
+    summary="`float(t)`, `int(t)`, `math.f(t)`, `max(0, t)` / `min(t, x)`, `torch.equal`, `torch.allclose` on GPU "
+    "tensors in a hot path",
     message="{what} turns a GPU tensor into a Python value (sync); keep it a tensor (`t.float()`, `torch.isclose`, "
     "tensor arithmetic) or read it off the hot path",
     rationale="Converting a tensor to a Python number or bool copies it to the host and waits for the GPU.",
@@ -67,7 +68,8 @@ register(Rule(
 ))
 register(Rule(
     id="PK105", name="tensor-formatting", category="sync",
-    summary="printing, formatting or logging a tensor (`print(t)`, `f\"{t}\"`, `str(t)`, `writer.add_scalar(tag, t)`)",
+    summary="printing, formatting or logging a tensor (`print(t)`, `f\"{t}\"`, `\"{}\".format(t)`, `str(t)`, "
+    "`writer.add_scalar(tag, t)`)",
     message="{what} formats a GPU tensor's values on the host (sync); log device-side aggregates every N steps, "
     "off the hot path",
     rationale="Formatting needs the values, so the tensor is copied to the host after the GPU drains. "
@@ -113,7 +115,8 @@ register(Rule(
 ))
 register(Rule(
     id="PK109", name="blocking-host-to-device", category="sync",
-    summary="blocking host-to-device copies: `torch.tensor(data, device='cuda')`, `.to(device)` / `.cuda()` of host data",
+    summary="blocking host-to-device copies: `torch.tensor(data, device='cuda')` (or inside `with torch.device(d):`), "
+    "`.to(device)` / `.cuda()` of host data",
     message="{what} copies host data to the GPU synchronously; build constants once in `__init__`, or stage them in a "
     "pinned buffer and copy with `non_blocking=True`",
     rationale="Creating a device tensor from Python data (or moving a pageable CPU tensor) is a synchronous copy that "
