@@ -77,14 +77,12 @@ class Project:
             self.by_name.setdefault(m.modname, m)
             for name, units in m.methods.items():
                 self.methods.setdefault(name, []).extend(units)
-        if any(m.sets_default_device for m in self.mods):  # a process-wide setting: every module's factories
-            for m in self.mods:
-                m.sets_default_device = True
         self._by_stem: dict = {}  # last dotted part of a module's file path -> [ModuleInfo], for _by_path
         for m in self.mods:
             if not m.path.startswith("<"):
                 self._by_stem.setdefault(m.modname.rsplit(".", 1)[-1], []).append(m)
         self._merge_star_imports()
+        self._spread_default_device()
         self._chains: dict = {}
         self._subclasses = None
         self._attr_classes: dict = {}
@@ -149,6 +147,42 @@ class Project:
         for m in self.mods:
             if m.star_imports:
                 merge(m)
+
+    def _module_of(self, target: str):
+        """The linted module a dotted import target names (``pkg.mod`` or ``pkg.mod.name``), or None."""
+        parts = target.split(".")
+        for i in range(len(parts), 0, -1):
+            m = self.by_name.get(".".join(parts[:i]))
+            if m is None and i >= 2:
+                m = self._by_path(parts[:i])
+            if m is not None:
+                return m
+        return None
+
+    def _spread_default_device(self):
+        """``torch.set_default_device("cuda")`` is a process-wide setting: it reaches the modules that run in the
+        setter's process, those linked to it by imports either way (the library the script imports, the package
+        whose ``__init__`` sets it), not a folder's other scripts (cleanrl's one ``ppo_trxl.py`` that sets it)."""
+        setters = [m for m in self.mods if m.sets_default_device]
+        if not setters:
+            return
+        links: dict = {id(m): [] for m in self.mods}
+        for m in self.mods:
+            targets = list(m.aliases.values()) + [self._relative(m, *r) for r in m.rel_imports.values()] + [
+                self._relative(m, level, module) for level, module in m.star_imports]
+            for t in targets:
+                other = self._module_of(t) if t else None
+                if other is not None and other is not m:
+                    links[id(m)].append(other)
+                    links[id(other)].append(m)
+        todo, seen = list(setters), {id(m) for m in setters}
+        while todo:
+            m = todo.pop()
+            m.sets_default_device = True
+            for other in links[id(m)]:
+                if id(other) not in seen:
+                    seen.add(id(other))
+                    todo.append(other)
 
     def symbol(self, mod: ModuleInfo, name: str, depth: int = 0):
         """What ``name`` means at the top level of ``mod``: a ModuleInfo, a ClassInfo, a list of Units, or None."""
