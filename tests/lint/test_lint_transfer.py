@@ -436,3 +436,13 @@ def test_cpu_of_an_untyped_value_is_a_tensors_copy_even_where_torch_is_not_impor
     src = _BUFFER.format(name="ReplayBufferRewardWrapper").replace("import torch\n", "import numpy as np\n")
     assert (10, "PK102", "high") in found(src)
     assert not found(src.replace(".cpu().numpy()", ".copy()"))
+
+
+# -- confidence: a torch-only method on a proven per-step path ----------------------------------------------------
+
+def test_clone_of_an_untyped_value_on_a_proven_per_step_path_is_high():
+    # rl4co's `next_rec = solution_to.clone()` in an env step: `.clone()` is torch's (NumPy's is `.copy()`); medium
+    # off proven paths (`forward`), high where the code runs every step, like the sync ops
+    assert (10, "PK202", "high") in found(_in_step("y = self.other.clone()"))
+    src = _in_step("y = self.other.clone()").replace("def step(self, action):", "def forward(self, action):")
+    assert (10, "PK202", "medium") in found(src)
