@@ -446,3 +446,30 @@ def test_clone_of_an_untyped_value_on_a_proven_per_step_path_is_high():
     assert (10, "PK202", "high") in found(_in_step("y = self.other.clone()"))
     src = _in_step("y = self.other.clone()").replace("def step(self, action):", "def forward(self, action):")
     assert (10, "PK202", "medium") in found(src)
+
+
+# -- `~` of an index is a mask's negation ---------------------------------------------------------------------------
+
+def test_a_scalar_written_through_a_negated_mask_is_a_masked_fill_not_a_sync():
+    # rl4co's `logprobs[~mask] = 0` with `mask: torch.Tensor`: a Python scalar through a boolean mask does not wait
+    # (docs' PK113 page); `~` of an index is a mask's negation, whatever the annotation says
+    src = """
+    import torch
+
+    class Env:
+        def step(self, logprobs: torch.Tensor, mask: torch.Tensor):
+            logprobs[~mask] = 0
+            return logprobs
+    """
+    assert not found(src)
+
+
+def test_reading_through_a_negated_mask_is_a_boolean_mask_read():
+    src = """
+    import torch
+
+    class Env:
+        def step(self, logprobs: torch.Tensor, mask: torch.Tensor):
+            return logprobs[~mask].sum()
+    """
+    assert (6, "PK107", "high") in found(src)

@@ -534,6 +534,8 @@ def percent_format(ctx, node):
 
 
 def _is_mask(ctx, e) -> bool:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert):
+        return ctx.kind(e.operand) in DEVICE  # `x[~mask]`: `~` of an index is a mask's negation
     k = ctx.kind(e)
     if k == BOOL:
         return True
