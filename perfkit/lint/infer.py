@@ -920,7 +920,8 @@ class Typer:
                 if isinstance(obj, list) and obj:
                     return return_kind(obj[0].mod, obj[0])
         called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if self.mod.uses_torch and q not in ("print",) and not _PREDICATE.match(called):
+        if self.mod.uses_torch and q not in ("print",) and not _PREDICATE.match(called) \
+                and not _COUNT_CALL.search(called):
             # an unknown callable fed a tensor (a policy, a reward term): assume a tensor comes back
             for a in e.args:
                 if self.kind(a) in DEVICE:
@@ -975,6 +976,8 @@ _TORCH_TENSOR_SUBMODULES = ("torch.nn.functional.", "torch.nn.init.", "torch.lin
                             "torch.sparse.", "torch.masked.", "torch.nested.")
 _GYM_ENV_MAKERS = {"make", "make_vec", "SyncVectorEnv", "AsyncVectorEnv", "Env", "VectorEnv"}
 _PREDICATE = re.compile(r"^_*(is|are|has|have|should|can|was|were)_")  # is_dataclass(x): a Python bool
+# a count or a size (`env.get_num_starts(td)`, `count_params(m)`, `batch_size(td)`): a Python int, not a tensor
+_COUNT_CALL = re.compile(r"(^|_)(num|count|size|len|length|ndim|numel)(_|$)")
 _NON_TENSOR_NAME = re.compile(r"^(is_|are_|get_|set_|has_|use_|_)")
 
 

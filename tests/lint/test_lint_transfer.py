@@ -473,3 +473,16 @@ def test_reading_through_a_negated_mask_is_a_boolean_mask_read():
             return logprobs[~mask].sum()
     """
     assert (6, "PK107", "high") in found(src)
+
+
+# -- a count is a Python int ---------------------------------------------------------------------------------------
+
+def test_a_count_returned_by_an_unknown_call_fed_a_tensor_is_no_tensor():
+    # rl4co's POMO: `n_start = self.env.get_num_starts(td)` then `if n_start > 1:` — a Python int
+    body = """
+    n = self.sim.get_num_starts(self.x)
+    if n > 1:
+        pass
+    """
+    assert not found(_in_step(body))
+    assert (11, "PK103", "high") in found(_in_step(body.replace("get_num_starts", "get_starts")))
