@@ -76,8 +76,10 @@ class Context:
             # it every step: sheeprl's `prepare_obs(fabric, obs)` uploads each step's observations)
         if not self.options.enabled(rule_id):
             return
-        if confidence == "medium" and self.proven and rule.category == "sync" and promote:
-            confidence = "high"  # a sync-prone call on code that runs every step: the likely reading is a tensor
+        if confidence == "medium" and self.proven and rule.category in ("sync", "alloc") and promote:
+            # a sync-prone call (or torch's own `.clone()`) on code that runs every step: the likely reading is a
+            # tensor
+            confidence = "high"
         if CONFIDENCES.index(confidence) > CONFIDENCES.index(self.options.min_confidence):
             return
         line = getattr(node, "lineno", 1)

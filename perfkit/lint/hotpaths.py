@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from perfkit.lint.modinfo import FUNC_DEFS, ModuleInfo, Unit, dotted, if_tests, unit_nodes
-from perfkit.lint.project import GENERIC, Project
+from perfkit.lint.project import GENERIC, STORAGE_CLASS, STORAGE_METHODS, Project
 
 HOT_NAME = re.compile(
     r"^(_*step|_*reset\w*|_*compute_\w+|_reward_\w+|_?get_observations|_?pre_physics_step|_?post_physics_step|"
@@ -70,6 +70,8 @@ class HotPaths:
     # unit -> [(first, last line, proven)] of lambdas it binds to ``self.attr`` that hot code calls as
     # ``self.attr(...)``: their bodies run on the hot path, though the unit building them (``__init__``) does not
     lambda_spans: dict = field(default_factory=dict)
+    # functions of any name that make one gradient step outside any loop of their own: proven where hot
+    gradient_steps: set = field(default_factory=set)
 
 
 _STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
@@ -233,6 +235,32 @@ def learner_step(unit: Unit):
     return loops or None
 
 
+def storage_entry(unit: Unit) -> bool:
+    """A per-transition / per-batch method (``add``, ``insert``, ``store``, ``push``, ``sample``) of a class named like
+    a storage (a replay buffer, a rollout storage, a memory). Not a classmethod, nor a static method."""
+    return unit.cls is not None and bool(unit.self_name) and not _is_classmethod(unit) \
+        and unit.name in STORAGE_METHODS and bool(STORAGE_CLASS.search(unit.cls.name))
+
+
+def _bare_gradient_step(unit: Unit) -> bool:
+    """A function (of any name) whose own code makes a gradient step outside any loop: each call is one gradient
+    step, so where hot code calls it, it runs once per step."""
+    if unit.is_module or unit.kernel or _is_classmethod(unit) or not isinstance(unit.node, FUNC_DEFS):
+        return False
+    text = unit.mod.text if unit.mod is not None else ""
+    if "backward" not in text and ".step" not in text:
+        return False
+    stack = list(unit.node.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, FUNC_DEFS + (ast.ClassDef, ast.Lambda) + _LOOPS):
+            continue
+        if _is_gradient_step(n):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
 # an RL algorithm's per-step entry points, which the user's training script calls (machin's `act_discrete`,
 # `store_episode`; mushroom-rl's `draw_action`, its approximators' `predict`; pfrl's `batch_act` / `observe`;
 # skrl's `record_transition`; a Lightning module's `training_step`)
@@ -309,13 +337,23 @@ def module_seeds(mod: ModuleInfo, directives, hot_patterns=(), all_functions=Fal
             by_name.append(unit)
             if proven_per_step(unit):
                 proven.append(unit)
+        elif storage_entry(unit):
+            # a replay buffer's / rollout storage's add and sample: every env step and every gradient step, called
+            # by the library's runners or by an algorithm outside the linted files (SB3 sampling a wrapped buffer)
+            by_name.append(unit)
+            proven.append(unit)
         elif agent_entry(unit):
-            by_name.append(unit)  # hot, like a name-hot method: medium where a receiver's type is unknown
+            # hot, and proven: a learning agent's act / store / predict runs once per env step (or per gradient
+            # step), whoever calls it: the user's script, the library's runner
+            by_name.append(unit)
+            proven.append(unit)
         else:
             loops = learner_step(unit)
             if loops == []:
                 seeds.append(unit)
                 proven.append(unit)
+            elif loops is None and _bare_gradient_step(unit):
+                hp.gradient_steps.add(unit)  # per gradient step where hot code calls it (d3rlpy's `warmup_actor`)
             learner_loops.extend((unit, node) for node in loops or ())
     # rollout loops: any loop calling an env step, in any unit
     step_units = mod.units_matching(_STEP_TEXT) if "step" in mod.text else ()
@@ -375,7 +413,10 @@ def _hot_loop(hp: HotPaths, mod: ModuleInfo, unit: Unit, node, seeds: list, prov
         return
     hp.loops.add(id(node))
     hp.loop_units.add(unit)
-    hp.loop_spans.setdefault(unit, []).append((node.body[0].lineno, node.end_lineno))
+    # a `while` loop's test runs before every iteration (rl4co's `while not td["done"].all():` around its env
+    # steps); a `for` loop's iterable is evaluated once
+    first = node.test.lineno if isinstance(node, ast.While) else node.body[0].lineno
+    hp.loop_spans.setdefault(unit, []).append((first, node.end_lineno))
     if seed_calls:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
@@ -645,7 +686,8 @@ def find_hot_project(project, directives_of, hot_patterns=(), all_functions=Fals
     seeds += [u for u in by_name if u not in cold]
     spread(hp, seeds)
     if not all_functions:
-        spread(hp, [u for u in proven if u not in cold], into=hp.proven)
+        spread(hp, [u for u in proven if u not in cold] + sorted(
+            (u for u in hp.gradient_steps if u in hp.units), key=lambda u: (u.mod.path, u.lineno)), into=hp.proven)
         hp.proven &= hp.units
         hot_lambdas(hp, project)
     return hp

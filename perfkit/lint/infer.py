@@ -549,7 +549,13 @@ class Typer:
                 if self.unit.cls is not None and (any(isinstance(v, ast.Constant) for v in branches)
                                                   or isinstance(value, ast.Compare)):
                     self.unit.cls.flag_attrs.add(target.attr)  # None, True, 0, `a is not None`: a flag too
-                if not k:
+                inherited = getattr(self._attrs, "inherited", ())
+                if k in HOSTISH and target.attr in inherited:
+                    # the class's own code keeps it on the host (a CPU env's `self.actions = torch.zeros(n)`), where a
+                    # base's fallback (`if self.actions is None: self.actions = torch.zeros(n, device=d)`) never runs
+                    inherited.discard(target.attr)
+                    self._attrs[target.attr] = k
+                elif not k:
                     pass
                 elif old in DEVICE:  # `else: self.flag = True` does not erase a device mask
                     if k in DEVICE:
@@ -808,6 +814,16 @@ class Typer:
         return None
 
     def _call_kind(self, e: ast.Call):
+        k = self._call_kind_of(e)
+        if k == CPU and not (self.mod.qual(e.func) or "").startswith("torch.") and any(
+                kw.arg == "device" and not (isinstance(kw.value, ast.Constant) and kw.value.value in ("cpu", None))
+                for kw in e.keywords):
+            # a project converter returning a host tensor unless told where (`safe_to_tensor(x, device=d)` passing
+            # its **kwargs to torch.as_tensor): given device=, its result is there
+            return TENSOR
+        return k
+
+    def _call_kind_of(self, e: ast.Call):
         func = e.func
         q = self.mod.qual(func)
         if q:
@@ -904,7 +920,8 @@ class Typer:
                 if isinstance(obj, list) and obj:
                     return return_kind(obj[0].mod, obj[0])
         called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if self.mod.uses_torch and q not in ("print",) and not _PREDICATE.match(called):
+        if self.mod.uses_torch and q not in ("print",) and not _PREDICATE.match(called) \
+                and not _COUNT_CALL.search(called):
             # an unknown callable fed a tensor (a policy, a reward term): assume a tensor comes back
             for a in e.args:
                 if self.kind(a) in DEVICE:
@@ -959,6 +976,8 @@ _TORCH_TENSOR_SUBMODULES = ("torch.nn.functional.", "torch.nn.init.", "torch.lin
                             "torch.sparse.", "torch.masked.", "torch.nested.")
 _GYM_ENV_MAKERS = {"make", "make_vec", "SyncVectorEnv", "AsyncVectorEnv", "Env", "VectorEnv"}
 _PREDICATE = re.compile(r"^_*(is|are|has|have|should|can|was|were)_")  # is_dataclass(x): a Python bool
+# a count or a size (`env.get_num_starts(td)`, `count_params(m)`, `batch_size(td)`): a Python int, not a tensor
+_COUNT_CALL = re.compile(r"(^|_)(num|count|size|len|length|ndim|numel)(_|$)")
 _NON_TENSOR_NAME = re.compile(r"^(is_|are_|get_|set_|has_|use_|_)")
 
 
@@ -1025,10 +1044,11 @@ def _method_kind(base: str, m: str, e: ast.Call):
                 if isinstance(arg, ast.Constant) and arg.value == "cpu":
                     return CPU
                 return TENSOR
-        if base == CPU and any(not (isinstance(a, ast.Attribute) and _DTYPE_NAME.search(a.attr)) for a in e.args):
-            # .to(self.device): to the compute device
-            if e.args or any(kw.arg == "device" for kw in e.keywords):
-                return TENSOR
+        if base == CPU and (any(not (isinstance(a, ast.Attribute) and _DTYPE_NAME.search(a.attr)) for a in e.args)
+                            or any(kw.arg == "device" and not (isinstance(kw.value, ast.Constant) and kw.value.value
+                                                               is None) for kw in e.keywords)):
+            # .to(self.device), .to(device=self.device, dtype=...): to the compute device
+            return TENSOR
         return base
     if m in ("bool",) or m in _BOOL_FUNCS or m.rstrip("_") in ("eq", "ne", "gt", "ge", "lt", "le", "logical_not"):
         return CPU if base == CPU else BOOL
@@ -1057,6 +1077,12 @@ def module_typer(mod: ModuleInfo) -> Typer:
     return t
 
 
+class _AttrTable(dict):
+    """A class's attribute kinds; ``inherited``: those read from its bases that its own code has not assigned yet."""
+
+    inherited: set = frozenset()
+
+
 def class_attrs(mod: ModuleInfo, cls) -> dict:
     """``self`` attributes of ``cls`` (and its bases, in other linted modules too) that hold tensors/arrays.
 
@@ -1068,13 +1094,14 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
         return {}
     mod = cls.mod or mod
     cls.building = True
-    attrs: dict = {}
+    attrs = _AttrTable()
     complete = True
     for base in reversed(mod.class_chain(cls)[1:]):
         if base.building:
             complete = False
             continue
         attrs.update(class_attrs(base.mod or mod, base))
+    attrs.inherited = set(attrs)
     for st in cls.node.body:  # class-level annotations: obs_buf: torch.Tensor
         if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
             k = annotation_kind(mod, st.annotation)
@@ -1114,6 +1141,8 @@ def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
     if k in DEVICE and mixed_union(mod, unit.node.returns):
         cache[unit] = None  # `-> bool | np.ndarray | Tensor`: what comes back depends on what went in
         return None
+    if k == TENSOR and _returns_host_tensors(mod, unit):
+        k = CPU  # `-> th.Tensor` says a tensor, not where: every return is a host tensor (`th.as_tensor(array)`)
     if k is None:
         typer = typer_for(mod, unit)
         for node in unit_nodes(unit):
@@ -1128,6 +1157,46 @@ def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
                     break
     cache[unit] = k
     return k
+
+
+def _returns_host_tensors(mod: ModuleInfo, unit: Unit) -> bool:
+    """Every ``return`` of ``unit`` gives a tensor that a torch factory made on the host (``th.as_tensor(array)``,
+    ``torch.ones(n, dtype=torch.bool)`` without ``device=``), directly or through a local name bound only to such
+    calls. Read from the code's shape alone, not from other functions' kinds: this runs while return kinds and the
+    callers' parameter kinds are being worked out."""
+    def host_call(e) -> bool:
+        if not isinstance(e, ast.Call):
+            return False
+        q = mod.qual(e.func) or ""
+        if q.startswith("torch."):
+            return _torch_call_kind(mod, q, e) == CPU
+        return isinstance(e.func, ast.Attribute) and e.func.attr == "cpu" and not e.args
+
+    nodes = unit_nodes(unit)
+    binds: dict = {}  # local name -> [values bound to it], None for a binding of another form
+    for n in nodes:
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            binds.setdefault(n.targets[0].id, []).append(n.value)
+        elif isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.withitem, ast.NamedExpr,
+                            ast.comprehension)):
+            targets = n.targets if isinstance(n, ast.Assign) else [getattr(n, "target", None) or
+                                                                   getattr(n, "optional_vars", None)]
+            for t in targets:
+                for x in ast.walk(t) if t is not None else ():
+                    if isinstance(x, ast.Name):
+                        binds.setdefault(x.id, []).append(None)
+    seen = False
+    for n in nodes:
+        if isinstance(n, ast.Return):
+            v = n.value
+            if isinstance(v, ast.Name):
+                vals = binds.get(v.id)
+                if not vals or not all(host_call(x) for x in vals):
+                    return False
+            elif not host_call(v):
+                return False
+            seen = True
+    return seen
 
 
 def typer_for(mod: ModuleInfo, unit: Unit) -> Typer:
@@ -1169,6 +1238,7 @@ def param_hints(mod: ModuleInfo) -> dict:
     seen: dict = {}  # callee -> {parameter: {kinds passed}}: joined once all are known, in no order
     unknown: dict = {}  # callee -> {parameters some hot call passes a value of unknown kind}
     holder._param_unknown = unknown
+    holder._passes_device = given_device = set()  # callees some hot call passes `device=`
     # in source order, not the set's (hash/address) order: the typers built on the way are cached
     callers = sorted(holder.__dict__.get("_callers", ()),
                      key=lambda u: (u.mod.path if u.mod is not None else "", u.lineno, u.qualname))
@@ -1183,6 +1253,8 @@ def param_hints(mod: ModuleInfo) -> dict:
             for callee in resolve_call(umod, unit, node):
                 if callee.kernel or not isinstance(callee.node, FUNC_DEFS):
                     continue
+                if any(kw.arg == "device" for kw in node.keywords):
+                    given_device.add(callee)
                 args = callee.node.args
                 params = [a.arg for a in args.posonlyargs + args.args]
                 offset = 1 if callee.self_name and isinstance(node.func, ast.Attribute) else 0
@@ -1206,6 +1278,12 @@ def param_hints(mod: ModuleInfo) -> dict:
             unit.mod.__dict__.get("_typers", {}).pop(unit, None)
             unit.mod._return_kinds.clear()
     return hints
+
+
+def passed_device(mod: ModuleInfo, unit: Unit) -> bool:
+    """Some hot call of ``unit`` passes it ``device=`` (which its ``**kwargs`` may hand on to a torch factory)."""
+    param_hints(mod)
+    return unit in _holder(mod).__dict__.get("_passes_device", ())
 
 
 def passed_kind(mod: ModuleInfo, unit: Unit, name: str) -> str | None:

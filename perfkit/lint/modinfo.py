@@ -67,6 +67,22 @@ _KERNEL_DECORATORS = {"warp.kernel", "warp.func", "warp.func_native", "warp.func
 _DEFAULT_DEVICE = re.compile(r"set_default_device\((?!\s*['\"]cpu['\"])|set_default_tensor_type\([^)]*cuda")
 
 
+def _calls_set_default_device(tree) -> bool:
+    """The code calls ``set_default_device(d)`` (not to "cpu") or ``set_default_tensor_type(<cuda type>)``: the text
+    matched, but a string or comment naming it (a linter's own tables) sets nothing."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name == "set_default_device":
+                a = n.args[0] if n.args else None
+                if not (isinstance(a, ast.Constant) and a.value == "cpu"):
+                    return True
+            elif name == "set_default_tensor_type" and "cuda" in ast.unparse(n):
+                return True
+    return False
+
+
 class ModuleInfo:
     def __init__(self, tree: ast.Module, text: str, path: str = "<string>"):
         self.tree = tree
@@ -89,7 +105,7 @@ class ModuleInfo:
         self._return_kinds: dict = {}
         # a factory without device= allocates on the default device: the GPU where the code (or, once linted
         # as a project, any module of it) sets one: torch.set_default_device("cuda"), Genesis' gs.init(...)
-        self.sets_default_device = bool(_DEFAULT_DEVICE.search(text)) or (
+        self.sets_default_device = (bool(_DEFAULT_DEVICE.search(text)) and _calls_set_default_device(tree)) or (
             "genesis" in self._roots and ".init(" in text)
         self.project = None  # the Project (perfkit.lint.project) when linted with other files
         self.modname = ""  # dotted module name within its package tree (set by the Project)
@@ -200,7 +216,9 @@ class ModuleInfo:
                     args = st.args.posonlyargs + st.args.args
                     if args and not any(dotted(d) == "staticmethod" for d in st.decorator_list):
                         unit.self_name = args[0].arg
-                    cls.methods.setdefault(st.name, unit)
+                    known = cls.methods.get(st.name)
+                    if known is None or _overload_stub(known.node):
+                        cls.methods[st.name] = unit  # an @overload signature stands for the def that follows it
                     self.methods.setdefault(st.name, []).append(unit)
                 else:
                     self.functions.setdefault(st.name, []).append(unit)
@@ -287,6 +305,11 @@ def if_tests(unit: Unit):
             if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 test, negated = test.operand, True
             yield n, test, negated
+
+
+def _overload_stub(node) -> bool:
+    """A ``@typing.overload`` signature: the implementation is the def of the same name after it."""
+    return any((dotted(d) or "").rsplit(".", 1)[-1] == "overload" for d in getattr(node, "decorator_list", ()))
 
 
 def error_path(unit: Unit) -> set:

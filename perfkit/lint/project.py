@@ -77,14 +77,12 @@ class Project:
             self.by_name.setdefault(m.modname, m)
             for name, units in m.methods.items():
                 self.methods.setdefault(name, []).extend(units)
-        if any(m.sets_default_device for m in self.mods):  # a process-wide setting: every module's factories
-            for m in self.mods:
-                m.sets_default_device = True
         self._by_stem: dict = {}  # last dotted part of a module's file path -> [ModuleInfo], for _by_path
         for m in self.mods:
             if not m.path.startswith("<"):
                 self._by_stem.setdefault(m.modname.rsplit(".", 1)[-1], []).append(m)
         self._merge_star_imports()
+        self._spread_default_device()
         self._chains: dict = {}
         self._subclasses = None
         self._attr_classes: dict = {}
@@ -149,6 +147,42 @@ class Project:
         for m in self.mods:
             if m.star_imports:
                 merge(m)
+
+    def _module_of(self, target: str):
+        """The linted module a dotted import target names (``pkg.mod`` or ``pkg.mod.name``), or None."""
+        parts = target.split(".")
+        for i in range(len(parts), 0, -1):
+            m = self.by_name.get(".".join(parts[:i]))
+            if m is None and i >= 2:
+                m = self._by_path(parts[:i])
+            if m is not None:
+                return m
+        return None
+
+    def _spread_default_device(self):
+        """``torch.set_default_device("cuda")`` is a process-wide setting: it reaches the modules that run in the
+        setter's process, those linked to it by imports either way (the library the script imports, the package
+        whose ``__init__`` sets it), not a folder's other scripts (cleanrl's one ``ppo_trxl.py`` that sets it)."""
+        setters = [m for m in self.mods if m.sets_default_device]
+        if not setters:
+            return
+        links: dict = {id(m): [] for m in self.mods}
+        for m in self.mods:
+            targets = list(m.aliases.values()) + [self._relative(m, *r) for r in m.rel_imports.values()] + [
+                self._relative(m, level, module) for level, module in m.star_imports]
+            for t in targets:
+                other = self._module_of(t) if t else None
+                if other is not None and other is not m:
+                    links[id(m)].append(other)
+                    links[id(other)].append(m)
+        todo, seen = list(setters), {id(m) for m in setters}
+        while todo:
+            m = todo.pop()
+            m.sets_default_device = True
+            for other in links[id(m)]:
+                if id(other) not in seen:
+                    seen.add(id(other))
+                    todo.append(other)
 
     def symbol(self, mod: ModuleInfo, name: str, depth: int = 0):
         """What ``name`` means at the top level of ``mod``: a ModuleInfo, a ClassInfo, a list of Units, or None."""
@@ -371,6 +405,13 @@ class Project:
             if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)):
                 continue
             vals = [n.value.body, n.value.orelse] if isinstance(n.value, ast.IfExp) else [n.value]
+            if isinstance(n.value, ast.Call) and not isinstance(n.value.func, ast.Lambda):
+                # `gae = gae_function(cfg.algo.gae_method)`: a factory / dispatcher returning project functions
+                made = [f for t in self.resolve_call(mod, unit, n.value)[:4] for f in self.returned_functions(t)]
+                if made:
+                    got = out.setdefault(n.targets[0].id, [])
+                    got += [u for u in made if u not in got]
+                continue
             for v in vals:
                 if dotted(v) is None or (isinstance(v, ast.Name) and v.id == n.targets[0].id):
                     continue
@@ -378,6 +419,50 @@ class Project:
                 if isinstance(obj, list):
                     got = out.setdefault(n.targets[0].id, [])
                     got += [u for u in obj if u not in got and isinstance(u.node, FUNC_DEFS)]
+        return out
+
+    def returned_functions(self, unit: Unit) -> list:
+        """The project functions ``unit`` returns (not calls): ``return gae`` / ``return fn if c else other``, an item
+        of a local table of them (``methods = {"loop": gae, "scan": scan_gae}; return methods[name]``), or a def
+        nested in it (a closure)."""
+        cache = self.__dict__.setdefault("_returned_functions", {})
+        out = cache.get(unit)
+        if out is not None:
+            return out
+        out = cache[unit] = []
+        if unit.is_module or unit.kernel or unit.mod is None or not isinstance(unit.node, FUNC_DEFS):
+            return out
+        mod = unit.mod
+        nodes = unit_nodes(unit)
+        tables = {}  # local name -> the function references of the dict / list / tuple literal bound to it
+        for n in nodes:
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                    and isinstance(n.value, (ast.Dict, ast.List, ast.Tuple)):
+                tables[n.targets[0].id] = n.value.values if isinstance(n.value, ast.Dict) else n.value.elts
+        nested = {u.name: u for u in mod.units if u.parent is unit and isinstance(u.node, FUNC_DEFS)}
+        for n in nodes:
+            if not (isinstance(n, ast.Return) and n.value is not None):
+                continue
+            exprs = [n.value.body, n.value.orelse] if isinstance(n.value, ast.IfExp) else [n.value]
+            for e in exprs:
+                if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+                    refs = tables.get(e.value.id, [])
+                elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "get" \
+                        and isinstance(e.func.value, ast.Name):
+                    refs = tables.get(e.func.value.id, [])
+                else:
+                    refs = [e]
+                for r in refs:
+                    if r is None or dotted(r) is None:
+                        continue
+                    if isinstance(r, ast.Name) and r.id in nested:
+                        got = [nested[r.id]]
+                    elif isinstance(r, ast.Name) and r.id in mod.functions:
+                        got = mod.functions[r.id]
+                    else:
+                        obj = self.resolve_expr(mod, r)
+                        got = obj if isinstance(obj, list) else []
+                    out += [u for u in got if u not in out and u is not unit and isinstance(u.node, FUNC_DEFS)]
         return out
 
     def _class_of_value(self, mod: ModuleInfo, value):

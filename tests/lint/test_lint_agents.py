@@ -125,9 +125,10 @@ _STEP = "loss.backward()\n            self.optim.step()"
 
 
 def test_store_episode_of_a_class_that_makes_gradient_steps_is_hot(tmp_path):
-    # machin's A2C.store_episode: the user calls it every episode; the critic's `.item()` per transition
+    # machin's A2C.store_episode: the user calls it every episode; the critic's `.item()` per transition (high: a
+    # learning agent's per-step entry is a proven per-step path, see tests/lint/test_lint_transfer.py)
     files = {"pkg/__init__.py": "", "pkg/a2c.py": _A2C.format(update="update", backward=_STEP)}
-    assert ("a2c.py", 11, "PK101", "medium") in findings(tmp_path, files)
+    assert ("a2c.py", 11, "PK101", "high") in findings(tmp_path, files)
 
 
 def test_store_episode_of_a_subclass_of_a_learning_base_is_hot(tmp_path):
@@ -140,7 +141,7 @@ def test_store_episode_of_a_subclass_of_a_learning_base_is_hot(tmp_path):
                      def store_episode(self, episode):
                          self.last = episode[-1]["value"].cpu()
                  """}
-    assert ("ppo.py", 7, "PK102", "medium") in findings(tmp_path, files)
+    assert ("ppo.py", 7, "PK102", "high") in findings(tmp_path, files)
 
 
 def test_store_episode_of_a_class_that_never_learns_is_not_hot(tmp_path):
@@ -181,7 +182,7 @@ def test_observe_of_a_learning_agent_is_hot(tmp_path):
     # pfrl's agent.batch_observe(obs, reward, done, reset) / Pearl's observe: the user's loop calls it every step
     files = {"pkg/__init__.py": "", "pkg/a2c.py": _A2C.format(update="update", backward=_STEP).replace(
         "store_episode", "batch_observe")}
-    assert ("a2c.py", 11, "PK101", "medium") in findings(tmp_path, files)
+    assert ("a2c.py", 11, "PK101", "high") in findings(tmp_path, files)
 
 
 # -- `.astype` is NumPy's ------------------------------------------------------------------------------------------

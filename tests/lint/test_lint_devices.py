@@ -43,12 +43,35 @@ def test_a_default_device_set_in_another_module_holds_for_the_project(tmp_path):
         """,
         "main.py": """
             import genesis as gs
+            from env import Env
             gs.init(backend=gs.gpu)
         """,
     }
     assert lint_tree(tmp_path, files) == [("env.py", 7, "PK101")]
-    files["main.py"] = "import torch\n"
+    files["main.py"] = "import torch\nfrom env import Env\n"
     assert lint_tree(tmp_path, files) == []
+
+
+def test_a_default_device_holds_only_for_the_modules_of_the_setters_process(tmp_path):
+    # a folder of single-file scripts (cleanrl): the one that calls torch.set_default_device runs alone; the others'
+    # factories without device= stay on the host
+    files = {
+        "dqn.py": """
+            import torch
+            class Env:
+                def __init__(self, n):
+                    self.count = torch.zeros(n)
+                def step(self, a):
+                    return self.count.sum().item()
+        """,
+        "ppo_trxl.py": """
+            import torch
+            torch.set_default_device("cuda")
+        """,
+    }
+    assert lint_tree(tmp_path, files) == []
+    files["ppo_trxl.py"] = "import torch\nfrom dqn import Env\ntorch.set_default_device('cuda')\n"
+    assert lint_tree(tmp_path, files) == [("dqn.py", 7, "PK101")]
 
 
 def test_buffers_registered_without_device_move_with_the_module():

@@ -126,8 +126,13 @@ def test_an_abstract_storage_method_runs_its_concrete_siblings(tmp_path):
 
 
 def test_a_concrete_inherited_method_is_not_widened_to_siblings(tmp_path):
-    # the typed class inherits a real `add` from the base: that one runs, not a sibling subclass's
-    assert not [f for f in found(tmp_path, _storage_files(_CONCRETE_ADD)) if f[0] == "vanilla.py"]
+    # the typed class inherits a real `add` from the base: that one runs, not a sibling subclass's (the sibling is
+    # named unlike a storage here: a storage's own `add` is hot by itself, tests/lint/test_lint_transfer.py)
+    files = _storage_files(_CONCRETE_ADD)
+    files["pkg/vanilla.py"] = _VANILLA.replace("VanillaReplayStorage", "VanillaKeeper")
+    assert not [f for f in found(tmp_path, files) if f[0] == "vanilla.py"]
+    files["pkg/base.py"] = _BASE.format(add=_ABSTRACT_ADD)  # the twin: an abstract add runs the sibling's
+    assert ("vanilla.py", 8, "PK102", "high") in found(tmp_path, files)
 
 
 # -- a storage's add on a receiver whose class the code does not say ----------------------------------------------
@@ -170,7 +175,11 @@ def test_a_storage_named_receiver_runs_the_storage_classes_method(tmp_path):
 
 
 def test_a_receiver_not_named_like_a_storage_stays_unresolved(tmp_path):
+    # `self.sink.insert(...)` runs no project class's insert (RolloutStorage's own `insert` is hot by itself, as a
+    # storage's per-transition method: tests/lint/test_lint_transfer.py; Registry's is reached by nothing)
     files = {"pkg/__init__.py": "", "pkg/storages.py": _STORAGES, "pkg/runner.py": _RUNNER.format(attr="sink")}
+    assert not [f for f in found(tmp_path, files) if f[0] == "storages.py" and f[1] == 11]
+    files["pkg/storages.py"] = _STORAGES.replace("RolloutStorage", "RolloutKeeper")
     assert not [f for f in found(tmp_path, files) if f[0] == "storages.py"]
 
 

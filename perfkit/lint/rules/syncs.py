@@ -12,7 +12,7 @@ import re
 from perfkit.lint.hotpaths import resolve_call
 from perfkit.lint.modinfo import error_path
 from perfkit.lint.infer import (BOOL, CPU, DEVICE, HOST, HOSTISH, NDARRAY, TDICT, TENSOR, WARP, flag_attr, is_mask_name,
-                                mixed_union, optional, passed_kind, typer_for)
+                                mixed_union, optional, passed_device, passed_kind, typer_for)
 from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.modinfo import FUNC_DEFS, unit_nodes
 from perfkit.lint.rules.common import is_true, kwarg, receiver_is_module
@@ -31,9 +31,9 @@ register(Rule(
 ))
 register(Rule(
     id="PK102", name="device-to-host-copy", category="sync",
-    summary="`.cpu()` / `.tolist()` / `.to('cpu')` of a GPU tensor in a hot path, or a GPU tensor written into a "
-    "CPU tensor (`cpu_buf[i] = t`) (a tensor's `.numpy()` and `np.asarray(t)` raise on a CUDA "
-    "tensor: the `.cpu()` before them is the copy)",
+    summary="`.cpu()` / `.tolist()` / `.to('cpu')` / `.numpy(force=True)` of a GPU tensor in a hot path, or a GPU "
+    "tensor written or copied into a CPU tensor (`cpu_buf[i] = t`, `cpu_buf.copy_(t)`) (a tensor's plain `.numpy()` "
+    "and `np.asarray(t)` raise on a CUDA tensor: the `.cpu()` before them is the copy)",
     message="{what} copies a GPU tensor to the host and waits for the GPU (sync); keep the data on the device, or copy "
     "into pinned memory with `.to('cpu', non_blocking=True)` and read it later",
     rationale="A device-to-host copy into pageable memory is synchronous: the host waits for all queued work, then "
@@ -57,7 +57,8 @@ register(Rule(
 ))
 register(Rule(
     id="PK104", name="tensor-to-python-number", category="sync",
-    summary="`float(t)`, `int(t)`, `math.f(t)`, `torch.equal`, `torch.allclose` on GPU tensors in a hot path",
+    summary="`float(t)`, `int(t)`, `math.f(t)`, `max(0, t)` / `min(t, x)`, `torch.equal`, `torch.allclose` on GPU "
+    "tensors in a hot path",
     message="{what} turns a GPU tensor into a Python value (sync); keep it a tensor (`t.float()`, `torch.isclose`, "
     "tensor arithmetic) or read it off the hot path",
     rationale="Converting a tensor to a Python number or bool copies it to the host and waits for the GPU.",
@@ -67,7 +68,8 @@ register(Rule(
 ))
 register(Rule(
     id="PK105", name="tensor-formatting", category="sync",
-    summary="printing, formatting or logging a tensor (`print(t)`, `f\"{t}\"`, `str(t)`, `writer.add_scalar(tag, t)`)",
+    summary="printing, formatting or logging a tensor (`print(t)`, `f\"{t}\"`, `\"{}\".format(t)`, `str(t)`, "
+    "`writer.add_scalar(tag, t)`)",
     message="{what} formats a GPU tensor's values on the host (sync); log device-side aggregates every N steps, "
     "off the hot path",
     rationale="Formatting needs the values, so the tensor is copied to the host after the GPU drains. "
@@ -113,7 +115,8 @@ register(Rule(
 ))
 register(Rule(
     id="PK109", name="blocking-host-to-device", category="sync",
-    summary="blocking host-to-device copies: `torch.tensor(data, device='cuda')`, `.to(device)` / `.cuda()` of host data",
+    summary="blocking host-to-device copies: `torch.tensor(data, device='cuda')` (or inside `with torch.device(d):`), "
+    "`.to(device)` / `.cuda()` of host data",
     message="{what} copies host data to the GPU synchronously; build constants once in `__init__`, or stage them in a "
     "pinned buffer and copy with `non_blocking=True`",
     rationale="Creating a device tensor from Python data (or moving a pageable CPU tensor) is a synchronous copy that "
@@ -175,7 +178,7 @@ register(Rule(
     good="self.episode_length_buf.index_fill_(0, env_ids, 0)",
 ))
 
-_SYNC_METHODS = {"item", "cpu", "numpy", "tolist", "list", "to", "cuda", "synchronize", "nonzero", "argwhere",
+_SYNC_METHODS = {"item", "cpu", "numpy", "tolist", "list", "to", "cuda", "copy_", "synchronize", "nonzero", "argwhere",
                  "masked_select", "unique", "unique_consecutive", "repeat_interleave", "equal", "allclose",
                  "add_scalar", "add_scalars", "add_histogram", "debug", "info", "warning", "error", "log",
                  "critical", "exception"}
@@ -230,6 +233,11 @@ def sync_calls(ctx, node: ast.Call):
     if isinstance(f, ast.Attribute) and f.attr in _SYNC_METHODS and not receiver_is_module(ctx, f):
         _method(ctx, node, f)
         return
+    if isinstance(f, ast.Attribute) and f.attr == "format" and isinstance(f.value, ast.Constant) \
+            and isinstance(f.value.value, str):  # "kl {}".format(kl): str.format of a tensor, like an f-string
+        if any(_dev(ctx, a) for a in list(node.args) + [kw.value for kw in node.keywords]):
+            ctx.report("PK105", node, what="`str.format` of a tensor")
+        return
     q = ctx.qual(f)
     if not q:
         return
@@ -252,9 +260,15 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
     m = f.attr
     recv = f.value
     k = ctx.kind(recv)
+    if m == "copy_":
+        _copy_into_host(ctx, node, k)
+        return
     if k in HOSTISH and m not in ("to", "cuda"):
         return
     conf = "high" if k == TDICT and m in ("cpu", "to") else _confidence(ctx, recv)
+    if conf is None and k is None and m == "cpu" and not node.args:
+        conf = "medium"  # `.cpu()` is a tensor's (NumPy has none), in a module that gets tensors from a library
+        # without importing torch itself (imitation's `samples.observations.cpu()` of an SB3 replay sample)
     if m == "item":
         if conf:
             ctx.report("PK101", node, confidence=conf)
@@ -266,8 +280,12 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
         if conf and not (m == "tolist" and k == TDICT):
             ctx.report("PK102", node, what=f"`.{m}()`", confidence=conf)
     elif m == "numpy":
-        # a torch tensor's .numpy() raises on a CUDA tensor (`.cpu()` first is the copy): no sync of its own
-        if k == WARP or (k is None and ctx.mod.uses_warp and not ctx.mod.uses_torch):
+        # a torch tensor's .numpy() raises on a CUDA tensor (`.cpu()` first is the copy): no sync of its own, but
+        # `.numpy(force=True)` copies it to the host first
+        if is_true(kwarg(node, "force")) and k != WARP:
+            if conf:
+                ctx.report("PK102", node, what="`.numpy(force=True)`", confidence=conf)
+        elif k == WARP or (k is None and ctx.mod.uses_warp and not ctx.mod.uses_torch):
             ctx.report("PK112", node, what="numpy")
         elif k is None and ctx.mod.uses_warp:
             ctx.report("PK112", node, what="numpy", confidence="medium")  # a Warp array or a torch tensor
@@ -309,6 +327,23 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
             ctx.report("PK105", node, what=f"`{base}.{m}` of a tensor")
 
 
+def _copy_into_host(ctx, node: ast.Call, k):
+    """``cpu_buf.copy_(t)``: a device tensor copied into a host tensor, a blocking device-to-host copy (with
+    ``non_blocking=True`` into pinned memory it is not)."""
+    nb = kwarg(node, "non_blocking") if len(node.args) < 2 else node.args[1]
+    if k != CPU or not node.args or (nb is not None and not (isinstance(nb, ast.Constant) and nb.value is False)):
+        return  # non_blocking=True, or a flag (`non_blocking=on_cuda`): asynchronous where it matters
+    src = node.args[0]
+    sk = ctx.kind(src)
+    if sk in DEVICE:
+        conf = "high"
+    elif sk is None and ctx.mod.uses_torch and not _in_device_scope(ctx, node):
+        conf = "medium"  # what is copied into a host buffer is likely what lives elsewhere: device data
+    else:
+        return
+    ctx.report("PK102", node, what="`.copy_()` of a GPU tensor into a CPU tensor", confidence=conf)
+
+
 def _short(expr) -> str:
     if isinstance(expr, ast.Attribute):
         inner = _short(expr.value)
@@ -334,19 +369,27 @@ def _torch_fn(ctx, node: ast.Call, q: str):
         ctx.report("PK104", node, what=f"`torch.{name}`")
     elif name in ("tensor", "as_tensor"):
         dev = kwarg(node, "device")
-        if dev is None or (isinstance(dev, ast.Constant) and dev.value in ("cpu", None)):
+        if dev is None:
+            # `th.as_tensor(array, **kwargs)` in a converter that hot callers give `device=` (imitation's
+            # `safe_to_tensor(x, device=d)`): the device comes through the keyword arguments; inside `with
+            # fabric.device:` / `with torch.device(d):` the factory makes its tensor on d
+            if not (any(kw.arg is None for kw in node.keywords) and passed_device(ctx.mod, ctx.unit)
+                    or _in_device_scope(ctx, node)):
+                return
+        elif isinstance(dev, ast.Constant) and dev.value in ("cpu", None):
             return
-        if node.args and _dev(ctx, node.args[0]) and not _hinted_param(ctx, node.args[0]):
+        if node.args and _dev(ctx, node.args[0]) and not _hinted_param(ctx, node.args[0], any_path=True):
             return  # already on the device
         if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts:
             return  # torch.tensor([], device=d): nothing to copy (no sync, measured on an H200)
         ctx.report("PK109", node, what=f"`torch.{name}(..., device=...)` from host data")
 
 
-def _hinted_param(ctx, e, annotated_only=False) -> bool:
+def _hinted_param(ctx, e, annotated_only=False, any_path=False) -> bool:
     """A parameter (as passed) declared as either a tensor or host data (``np.ndarray | torch.Tensor``), or not
     annotated (typed from what its callers pass): ``torch.as_tensor(masks, device=d)`` converts because some
-    callers pass host data, though one passes a tensor."""
+    callers pass host data, though one passes a tensor. ``any_path``: the parameter as passed reaches ``e`` on some
+    path (``if isinstance(array, np.ndarray): array = array.copy()`` rebinds it on the other)."""
     if not isinstance(e, ast.Name) or not isinstance(ctx.unit.node, FUNC_DEFS):
         return False
     a = ctx.unit.node.args
@@ -355,7 +398,8 @@ def _hinted_param(ctx, e, annotated_only=False) -> bool:
     return any(p.arg == e.id and (p.annotation is None and not annotated_only
                                   or p.annotation is not None and mixed_union(ctx.mod, p.annotation))
                for p in a.posonlyargs + a.args + a.kwonlyargs) \
-        and all(b[0] == (0, 0) for b in ctx.typer._reaching(ctx.typer.binds.get(e.id, []), (e.lineno, e.col_offset)))
+        and (any if any_path else all)(
+            b[0] == (0, 0) for b in ctx.typer._reaching(ctx.typer.binds.get(e.id, []), (e.lineno, e.col_offset)))
 
 
 def _builtin(ctx, node: ast.Call, name: str):
@@ -364,6 +408,9 @@ def _builtin(ctx, node: ast.Call, name: str):
             ctx.report("PK103", node, what="`bool()` of a tensor")
     elif name in ("float", "int", "complex"):
         if node.args and _dev(ctx, node.args[0]):
+            ctx.report("PK104", node, what=f"`{name}()` of a tensor")
+    elif name in ("max", "min") and node.args and not node.keywords:
+        if any(_dev(ctx, a) for a in node.args):  # max(0, t) compares the tensor in Python: its truth value
             ctx.report("PK104", node, what=f"`{name}()` of a tensor")
     elif name == "print":
         for a in node.args:
@@ -430,23 +477,40 @@ def _report_truth(ctx, node, conf, what):
         ctx.report("PK103", node, what=what, confidence="medium" if conf == _FLAG else conf, promote=conf != _FLAG)
 
 
+def _truth_sites(ctx, e) -> list:
+    """[(operand, confidence)]: the operands of ``e``'s ``and`` / ``or`` / ``not`` whose truth test reads a tensor,
+    each one its own sync, reported where it is written (a multi-line ``assert (a == b).all() and (c == 0).all()``
+    or ``if x.dim() == 2 and torch.all(x >= 0)``: one finding per line, not only at the first operand's)."""
+    if isinstance(e, ast.BoolOp):
+        return [s for v in e.values for s in _truth_sites(ctx, v)]
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        return _truth_sites(ctx, e.operand)
+    conf = _truth(ctx, e)
+    return [(e, conf)] if conf else []
+
+
+def _report_truth_sites(ctx, e, what):
+    for operand, conf in _truth_sites(ctx, e):
+        _report_truth(ctx, operand, conf, what)
+
+
 @check(ast.If, ast.While, ast.Assert, ast.IfExp)
 def truth_tests(ctx, node):
-    _report_truth(ctx, node.test, _truth(ctx, node.test), _TRUTH_WHAT[type(node)])
+    _report_truth_sites(ctx, node.test, _TRUTH_WHAT[type(node)])
 
 
 @check(ast.comprehension)
 def comprehension_ifs(ctx, node):
     for cond in node.ifs:
-        _report_truth(ctx, cond, _truth(ctx, cond), "a comprehension `if` on a tensor")
+        _report_truth_sites(ctx, cond, "a comprehension `if` on a tensor")
 
 
 @check(ast.BoolOp)
 def bool_ops(ctx, node):
-    """``a or b`` on tensors: one finding for the expression, however many operands are tensors."""
+    """``a or b`` on tensors: one finding per line, however many operands are tensors."""
     op = "and" if isinstance(node.op, ast.And) else "or"
-    # the last operand is returned, not tested
-    _report_truth(ctx, node, _best(_truth(ctx, v) for v in node.values[:-1]), f"`{op}` on a tensor")
+    for v in node.values[:-1]:  # the last operand is returned, not tested
+        _report_truth_sites(ctx, v, f"`{op}` on a tensor")
 
 
 @check(ast.UnaryOp)
@@ -470,6 +534,8 @@ def percent_format(ctx, node):
 
 
 def _is_mask(ctx, e) -> bool:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Invert):
+        return ctx.kind(e.operand) in DEVICE  # `x[~mask]`: `~` of an index is a mask's negation
     k = ctx.kind(e)
     if k == BOOL:
         return True
@@ -503,22 +569,35 @@ def masked_augassign(ctx, node: ast.AugAssign):
             ctx.report("PK107", t)
 
 
-def _device_scope(ctx) -> bool:
-    """The unit has a ``with torch.device(d):`` / ``with fabric.device:`` block: factories without ``device=`` in it
-    allocate on ``d`` (ManiSkill's ``_initialize_episode``), so a tensor typed CPU there may be on the GPU."""
+def _device_scope_spans(ctx) -> list:
+    """(first, last line) of the unit's ``with torch.device(d):`` / ``with fabric.device:`` blocks (not
+    ``torch.device("cpu")``): factories without ``device=`` in them allocate on ``d``."""
     unit = ctx.unit
-    got = unit.__dict__.get("_device_scope")
-    if got is None:
-        got = False
+    spans = unit.__dict__.get("_device_scope_spans")
+    if spans is None:
+        spans = []
         for n in unit_nodes(unit):
             if isinstance(n, (ast.With, ast.AsyncWith)):
                 for item in n.items:
                     c = item.context_expr
                     f = c.func if isinstance(c, ast.Call) else c
                     if isinstance(f, ast.Attribute) and f.attr == "device" or isinstance(f, ast.Name) and f.id == "device":
-                        got = True
-        unit._device_scope = got
-    return got
+                        if isinstance(c, ast.Call) and c.args and isinstance(c.args[0], ast.Constant) \
+                                and c.args[0].value == "cpu":
+                            continue
+                        spans.append((n.body[0].lineno, n.end_lineno))
+        unit._device_scope_spans = spans
+    return spans
+
+
+def _device_scope(ctx) -> bool:
+    """The unit has a ``with torch.device(d):`` / ``with fabric.device:`` block: factories without ``device=`` in it
+    allocate on ``d`` (ManiSkill's ``_initialize_episode``), so a tensor typed CPU there may be on the GPU."""
+    return bool(_device_scope_spans(ctx))
+
+
+def _in_device_scope(ctx, node) -> bool:
+    return any(a <= node.lineno <= b for a, b in _device_scope_spans(ctx))
 
 
 def _of_host_tensors(ctx, v) -> bool:
