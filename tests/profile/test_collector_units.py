@@ -197,3 +197,34 @@ def test_the_scheduler_sees_special_boundaries_only_and_decides_timed_sampled_an
     assert len(clock.times) == 12 - 2 - 1 - 1 and clock.untimed and len(clock.untimed) == 1  # step 12 still runs
     assert meter.special_steps == {"warmup": 2, "poll": 7, "sample": 1} and seen == [env] * 10
     assert sched.timed(7) is False and sched.timed(8) is True and sched.timed(2) is False
+
+
+def test_loop_headers_are_read_only_from_code_that_jumps_back():
+    """The sampled step reads loop headers from each program function's bytecode; a function with no
+    backward jump (most of them) has none, and the raw-opcode check that skips disassembling it must
+    agree with the full reading on loops of every kind."""
+    from perfkit.collectors.loops import _has_backward_jump, _loop_heads
+
+    def straight(x):
+        return x + 1 if x else x - 1
+
+    def for_loop(xs):
+        s = 0
+        for x in xs:
+            s += x
+        return s
+
+    def while_loop(n):
+        while n > 0:
+            n -= 1
+        return n
+
+    def comprehension(xs):
+        return [x for x in xs]
+
+    assert not _has_backward_jump(straight.__code__) and _loop_heads(straight.__code__) == {}
+    for f in (for_loop, while_loop):
+        assert _has_backward_jump(f.__code__) and _loop_heads(f.__code__)
+    # a comprehension's own code object (Python 3.11), or inlined in its function (3.12+, PEP 709)
+    inner = [c for c in comprehension.__code__.co_consts if hasattr(c, "co_code")] or [comprehension.__code__]
+    assert all(_has_backward_jump(c) and _loop_heads(c) for c in inner)
