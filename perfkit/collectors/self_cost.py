@@ -26,14 +26,17 @@ ROUNDS = 3
 SPECIAL_KINDS = ("warmup", "discovery_close", "verify", "sample", "gpu_timed", "poll")
 
 
-def _best(fn: Any) -> float:
-    """The least seconds per call of ``fn()`` over :data:`ROUNDS` rounds of :data:`CALLS` calls."""
+DEVICE_CALLS = 50  # calls per round of the on-device calibration (a CUDA sync each: ~30 µs)
+
+
+def _best(fn: Any, calls: int = CALLS) -> float:
+    """The least seconds per call of ``fn()`` over :data:`ROUNDS` rounds of ``calls`` calls."""
     best = float("inf")
     for _ in range(ROUNDS):
         t0 = perf_counter()
-        for _ in range(CALLS):
+        for _ in range(calls):
             fn()
-        best = min(best, (perf_counter() - t0) / CALLS)
+        best = min(best, (perf_counter() - t0) / calls)
     return best
 
 
@@ -45,7 +48,7 @@ def _program_call(body: str, **names: Any) -> Any:
     return ns["call"]
 
 
-def _best_in_scratch_sink(fn: Any) -> float:
+def _best_in_scratch_sink(fn: Any, calls: int = CALLS) -> float:
     """:func:`_best` of ``fn`` while a scratch sink stands in for the session's (which must not count the
     calibration's syncs)."""
     from perfkit.collectors import hub
@@ -54,7 +57,7 @@ def _best_in_scratch_sink(fn: Any) -> float:
     saved = list(hub.sinks)
     hub.sinks[:] = [Sink()]
     try:
-        return _best(fn)
+        return _best(fn, calls)
     finally:
         hub.sinks[:] = saved
 
@@ -88,7 +91,7 @@ def calibrate(torch: Any) -> dict[str, float]:
     out["segment_transition"] = _segment_transition(SegmentClock()) * 1e6
     full = _hooked_sync(torch)
     if full is None:
-        full = _warned_device_sync(torch)
+        full = _warned_device_sync(torch)  # (None before the program has made its device ready)
     if full is None:
         full = _runtime_reported_sync()
     if full is not None:
@@ -148,27 +151,39 @@ def _warned_device_sync(torch: Any) -> float | None:
     its line and counts it into a scratch sink) less the same read with torch's sync detection off.
     This holds the C++ side of the warning too, which :func:`_runtime_reported_sync`'s Python warning
     cannot (the H200: ~9 µs a warned sync against ~3.5 µs priced from Python alone). None without the
-    runtime's reports."""
+    runtime's reports, or before the program has initialised CUDA (a session's start: the session
+    measures it again where its discovery window closes, :func:`device_sync_event_us`)."""
     from perfkit.collectors import hub
     from perfkit.collectors.cuda_syncs import _quietly
 
     if torch is None or hub.installed_sync_source != "runtime":
         return None
     try:
+        # never the first CUDA call of the process: that would make a context on the current device
+        # before the program chose its own (every rank of a job on GPU 0)
+        if not torch.cuda.is_initialized():
+            return None
         dev = torch.device("cuda", torch.cuda.current_device())
         t = torch.ones(2, device=dev)
         m = torch.ones(2, dtype=torch.bool, device=dev)
         read = _program_call("return t[m]", t=t, m=m)
-        warned = _best_in_scratch_sink(read)
+        warned = _best_in_scratch_sink(read, DEVICE_CALLS)
         prev = torch.cuda.get_sync_debug_mode()
         _quietly(torch.cuda.set_sync_debug_mode, 0)
         try:
-            plain = _best(read)
+            plain = _best(read, DEVICE_CALLS)
         finally:
             _quietly(torch.cuda.set_sync_debug_mode, prev)
     except Exception:  # no usable device after all: the Python-side price stands
         return None
     return max(0.0, warned - plain)
+
+
+def device_sync_event_us(torch: Any) -> float | None:
+    """:func:`_warned_device_sync` in microseconds, for the session to call once the program has made
+    its device ready (where the discovery window closes); None where it cannot be measured."""
+    cost = _warned_device_sync(torch)
+    return round(cost * 1e6, 4) if cost is not None else None
 
 
 def _hooked_sync(torch: Any) -> float | None:

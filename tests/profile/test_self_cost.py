@@ -175,6 +175,7 @@ def test_a_runtime_reported_sync_is_priced_on_the_device():
     with Session() as s:
         if hub.installed_sync_source != "runtime":
             pytest.skip("the runtime's sync reports are not installed here")
+        torch.zeros(1, device="cuda")  # the program makes its device ready (the calibration never does)
         cost = self_cost._warned_device_sync(torch)
         mode = torch.cuda.get_sync_debug_mode()
         per_call = self_cost.calibrate(torch)
@@ -182,3 +183,16 @@ def test_a_runtime_reported_sync_is_priced_on_the_device():
     assert mode != 0  # the session's sync detection is back on after the unwarned half
     assert per_call["sync_event"] > 0 and "hooked_call" in per_call
     assert not s.run.outside_steps.setup  # the calibration's syncs were not counted
+
+
+def test_the_device_price_never_makes_the_first_cuda_context(monkeypatch):
+    """Where CUDA is not initialised yet (a session's start, before the program picked its device: every
+    rank of a job would get a context on GPU 0) the on-device price is not taken."""
+    from perfkit.collectors import hub, self_cost
+
+    monkeypatch.setattr(hub, "installed_sync_source", "runtime")
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    touched = []
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: touched.append(1) or 0)
+    assert self_cost._warned_device_sync(torch) is None and self_cost.device_sync_event_us(torch) is None
+    assert not touched
