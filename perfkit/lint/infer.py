@@ -309,6 +309,9 @@ class Typer:
         self._attrs = building_attrs  # while a class's attributes are being inferred
         self.branches: list = []  # (id of an If, 0 body / 1 else, first pos, last pos): where joins happen
         self._paths: dict = {}
+        # (name, position) of bindings typed a tensor by a guess alone: a parameter by its name (`done`), the items
+        # of an env's step() of unknown type, a parameter every hot call passes such a guess (see guessed_flag)
+        self.guessed: set = set()
         self._build()
 
     # -- the unit's local names --------------------------------------------------------------
@@ -325,9 +328,12 @@ class Typer:
         if a.arg == u.self_name:
             return None
         k = param_hints(self.mod).get(u, {}).get(a.arg) if self._attrs is None else None
+        if k is not None and a.arg in _holder(self.mod).__dict__.get("_param_guessed", {}).get(u, ()):
+            self.guessed.add((a.arg, (0, 0)))
         if k is None and self.mod.uses_torch:
             if _TENSOR_PARAM.match(a.arg):
                 k = BOOL if is_mask_name(a.arg) else TENSOR
+                self.guessed.add((a.arg, (0, 0)))
             elif _TDICT_PARAM.match(a.arg):
                 k = TDICT
         return k
@@ -519,8 +525,11 @@ class Typer:
                     if isinstance(t, ast.Name):
                         self._set(t.id, BOOL if k in DEVICE and is_mask_name(t.id) else k, pos)
                 return
-            if k is None and self.mod.uses_torch and not self.mod.uses_gym and self._is_env_call(value):
+            guess = self._is_env_call(value) and self.kind(value.func.value) is None and not self.mod.uses_gym
+            if k is None and self.mod.uses_torch and guess:
                 k = TENSOR
+            if guess and k in DEVICE:  # an env of unknown type: its items are tensors by a guess alone
+                self.guessed.update((t.id, pos) for t in target.elts if isinstance(t, ast.Name))
             host = set()
             if k in DEVICE and self._is_env_call(value) and self.kind(value.func.value) is None:
                 host = self._numpy_read(target.elts)  # what this code reads with numpy is host data
@@ -617,6 +626,14 @@ class Typer:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
 
+    def guessed_flag(self, e) -> bool:
+        """``e`` is a local name whose every binding reaching it is typed a tensor by a guess alone (a parameter
+        named ``done``, an item of an unknown env's ``step()``, or a parameter that hot calls pass such values)."""
+        if not isinstance(e, ast.Name) or not self.guessed:
+            return False
+        reach = self._reaching(self.binds.get(e.id, []), (e.lineno, e.col_offset))
+        return bool(reach) and all((e.id, b[0]) in self.guessed for b in reach)
+
     def _declared(self, name, reach) -> bool:
         """``name`` reaches here as a parameter whose own annotation gives its kind (not a tensor-or-host union,
         which takes the kind its callers pass)."""
@@ -706,8 +723,18 @@ class Typer:
             return self._memo[key]
         self._memo[key] = None  # cycle guard
         k = self._kind(e)
+        if k in DEVICE and self.host_only:
+            k = CPU  # a class that pins its device to the CPU computes on the host
         self._memo[key] = k
         return k
+
+    @property
+    def host_only(self) -> bool:
+        """The unit is a method of a class that pins its compute device to the host (:func:`cpu_pinned`)."""
+        h = self.__dict__.get("_host_only")
+        if h is None:
+            h = self._host_only = self.unit.cls is not None and cpu_pinned(self.mod, self.unit.cls)
+        return h
 
     def _self_attrs(self):
         cls = self.unit.cls
@@ -1130,6 +1157,39 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
     return attrs
 
 
+def _cpu_device(mod: ModuleInfo, e) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(e, ast.Constant):
+        return e.value == "cpu"
+    return isinstance(e, ast.Call) and mod.qual(e.func) == "torch.device" and len(e.args) == 1 \
+        and isinstance(e.args[0], ast.Constant) and e.args[0].value == "cpu"
+
+
+def cpu_pinned(mod: ModuleInfo, cls) -> bool:
+    """``cls`` pins its compute device to the host: every ``self.device = ...`` in it, its project bases and
+    subclasses assigns ``torch.device("cpu")`` / ``"cpu"`` (a Hogwild agent on a shared CPU model: pfrl's A3C),
+    and there is at least one. Its tensors are host tensors, whatever its model returns."""
+    got = cls.__dict__.get("_cpu_pinned")
+    if got is not None:
+        return got
+    cls._cpu_pinned = False  # while computing
+    project = mod.project
+    classes = mod.class_chain(cls) + (project.subclasses(cls) if project is not None else [])
+    seen = False
+    for c in classes:
+        cmod = c.mod or mod
+        for n in ast.walk(c.node):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(isinstance(t, ast.Attribute) and t.attr == "device" and isinstance(t.value, ast.Name)
+                       and t.value.id == "self" for t in targets):
+                    if n.value is None or not _cpu_device(cmod, n.value):
+                        return False
+                    seen = True
+    cls._cpu_pinned = seen
+    return seen
+
+
 def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
     cache = mod._return_kinds
     if unit in cache:
@@ -1239,6 +1299,7 @@ def param_hints(mod: ModuleInfo) -> dict:
     unknown: dict = {}  # callee -> {parameters some hot call passes a value of unknown kind}
     holder._param_unknown = unknown
     holder._passes_device = given_device = set()  # callees some hot call passes `device=`
+    guessed: dict = {}  # callee -> {parameter: every hot call passes a value typed by a guess alone}
     # in source order, not the set's (hash/address) order: the typers built on the way are cached
     callers = sorted(holder.__dict__.get("_callers", ()),
                      key=lambda u: (u.mod.path if u.mod is not None else "", u.lineno, u.qualname))
@@ -1269,10 +1330,13 @@ def param_hints(mod: ModuleInfo) -> dict:
                     k = t.kind(value)
                     if k in TORCH or k == WARP or k in HOSTISH:
                         seen.setdefault(callee, {}).setdefault(name, set()).add(k)
+                        g = guessed.setdefault(callee, {})
+                        g[name] = g.get(name, True) and t.guessed_flag(value)
                     else:
                         unknown.setdefault(callee, set()).add(name)
     for callee, params in seen.items():
         hints[callee] = {name: join_kinds(kinds) for name, kinds in params.items()}
+    holder._param_guessed = {c: {n for n, g in ps.items() if g} for c, ps in guessed.items()}
     for unit in hints:  # first-pass typers of these units are stale
         if unit.mod is not None:
             unit.mod.__dict__.get("_typers", {}).pop(unit, None)
