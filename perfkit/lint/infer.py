@@ -312,6 +312,8 @@ class Typer:
         # (name, position) of bindings typed a tensor by a guess alone: a parameter by its name (`done`), the items
         # of an env's step() of unknown type, a parameter every hot call passes such a guess (see guessed_flag)
         self.guessed: set = set()
+        # (name, position) of a comprehension's own bindings -> the comprehension's span: its scope, in Python 3
+        self.scoped: dict = {}
         self._build()
 
     # -- the unit's local names --------------------------------------------------------------
@@ -351,6 +353,9 @@ class Typer:
                 if a is not None:
                     self.env[a.arg] = self.binds.setdefault(a.arg, [((0, 0), HOST)])[0][1]
         nodes = unit_nodes(u)
+        if not u.is_module:
+            self._early_exits(u.node.body)
+        comps = {}  # id of an ast.comprehension -> the span of the comprehension expression holding it
         for node in nodes:  # first the branches and narrowings, which the kinds of the bindings below read
             t = type(node)
             if t is ast.If:
@@ -358,6 +363,10 @@ class Typer:
                 self._branch(node)
             elif t is ast.IfExp or t is ast.BoolOp:
                 self._expr_narrowing(node)
+            elif t is ast.ListComp or t is ast.SetComp or t is ast.DictComp or t is ast.GeneratorExp:
+                span = ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))
+                for g in node.generators:
+                    comps[id(g)] = span
         for node in nodes:
             t = type(node)
             if t is ast.Assign:
@@ -378,6 +387,9 @@ class Typer:
             elif t is ast.For or t is ast.comprehension or t is ast.AsyncFor:
                 k = self.kind(node.iter)
                 pos = (node.iter.end_lineno, node.iter.end_col_offset)
+                span = comps.get(id(node))
+                if span is not None:  # `[t[0] for t in pair]` does not rebind the loop's `t` after it
+                    self.scoped.update(((x.id, pos), span) for x in ast.walk(node.target) if isinstance(x, ast.Name))
                 if isinstance(node.target, ast.Name):
                     if k in TORCH or k == NDARRAY:
                         self._set(node.target.id, k, pos)
@@ -419,6 +431,26 @@ class Typer:
                 self.refine.append((name, yes[0], yes[1], k))
             if no and k in TORCH and len(tests) == 1:
                 self.refine.append((name, no[0], no[1], HOST))  # not a tensor
+
+    def _early_exits(self, stmts):
+        """``if isinstance(x, torch.Tensor): return ...`` (no else): the rest of the block sees ``x`` not a tensor."""
+        for i, st in enumerate(stmts):
+            if isinstance(st, FUNC_DEFS + (ast.ClassDef,)):
+                continue
+            if isinstance(st, ast.If) and not st.orelse and i + 1 < len(stmts) \
+                    and isinstance(st.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+                tst = st.test
+                if isinstance(tst, ast.Call) and isinstance(tst.func, ast.Name) and tst.func.id == "isinstance" \
+                        and len(tst.args) == 2 and isinstance(tst.args[0], ast.Name) \
+                        and type_kind(self.mod, tst.args[1]) in TORCH:
+                    rest = ((stmts[i + 1].lineno, 0), (stmts[-1].end_lineno, 1 << 30))
+                    self.refine.append((tst.args[0].id, rest[0], rest[1], HOST))
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(st, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    self._early_exits(sub)
+            for h in getattr(st, "handlers", ()):
+                self._early_exits(h.body)
 
     def _branch(self, node: ast.If):
         for i, block in enumerate((node.body, node.orelse)):
@@ -525,7 +557,8 @@ class Typer:
                     if isinstance(t, ast.Name):
                         self._set(t.id, BOOL if k in DEVICE and is_mask_name(t.id) else k, pos)
                 return
-            guess = self._is_env_call(value) and self.kind(value.func.value) is None and not self.mod.uses_gym
+            guess = self._is_env_call(value) and self.kind(value.func.value) is None and not self.mod.uses_gym \
+                and not self._declared_receiver(value.func.value)
             if k is None and self.mod.uses_torch and guess:
                 k = TENSOR
             if guess and k in DEVICE:  # an env of unknown type: its items are tensors by a guess alone
@@ -603,8 +636,8 @@ class Typer:
     def name_kind(self, e: ast.Name):
         """The kind of a local name at this use (None: unknown here)."""
         name = e.id
-        binds = self.binds.get(name)
         pos = (e.lineno, e.col_offset)
+        binds = self._binds_at(name, pos)
         reach = self._reaching(binds, pos) if binds else []
         if self.refine:
             best = None
@@ -626,12 +659,38 @@ class Typer:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
 
+    def _binds_at(self, name, pos) -> list:
+        """The bindings of ``name`` in scope at ``pos`` (not those of a comprehension that does not hold it)."""
+        binds = self.binds.get(name, [])
+        if self.scoped and binds:
+            out = []
+            for b in binds:
+                span = self.scoped.get((name, b[0]))
+                if span is None:
+                    out.append(b)
+                elif span[0] <= pos <= span[1]:  # its element (`int(c)` of `[int(c) for c in x]`) comes first
+                    out.append((span[0], b[1]))
+            binds = sorted(out, key=lambda b: b[0])
+        return binds
+
+    def _declared_receiver(self, recv) -> bool:
+        """The code says what ``recv`` is: an annotated parameter, or an object of a project class."""
+        if self.unit.is_module:
+            return False
+        if isinstance(recv, ast.Name):
+            a = self.unit.node.args
+            if any(p.arg == recv.id and p.annotation is not None for p in a.posonlyargs + a.args + a.kwonlyargs):
+                return True
+        project = self.mod.project
+        return project is not None and bool(project.receiver_class(self.mod, self.unit, recv))
+
     def guessed_flag(self, e) -> bool:
         """``e`` is a local name whose every binding reaching it is typed a tensor by a guess alone (a parameter
         named ``done``, an item of an unknown env's ``step()``, or a parameter that hot calls pass such values)."""
         if not isinstance(e, ast.Name) or not self.guessed:
             return False
-        reach = self._reaching(self.binds.get(e.id, []), (e.lineno, e.col_offset))
+        pos = (e.lineno, e.col_offset)
+        reach = self._reaching(self._binds_at(e.id, pos), pos)
         return bool(reach) and all((e.id, b[0]) in self.guessed for b in reach)
 
     def _declared(self, name, reach) -> bool:
@@ -874,6 +933,8 @@ class Typer:
                 if name == "put_model":
                     return MJMODEL
                 return None
+            if q == "isaacgym.gymtorch.wrap_tensor":
+                return TENSOR  # Isaac Gym's simulation state tensors, on the GPU pipeline's device
             if q.startswith(("numpy.", "np.")):
                 return NDARRAY
             if q.startswith(("gym.", "gymnasium.")):

@@ -115,3 +115,100 @@ def test_an_agent_whose_device_is_also_set_elsewhere_keeps_its_device_tensors(tm
     assert ("a3c.py", 17, "PK105", "high") in got  # logger.debug of a tensor
     assert ("a3c.py", 18, "PK102", "high") in got  # action.cpu() on an agent entry: promoted
     assert ("a3c.py", 25, "PK101", "high") in got  # loss.item()
+
+
+# -- a host env's reward written at the step index of a device buffer ----------------------------------------------
+
+_EXPLORE = """
+    import torch
+
+    class Agent:
+        def __init__(self, act, opt):
+            self.act, self.opt = act, opt
+            self.device = torch.device("cuda")
+
+        def update(self, batch):
+            loss = self.act(batch).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+        def explore_env(self, env, horizon_len, state):
+            rewards = torch.zeros(horizon_len, dtype=torch.float32).to(self.device)
+            dones = torch.zeros(horizon_len, dtype=torch.bool).to(self.device)
+            for t in range(horizon_len):
+                action, logprob = [t[0] for t in self.act(state)]
+                ary_action = action.detach().cpu().numpy()
+                ary_state, reward, done, truncate, _ = env.step(ary_action)
+                state = torch.as_tensor(ary_state, device=self.device)
+                rewards[t] = reward
+                dones[t] = done
+            return rewards, dones
+    """
+
+
+def test_a_host_envs_step_results_written_at_the_step_index_of_a_device_buffer(tmp_path):
+    # ElegantRL's `_explore_one_env`: `rewards[t] = reward` copies the gym env's NumPy / Python value to the GPU, every
+    # step; before: missed (the comprehension's own `t` was taken for the loop's, and NumPy values were not scalars)
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _EXPLORE})
+    assert ("agent.py", 23, "PK113", "high") in got, got
+    assert ("agent.py", 24, "PK113", "high") in got, got
+
+
+def test_a_device_value_written_at_the_step_index_is_no_scalar_copy(tmp_path):
+    # the negative twin: the buffers take device tensors (the policy's outputs), and the index is the comprehension's
+    src = _EXPLORE.replace("rewards[t] = reward", "rewards[t] = logprob").replace("dones[t] = done",
+                                                                              "x = [dones[t] for t in state]")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": src})
+    assert not [f for f in got if f[2] == "PK113"], got
+
+
+# -- Isaac Gym's wrapped state tensors, and a tensor test that returns early -----------------------------------------
+
+_ISAAC = """
+    import torch
+    from isaacgym import gymtorch
+
+    class Robot:
+        def __init__(self, gym, sim, n, d):
+            self.gym, self.sim = gym, sim
+            dof_state = gym.acquire_dof_state_tensor(sim)
+            self.dof_state = gymtorch.wrap_tensor(dof_state)
+            self.dof_vel = self.dof_state.view(n, d, 2)[..., 1]
+
+        def step(self, actions):
+            self.gym.simulate(self.sim)
+            self.reset_idx(torch.arange(4, device="cuda"))
+
+        def reset_idx(self, env_ids):
+            self.dof_vel[env_ids] = 0.
+    """
+
+
+def test_isaac_gym_wrapped_state_tensors_are_device_tensors(tmp_path):
+    # legged_gym's `self.dof_vel[env_ids] = 0.` on a view of `gymtorch.wrap_tensor(...)`; before: untyped, missed
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/robot.py": _ISAAC})
+    assert ("robot.py", 17, "PK113", "high") in got, got
+    plain = _ISAAC.replace("gymtorch.wrap_tensor(dof_state)", "dof_state")  # the twin: an opaque handle
+    assert not [f for f in findings(tmp_path, {"pkg/__init__.py": "", "pkg/robot.py": plain}) if f[2] == "PK113"]
+
+
+_EARLY = """
+    from typing import Sequence
+    import torch
+
+    class Env:
+        def step(self, counts: Sequence[int] | torch.Tensor):
+            if isinstance(counts, torch.Tensor):
+                {exit}
+            return [int(c) for c in counts]
+    """
+
+
+def test_code_after_an_isinstance_test_that_returns_sees_the_other_type(tmp_path):
+    # `if isinstance(x, torch.Tensor): return ...` then host code on x: before, PK104 high on `int(c)`
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/env.py": _EARLY.format(exit="return counts.tolist()")})
+    assert not [f for f in got if f[1] == 9], got
+    # the twin: a test that does not leave the block narrows nothing after it
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/env.py": _EARLY.format(exit="print('tensor')")})
+    assert ("env.py", 9, "PK104", "high") in got, got

@@ -624,7 +624,10 @@ def _python_value(ctx, v) -> bool:
         v = v.operand
     if isinstance(v, ast.Constant):
         return isinstance(v.value, (int, float, bool)) and v.value is not None
-    return ctx.kind(v) == HOST and isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.BinOp))
+    k = ctx.kind(v)
+    if k == NDARRAY:  # a host env's reward / flag (a NumPy scalar or array): copied to the device the same way
+        return isinstance(v, ast.Name)
+    return k == HOST and isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.BinOp))
 
 
 def _from_nonzero(ctx, p) -> bool:
