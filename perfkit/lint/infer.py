@@ -659,6 +659,18 @@ class Typer:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
 
+    def _host_envs(self) -> set:
+        """Dotted receivers this unit calls ``.step(x)`` on with host data ``x`` (a CPU env)."""
+        got = self.__dict__.get("_host_env_recvs")
+        if got is None:
+            self._host_env_recvs = got = set()  # while computing
+            for n in unit_nodes(self.unit) if ".step(" in self.mod.text else ():
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" \
+                        and n.args and self.kind(n.args[0]) in HOSTISH:
+                    got.add(dotted(n.func.value))
+            got.discard(None)
+        return got
+
     def _binds_at(self, name, pos) -> list:
         """The bindings of ``name`` in scope at ``pos`` (not those of a comprehension that does not hold it)."""
         binds = self.binds.get(name, [])
@@ -972,6 +984,8 @@ class Typer:
             if self.mod.uses_torch and m in ("step", "reset") and ENV_RECEIVER.search(dotted(func.value) or ""):
                 if m == "step" and e.args and self.kind(e.args[0]) in HOSTISH:
                     return NDARRAY  # numpy actions in, numpy observations out (a CPU VecEnv)
+                if m == "reset" and dotted(func.value) in self._host_envs() and not torch_gym_envs(self.mod):
+                    return NDARRAY  # the env this unit steps with numpy actions resets to numpy too
                 if self.mod.uses_gym:
                     return None  # a gym/gymnasium env of unknown type: its step returns numpy unless it is a torch env
                 return TENSOR

@@ -212,3 +212,38 @@ def test_code_after_an_isinstance_test_that_returns_sees_the_other_type(tmp_path
     # the twin: a test that does not leave the block narrows nothing after it
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/env.py": _EARLY.format(exit="print('tensor')")})
     assert ("env.py", 9, "PK104", "high") in got, got
+
+
+_RESET = """
+    import torch
+
+    class Agent:
+        def __init__(self, act, opt):
+            self.act, self.opt = act, opt
+            self.device = torch.device("cuda")
+
+        def update(self, batch):
+            loss = self.act(batch).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+        def explore_env(self, env, horizon_len, state):
+            for t in range(horizon_len):
+                action = self.act(state)
+                ary_state, reward, done, truncate, _ = env.step({action})
+                if done or truncate:
+                    ary_state, info = env.reset()
+                state = torch.as_tensor(ary_state, dtype=torch.float32, device=self.device)
+            return state
+    """
+
+
+def test_the_reset_of_an_env_stepped_with_numpy_actions_is_numpy_too(tmp_path):
+    # ElegantRL: `ary_state` comes from `env.step(ary_action)` or, after an episode ends, `env.reset()`; its upload
+    # with `th.as_tensor(..., device=)` every step; before: missed (the reset of an unknown env was taken for a tensor)
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _RESET.format(action="action.cpu().numpy()")})
+    assert ("agent.py", 21, "PK109", "high") in got, got
+    # the twin: an env stepped with the device tensor itself (a GPU env) resets to device tensors: no upload
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _RESET.format(action="action")})
+    assert not [f for f in got if f[2] == "PK109"], got
