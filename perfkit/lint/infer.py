@@ -326,6 +326,9 @@ class Typer:
                 hint = passed_kind(self.mod, u, a.arg)
                 if hint in HOSTISH:
                     return hint  # every hot call passes host data
+            elif k == TENSOR and self._attrs is None and passed_kind(self.mod, u, a.arg) == CPU \
+                    and a.arg in _holder(self.mod).__dict__.get("_passes_cpu", {}).get(u, ()):
+                return CPU  # `ids: Tensor` says a tensor, not where: every hot call passes `ids.cpu()`
             return k
         if a.arg == u.self_name:
             return None
@@ -583,6 +586,10 @@ class Typer:
                         t = t.value
                     if isinstance(t, ast.Name):
                         self._set(t.id, None, pos)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+            # `info["td"] = x.to("cpu")`: the key of a local dict holds what was last written there (see _item_kind)
+            self._set(_item_name(target.value.id, target.slice.value), self.kind(value), pos)
         elif isinstance(target, ast.Attribute) and self._attrs is not None:
             if isinstance(target.value, ast.Name) and target.value.id == self.unit.self_name:
                 k = self.kind(value)
@@ -893,6 +900,13 @@ class Typer:
             return None
         if t is ast.Subscript:
             vk = self.kind(e.value)
+            if vk in (HOST, None) and isinstance(e.value, ast.Name) and isinstance(e.slice, ast.Constant) \
+                    and isinstance(e.slice.value, str):
+                name = _item_name(e.value.id, e.slice.value)
+                if name in self.binds:
+                    reach = self._reaching(self.binds[name], (e.lineno, e.col_offset))
+                    if reach:
+                        return join_kinds(b[1] for b in reach)
             if vk in TORCH or vk == NDARRAY:
                 return vk
             if vk == HOSTSEQ:
@@ -1044,6 +1058,11 @@ _TDICT_SAME = {"select", "exclude", "clone", "to", "cuda", "detach", "apply", "u
                "copy_", "update_", "expand", "flatten", "unflatten", "empty", "rename_key_", "pop", "get_sub_tensordict",
                "to_tensordict", "replace", "filter_non_tensor_data", "data", "float", "double", "half", "split_keys"}
 _NEXT_KEYS = {"next", "collector", "info", "params", "agents"}
+
+
+def _item_name(name: str, key: str) -> str:
+    """The binding name of a local dict's constant key (never a Python identifier)."""
+    return f"{name}[{key!r}]"
 
 
 def _key_name(key):
@@ -1222,7 +1241,10 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
     if not complete:
         return attrs
     cls.attrs = attrs
-    hinted = _holder(mod).__dict__.get("_param_hints") or {}
+    holder = _holder(mod)
+    # the callers' kinds of the methods' parameters, once the hot callers are known (an annotated `ids: Tensor` that
+    # every hot call passes `ids.cpu()` is a host tensor): the typers built above did not read them
+    hinted = param_hints(mod) if "_callers" in holder.__dict__ else holder.__dict__.get("_param_hints") or {}
     for unit, t in built:  # reuse them: from now on they read the finished attribute table
         if unit in hinted:
             continue  # its parameters have call-site kinds this build did not use
@@ -1375,6 +1397,7 @@ def param_hints(mod: ModuleInfo) -> dict:
     holder._param_unknown = unknown
     holder._passes_device = given_device = set()  # callees some hot call passes `device=`
     guessed: dict = {}  # callee -> {parameter: every hot call passes a value typed by a guess alone}
+    moved: dict = {}  # callee -> {parameter: every hot call passes `x.cpu()` / `x.to("cpu")`}
     # in source order, not the set's (hash/address) order: the typers built on the way are cached
     callers = sorted(holder.__dict__.get("_callers", ()),
                      key=lambda u: (u.mod.path if u.mod is not None else "", u.lineno, u.qualname))
@@ -1389,6 +1412,9 @@ def param_hints(mod: ModuleInfo) -> dict:
             for callee in resolve_call(umod, unit, node):
                 if callee.kernel or not isinstance(callee.node, FUNC_DEFS):
                     continue
+                if callee is unit and not (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                                           and node.func.value.id == unit.self_name):
+                    continue  # a wrapper's `self.venv.step_async(actions)` calls the wrapped env's, not itself
                 if any(kw.arg == "device" for kw in node.keywords):
                     given_device.add(callee)
                 args = callee.node.args
@@ -1407,16 +1433,28 @@ def param_hints(mod: ModuleInfo) -> dict:
                         seen.setdefault(callee, {}).setdefault(name, set()).add(k)
                         g = guessed.setdefault(callee, {})
                         g[name] = g.get(name, True) and t.guessed_flag(value)
+                        c = moved.setdefault(callee, {})
+                        c[name] = c.get(name, True) and _moved_to_host(value)
                     else:
                         unknown.setdefault(callee, set()).add(name)
     for callee, params in seen.items():
         hints[callee] = {name: join_kinds(kinds) for name, kinds in params.items()}
     holder._param_guessed = {c: {n for n, g in ps.items() if g} for c, ps in guessed.items()}
+    holder._passes_cpu = {c: {n for n, g in ps.items() if g} for c, ps in moved.items()}
     for unit in hints:  # first-pass typers of these units are stale
         if unit.mod is not None:
             unit.mod.__dict__.get("_typers", {}).pop(unit, None)
             unit.mod._return_kinds.clear()
     return hints
+
+
+def _moved_to_host(e) -> bool:
+    """``x.cpu()`` / ``x[i:j].cpu()`` / ``x.to("cpu")``: a tensor the caller copies to the host itself."""
+    if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)):
+        return False
+    if e.func.attr == "cpu" and not e.args:
+        return True
+    return e.func.attr == "to" and bool(e.args) and isinstance(e.args[0], ast.Constant) and e.args[0].value == "cpu"
 
 
 def passed_device(mod: ModuleInfo, unit: Unit) -> bool:

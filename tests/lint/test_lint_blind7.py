@@ -247,3 +247,66 @@ def test_the_reset_of_an_env_stepped_with_numpy_actions_is_numpy_too(tmp_path):
     # the twin: an env stepped with the device tensor itself (a GPU env) resets to device tensors: no upload
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _RESET.format(action="action")})
     assert not [f for f in got if f[2] == "PK109"], got
+
+
+# -- host tensors after an explicit copy to the host -----------------------------------------------------------------
+
+_QMIX = """
+    import torch
+
+    class Learner:
+        def __init__(self, net, opt):
+            self.net, self.opt = net, opt
+            self.priority_max = 1.0
+
+        def train(self, batch):
+            td = self.net(batch)
+            loss = td.mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            info = {{}}
+            info["td_errors_abs"] = td.detach(){move}
+            self.priority_max = max(torch.max(info["td_errors_abs"]).item(), self.priority_max)
+            return info
+    """
+
+
+def test_a_local_dict_key_holds_the_host_copy_written_there(tmp_path):
+    # ElegantRL's QMix: `info["td_errors_abs"] = rewards.sum(1).detach().to("cpu")`, then `.item()` of its max: host
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/learner.py": _QMIX.format(move='.to("cpu")')})
+    assert not [f for f in got if f[2] == "PK101"], got
+    # the twin: the key holds the device tensor itself
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/learner.py": _QMIX.format(move="")})
+    assert ("learner.py", 17, "PK101", "high") in got, got
+
+
+_TREE = """
+    import torch
+    from torch import Tensor
+
+    class SumTree:
+        def __init__(self, n):
+            self.tree = torch.zeros(2 * n)
+
+        def update_ids(self, data_ids: Tensor, prob=10.0):
+            self.tree[data_ids] = prob
+            return (data_ids // 2).unique()
+
+    class Buffer:
+        def __init__(self, n):
+            self.tree = SumTree(n)
+
+        def add(self, ids):
+            self.tree.update_ids({ids})
+    """
+
+
+def test_a_parameter_annotated_tensor_that_every_hot_call_copies_to_the_host_is_a_host_tensor(tmp_path):
+    # ElegantRL's PER sum tree: `update_ids(data_ids: TEN)` called with `data_ids.cpu()`; before: PK106 high on
+    # `.unique()` and PK113 on the index write of the host tree
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/buf.py": _TREE.format(ids="ids.cpu()")})
+    assert got == [("buf.py", 18, "PK102", "high")], got  # only the caller's own `.cpu()`
+    # the twin: callers that pass the (device) tensor as it is
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/buf.py": _TREE.format(ids="ids")})
+    assert ("buf.py", 11, "PK106", "high") in got, got
