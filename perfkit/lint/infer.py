@@ -314,6 +314,7 @@ class Typer:
         self.guessed: set = set()
         # (name, position) of a comprehension's own bindings -> the comprehension's span: its scope, in Python 3
         self.scoped: dict = {}
+        self.host_spans: list = []  # where only host tensors go: the rest of a block after `if x.is_cuda: return`
         self._build()
 
     # -- the unit's local names --------------------------------------------------------------
@@ -443,10 +444,12 @@ class Typer:
             if isinstance(st, ast.If) and not st.orelse and i + 1 < len(stmts) \
                     and isinstance(st.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
                 tst = st.test
+                rest = ((stmts[i + 1].lineno, 0), (stmts[-1].end_lineno, 1 << 30))
+                if isinstance(tst, ast.Attribute) and tst.attr == "is_cuda" and isinstance(st.body[-1], ast.Return):
+                    self.host_spans.append(rest)  # `if params[0].is_cuda: return clip_grad_norm_(...)`: a CPU path
                 if isinstance(tst, ast.Call) and isinstance(tst.func, ast.Name) and tst.func.id == "isinstance" \
                         and len(tst.args) == 2 and isinstance(tst.args[0], ast.Name) \
                         and type_kind(self.mod, tst.args[1]) in TORCH:
-                    rest = ((stmts[i + 1].lineno, 0), (stmts[-1].end_lineno, 1 << 30))
                     self.refine.append((tst.args[0].id, rest[0], rest[1], HOST))
             for field in ("body", "orelse", "finalbody"):
                 sub = getattr(st, field, None)
@@ -801,10 +804,15 @@ class Typer:
             return self._memo[key]
         self._memo[key] = None  # cycle guard
         k = self._kind(e)
-        if k in DEVICE and self.host_only:
-            k = CPU  # a class that pins its device to the CPU computes on the host
+        if k in DEVICE and (self.host_only or self.host_spans and self.on_host_path(e)):
+            k = CPU  # a class that pins its device to the CPU computes on the host; so does a CPU-only path
         self._memo[key] = k
         return k
+
+    def on_host_path(self, e) -> bool:
+        """``e`` is on a path only host tensors take: after ``if x.is_cuda: return ...`` (see _early_exits)."""
+        pos = (getattr(e, "lineno", 0), getattr(e, "col_offset", 0))
+        return any(a <= pos <= b for a, b in self.host_spans)
 
     @property
     def host_only(self) -> bool:

@@ -310,3 +310,69 @@ def test_a_parameter_annotated_tensor_that_every_hot_call_copies_to_the_host_is_
     # the twin: callers that pass the (device) tensor as it is
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/buf.py": _TREE.format(ids="ids")})
     assert ("buf.py", 11, "PK106", "high") in got, got
+
+
+# -- a 2-tuple iterated, and a line only the CPU branch reaches ------------------------------------------------------
+
+_TWIN_Q = """
+    import torch
+
+    class QNetTwin(torch.nn.Module):
+        def get_q1_q2(self, state):
+            s = self.net_state(state)
+            return self.net_val1(s), self.net_val2(s)
+
+    class Agent:
+        def __init__(self, act, opt):
+            self.cri, self.opt = act, opt
+
+        def update_net(self, state: torch.Tensor, action):
+            q1, q2 = [qs.gather(1, action).squeeze(1) for qs in self.cri.get_q1_q2(state)]
+            loss = (q1 + q2).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+    """
+
+
+def test_iterating_the_tuple_a_project_method_returns_is_no_loop_over_a_tensor(tmp_path):
+    # ElegantRL's `for qs in self.cri.get_q1_q2(state)`: two Q tensors, not a tensor's rows; before: PK303 high
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _TWIN_Q})
+    assert not [f for f in got if f[2] == "PK303"], got
+    # the twin: a method that returns one tensor is iterated row by row
+    one = _TWIN_Q.replace("return self.net_val1(s), self.net_val2(s)", "return self.net_val1(s)")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": one})
+    assert ("agent.py", 14, "PK303", "high") in got, got
+
+
+_CLIP = """
+    import numpy as np
+    import torch
+
+    def clip_grad(parameters, max_norm):
+        parameters = list(parameters)
+        if parameters[0].is_cuda:
+            return torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+        total = np.linalg.norm([np.linalg.norm(p.grad.detach().cpu().numpy()) for p in parameters])
+        return total
+
+    class Agent:
+        def __init__(self, model, opt):
+            self.model, self.opt = model, opt
+
+        def update(self, batch):
+            loss = self.model(batch).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            clip_grad(self.model.parameters(), 1.0)
+            self.opt.step()
+    """
+
+
+def test_a_line_only_the_cpu_branch_reaches_reads_host_tensors(tmp_path):
+    # pfrl's `clip_l2_grad_norm_`: on CUDA parameters it returns through `clip_grad_norm_` first; before: PK102 high
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/clip.py": _CLIP})
+    assert not [f for f in got if f[1] == 9], got
+    # the twin: without the CUDA exit, the `.cpu()` of every gradient is a sync on the GPU too
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/clip.py": _CLIP.replace(".is_cuda:", ".is_cuda and False:")})
+    assert [f for f in got if f[1] == 9 and f[2] == "PK102"], got

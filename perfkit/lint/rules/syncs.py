@@ -205,7 +205,8 @@ def _confidence(ctx, e):
     k = ctx.kind(e)
     if k in DEVICE:
         return "high"
-    if k is None and ctx.mod.uses_torch and not ctx.typer.host_only:  # (a class pinned to the CPU: host data)
+    if k is None and ctx.mod.uses_torch and not ctx.typer.host_only and not (ctx.typer.host_spans and ctx.typer.on_host_path(e)):
+        # (a class pinned to the CPU, a path only host tensors take: host data)
         return "medium"
     return None
 
@@ -266,7 +267,8 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
     if k in HOSTISH and m not in ("to", "cuda"):
         return
     conf = "high" if k == TDICT and m in ("cpu", "to") else _confidence(ctx, recv)
-    if conf is None and k is None and m == "cpu" and not node.args and not ctx.typer.host_only:
+    if conf is None and k is None and m == "cpu" and not node.args and not ctx.typer.host_only \
+            and not (ctx.typer.host_spans and ctx.typer.on_host_path(node)):
         conf = "medium"  # `.cpu()` is a tensor's (NumPy has none), in a module that gets tensors from a library
         # without importing torch itself (imitation's `samples.observations.cpu()` of an SB3 replay sample)
     if m == "item":
