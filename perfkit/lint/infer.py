@@ -292,6 +292,17 @@ def _annotation_kind(mod: ModuleInfo, ann) -> str | None:
     return None
 
 
+_COMPS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
+_EXITS = frozenset({ast.Return, ast.Raise, ast.Continue, ast.Break})
+
+
+def _exit_test(tst) -> bool:
+    """The test of an if that leaves its block narrows the rest: ``isinstance(x, T)`` or ``x.is_cuda``."""
+    if type(tst) is ast.Attribute:
+        return tst.attr == "is_cuda"
+    return type(tst) is ast.Call and type(tst.func) is ast.Name and tst.func.id == "isinstance" and len(tst.args) == 2
+
+
 class Typer:
     """Kinds of the expressions of one unit.
 
@@ -357,20 +368,23 @@ class Typer:
                 if a is not None:
                     self.env[a.arg] = self.binds.setdefault(a.arg, [((0, 0), HOST)])[0][1]
         nodes = unit_nodes(u)
-        if not u.is_module:
-            self._early_exits(u.node.body)
         comps = {}  # id of an ast.comprehension -> the span of the comprehension expression holding it
+        exits = set()  # ids of `if isinstance(x, Tensor): return` / `if x.is_cuda: return` without else
         for node in nodes:  # first the branches and narrowings, which the kinds of the bindings below read
             t = type(node)
             if t is ast.If:
                 self._isinstance_test(node)
                 self._branch(node)
+                if not node.orelse and type(node.body[-1]) in _EXITS and _exit_test(node.test):
+                    exits.add(id(node))
             elif t is ast.IfExp or t is ast.BoolOp:
                 self._expr_narrowing(node)
-            elif t is ast.ListComp or t is ast.SetComp or t is ast.DictComp or t is ast.GeneratorExp:
+            elif t in _COMPS:
                 span = ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))
                 for g in node.generators:
                     comps[id(g)] = span
+        if exits and not u.is_module:
+            self._early_exits(u.node.body, exits)
         for node in nodes:
             t = type(node)
             if t is ast.Assign:
@@ -436,13 +450,13 @@ class Typer:
             if no and k in TORCH and len(tests) == 1:
                 self.refine.append((name, no[0], no[1], HOST))  # not a tensor
 
-    def _early_exits(self, stmts):
-        """``if isinstance(x, torch.Tensor): return ...`` (no else): the rest of the block sees ``x`` not a tensor."""
+    def _early_exits(self, stmts, exits: set):
+        """``if isinstance(x, torch.Tensor): return ...`` (no else): the rest of the block sees ``x`` not a tensor.
+        ``exits``: the ids of such ifs (found in _build; this finds the blocks they end)."""
         for i, st in enumerate(stmts):
             if isinstance(st, FUNC_DEFS + (ast.ClassDef,)):
                 continue
-            if isinstance(st, ast.If) and not st.orelse and i + 1 < len(stmts) \
-                    and isinstance(st.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            if id(st) in exits and i + 1 < len(stmts):
                 tst = st.test
                 rest = ((stmts[i + 1].lineno, 0), (stmts[-1].end_lineno, 1 << 30))
                 if isinstance(tst, ast.Attribute) and tst.attr == "is_cuda" and isinstance(st.body[-1], ast.Return):
@@ -454,9 +468,9 @@ class Typer:
             for field in ("body", "orelse", "finalbody"):
                 sub = getattr(st, field, None)
                 if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
-                    self._early_exits(sub)
+                    self._early_exits(sub, exits)
             for h in getattr(st, "handlers", ()):
-                self._early_exits(h.body)
+                self._early_exits(h.body, exits)
 
     def _branch(self, node: ast.If):
         for i, block in enumerate((node.body, node.orelse)):
@@ -1270,29 +1284,44 @@ def _cpu_device(mod: ModuleInfo, e) -> bool:
         and isinstance(e.args[0], ast.Constant) and e.args[0].value == "cpu"
 
 
-def cpu_pinned(mod: ModuleInfo, cls) -> bool:
-    """``cls`` pins its compute device to the host: every ``self.device = ...`` in it, its project bases and
-    subclasses assigns ``torch.device("cpu")`` / ``"cpu"`` (a Hogwild agent on a shared CPU model: pfrl's A3C),
-    and there is at least one. Its tensors are host tensors, whatever its model returns."""
-    got = cls.__dict__.get("_cpu_pinned")
-    if got is not None:
+_SELF_DEVICE = re.compile(r"self\.device\s*(:[^=\n]*)?=[^=]")
+
+
+def _own_device(mod: ModuleInfo, cls):
+    """What ``cls``'s own code assigns to ``self.device``: None (nothing), "cpu" (only the host), "other"."""
+    got = cls.__dict__.get("_own_device", False)
+    if got is not False:
         return got
-    cls._cpu_pinned = False  # while computing
-    project = mod.project
-    classes = mod.class_chain(cls) + (project.subclasses(cls) if project is not None else [])
-    seen = False
-    for c in classes:
-        cmod = c.mod or mod
-        for n in ast.walk(c.node):
+    got = None
+    cmod = cls.mod or mod
+    lines = cmod.__dict__.get("_lines")
+    if lines is None:
+        lines = cmod._lines = cmod.text.splitlines()
+    if _SELF_DEVICE.search("\n".join(lines[cls.node.lineno - 1:cls.node.end_lineno])):
+        for n in ast.walk(cls.node):
             if isinstance(n, (ast.Assign, ast.AnnAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 if any(isinstance(t, ast.Attribute) and t.attr == "device" and isinstance(t.value, ast.Name)
                        and t.value.id == "self" for t in targets):
                     if n.value is None or not _cpu_device(cmod, n.value):
-                        return False
-                    seen = True
-    cls._cpu_pinned = seen
-    return seen
+                        got = "other"
+                        break
+                    got = "cpu"
+    cls._own_device = got
+    return got
+
+
+def cpu_pinned(mod: ModuleInfo, cls) -> bool:
+    """``cls`` pins its compute device to the host: every ``self.device = ...`` in it, its project bases and
+    subclasses assigns ``torch.device("cpu")`` / ``"cpu"`` (a Hogwild agent on a shared CPU model: pfrl's A3C),
+    and there is at least one. Its tensors are host tensors, whatever its model returns."""
+    got = cls.__dict__.get("_cpu_pinned")
+    if got is None:
+        project = mod.project
+        classes = mod.class_chain(cls) + (project.subclasses(cls) if project is not None else [])
+        own = {_own_device(mod, c) for c in classes}
+        got = cls._cpu_pinned = "cpu" in own and "other" not in own
+    return got
 
 
 def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
