@@ -161,6 +161,14 @@ def _where_a_tensor_lives() -> list[str]:
         "*would sync on GPU*; on a GPU it counts only what really syncs, as the linter does. `perfkit lint "
         "--profile run.json` lists such a runtime finding with no static finding as *runtime-only*.",
         "",
+        "Host code stays host code: a class whose every `self.device = ...` (its bases' and subclasses' too) is "
+        "`torch.device(\"cpu\")` computes on the host (a Hogwild A3C agent); so does the rest of a block after "
+        "`if x.is_cuda: return ...`, and what a caller copied with `x.cpu()` into a parameter annotated `Tensor`. "
+        "A `done` / `reset` typed a tensor only by its name or by an env of unknown type, tested whole "
+        "(`if done or reset:`), is a Python flag: a batched mask's truth value raises. The reset of an env that the "
+        "same function steps with NumPy actions returns NumPy data, and a local dict's key holds what was last "
+        "written there (`info[\"td\"] = x.to(\"cpu\")`).",
+        "",
     ]
 
 

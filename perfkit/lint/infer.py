@@ -292,6 +292,17 @@ def _annotation_kind(mod: ModuleInfo, ann) -> str | None:
     return None
 
 
+_COMPS = frozenset({ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp})
+_EXITS = frozenset({ast.Return, ast.Raise, ast.Continue, ast.Break})
+
+
+def _exit_test(tst) -> bool:
+    """The test of an if that leaves its block narrows the rest: ``isinstance(x, T)`` or ``x.is_cuda``."""
+    if type(tst) is ast.Attribute:
+        return tst.attr == "is_cuda"
+    return type(tst) is ast.Call and type(tst.func) is ast.Name and tst.func.id == "isinstance" and len(tst.args) == 2
+
+
 class Typer:
     """Kinds of the expressions of one unit.
 
@@ -309,6 +320,12 @@ class Typer:
         self._attrs = building_attrs  # while a class's attributes are being inferred
         self.branches: list = []  # (id of an If, 0 body / 1 else, first pos, last pos): where joins happen
         self._paths: dict = {}
+        # (name, position) of bindings typed a tensor by a guess alone: a parameter by its name (`done`), the items
+        # of an env's step() of unknown type, a parameter every hot call passes such a guess (see guessed_flag)
+        self.guessed: set = set()
+        # (name, position) of a comprehension's own bindings -> the comprehension's span: its scope, in Python 3
+        self.scoped: dict = {}
+        self.host_spans: list = []  # where only host tensors go: the rest of a block after `if x.is_cuda: return`
         self._build()
 
     # -- the unit's local names --------------------------------------------------------------
@@ -321,13 +338,19 @@ class Typer:
                 hint = passed_kind(self.mod, u, a.arg)
                 if hint in HOSTISH:
                     return hint  # every hot call passes host data
+            elif k == TENSOR and self._attrs is None and passed_kind(self.mod, u, a.arg) == CPU \
+                    and a.arg in _holder(self.mod).__dict__.get("_passes_cpu", {}).get(u, ()):
+                return CPU  # `ids: Tensor` says a tensor, not where: every hot call passes `ids.cpu()`
             return k
         if a.arg == u.self_name:
             return None
         k = param_hints(self.mod).get(u, {}).get(a.arg) if self._attrs is None else None
+        if k is not None and a.arg in _holder(self.mod).__dict__.get("_param_guessed", {}).get(u, ()):
+            self.guessed.add((a.arg, (0, 0)))
         if k is None and self.mod.uses_torch:
             if _TENSOR_PARAM.match(a.arg):
                 k = BOOL if is_mask_name(a.arg) else TENSOR
+                self.guessed.add((a.arg, (0, 0)))
             elif _TDICT_PARAM.match(a.arg):
                 k = TDICT
         return k
@@ -345,13 +368,23 @@ class Typer:
                 if a is not None:
                     self.env[a.arg] = self.binds.setdefault(a.arg, [((0, 0), HOST)])[0][1]
         nodes = unit_nodes(u)
+        comps = {}  # id of an ast.comprehension -> the span of the comprehension expression holding it
+        exits = set()  # ids of `if isinstance(x, Tensor): return` / `if x.is_cuda: return` without else
         for node in nodes:  # first the branches and narrowings, which the kinds of the bindings below read
             t = type(node)
             if t is ast.If:
                 self._isinstance_test(node)
                 self._branch(node)
+                if not node.orelse and type(node.body[-1]) in _EXITS and _exit_test(node.test):
+                    exits.add(id(node))
             elif t is ast.IfExp or t is ast.BoolOp:
                 self._expr_narrowing(node)
+            elif t in _COMPS:
+                span = ((node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset))
+                for g in node.generators:
+                    comps[id(g)] = span
+        if exits and not u.is_module:
+            self._early_exits(u.node.body, exits)
         for node in nodes:
             t = type(node)
             if t is ast.Assign:
@@ -372,6 +405,9 @@ class Typer:
             elif t is ast.For or t is ast.comprehension or t is ast.AsyncFor:
                 k = self.kind(node.iter)
                 pos = (node.iter.end_lineno, node.iter.end_col_offset)
+                span = comps.get(id(node))
+                if span is not None:  # `[t[0] for t in pair]` does not rebind the loop's `t` after it
+                    self.scoped.update(((x.id, pos), span) for x in ast.walk(node.target) if isinstance(x, ast.Name))
                 if isinstance(node.target, ast.Name):
                     if k in TORCH or k == NDARRAY:
                         self._set(node.target.id, k, pos)
@@ -413,6 +449,28 @@ class Typer:
                 self.refine.append((name, yes[0], yes[1], k))
             if no and k in TORCH and len(tests) == 1:
                 self.refine.append((name, no[0], no[1], HOST))  # not a tensor
+
+    def _early_exits(self, stmts, exits: set):
+        """``if isinstance(x, torch.Tensor): return ...`` (no else): the rest of the block sees ``x`` not a tensor.
+        ``exits``: the ids of such ifs (found in _build; this finds the blocks they end)."""
+        for i, st in enumerate(stmts):
+            if isinstance(st, FUNC_DEFS + (ast.ClassDef,)):
+                continue
+            if id(st) in exits and i + 1 < len(stmts):
+                tst = st.test
+                rest = ((stmts[i + 1].lineno, 0), (stmts[-1].end_lineno, 1 << 30))
+                if isinstance(tst, ast.Attribute) and tst.attr == "is_cuda" and isinstance(st.body[-1], ast.Return):
+                    self.host_spans.append(rest)  # `if params[0].is_cuda: return clip_grad_norm_(...)`: a CPU path
+                if isinstance(tst, ast.Call) and isinstance(tst.func, ast.Name) and tst.func.id == "isinstance" \
+                        and len(tst.args) == 2 and isinstance(tst.args[0], ast.Name) \
+                        and type_kind(self.mod, tst.args[1]) in TORCH:
+                    self.refine.append((tst.args[0].id, rest[0], rest[1], HOST))
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(st, field, None)
+                if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                    self._early_exits(sub, exits)
+            for h in getattr(st, "handlers", ()):
+                self._early_exits(h.body, exits)
 
     def _branch(self, node: ast.If):
         for i, block in enumerate((node.body, node.orelse)):
@@ -519,8 +577,12 @@ class Typer:
                     if isinstance(t, ast.Name):
                         self._set(t.id, BOOL if k in DEVICE and is_mask_name(t.id) else k, pos)
                 return
-            if k is None and self.mod.uses_torch and not self.mod.uses_gym and self._is_env_call(value):
+            guess = self._is_env_call(value) and self.kind(value.func.value) is None and not self.mod.uses_gym \
+                and not self._declared_receiver(value.func.value)
+            if k is None and self.mod.uses_torch and guess:
                 k = TENSOR
+            if guess and k in DEVICE:  # an env of unknown type: its items are tensors by a guess alone
+                self.guessed.update((t.id, pos) for t in target.elts if isinstance(t, ast.Name))
             host = set()
             if k in DEVICE and self._is_env_call(value) and self.kind(value.func.value) is None:
                 host = self._numpy_read(target.elts)  # what this code reads with numpy is host data
@@ -541,6 +603,10 @@ class Typer:
                         t = t.value
                     if isinstance(t, ast.Name):
                         self._set(t.id, None, pos)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+            # `info["td"] = x.to("cpu")`: the key of a local dict holds what was last written there (see _item_kind)
+            self._set(_item_name(target.value.id, target.slice.value), self.kind(value), pos)
         elif isinstance(target, ast.Attribute) and self._attrs is not None:
             if isinstance(target.value, ast.Name) and target.value.id == self.unit.self_name:
                 k = self.kind(value)
@@ -594,8 +660,8 @@ class Typer:
     def name_kind(self, e: ast.Name):
         """The kind of a local name at this use (None: unknown here)."""
         name = e.id
-        binds = self.binds.get(name)
         pos = (e.lineno, e.col_offset)
+        binds = self._binds_at(name, pos)
         reach = self._reaching(binds, pos) if binds else []
         if self.refine:
             best = None
@@ -616,6 +682,52 @@ class Typer:
         if reach:
             return reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
         return self.env.get(name)
+
+    def _host_envs(self) -> set:
+        """Dotted receivers this unit calls ``.step(x)`` on with host data ``x`` (a CPU env)."""
+        got = self.__dict__.get("_host_env_recvs")
+        if got is None:
+            self._host_env_recvs = got = set()  # while computing
+            for n in unit_nodes(self.unit) if ".step(" in self.mod.text else ():
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" \
+                        and n.args and self.kind(n.args[0]) in HOSTISH:
+                    got.add(dotted(n.func.value))
+            got.discard(None)
+        return got
+
+    def _binds_at(self, name, pos) -> list:
+        """The bindings of ``name`` in scope at ``pos`` (not those of a comprehension that does not hold it)."""
+        binds = self.binds.get(name, [])
+        if self.scoped and binds:
+            out = []
+            for b in binds:
+                span = self.scoped.get((name, b[0]))
+                if span is None:
+                    out.append(b)
+                elif span[0] <= pos <= span[1]:  # its element (`int(c)` of `[int(c) for c in x]`) comes first
+                    out.append((span[0], b[1]))
+            binds = sorted(out, key=lambda b: b[0])
+        return binds
+
+    def _declared_receiver(self, recv) -> bool:
+        """The code says what ``recv`` is: an annotated parameter, or an object of a project class."""
+        if self.unit.is_module:
+            return False
+        if isinstance(recv, ast.Name):
+            a = self.unit.node.args
+            if any(p.arg == recv.id and p.annotation is not None for p in a.posonlyargs + a.args + a.kwonlyargs):
+                return True
+        project = self.mod.project
+        return project is not None and bool(project.receiver_class(self.mod, self.unit, recv))
+
+    def guessed_flag(self, e) -> bool:
+        """``e`` is a local name whose every binding reaching it is typed a tensor by a guess alone (a parameter
+        named ``done``, an item of an unknown env's ``step()``, or a parameter that hot calls pass such values)."""
+        if not isinstance(e, ast.Name) or not self.guessed:
+            return False
+        pos = (e.lineno, e.col_offset)
+        reach = self._reaching(self._binds_at(e.id, pos), pos)
+        return bool(reach) and all((e.id, b[0]) in self.guessed for b in reach)
 
     def _declared(self, name, reach) -> bool:
         """``name`` reaches here as a parameter whose own annotation gives its kind (not a tensor-or-host union,
@@ -706,8 +818,23 @@ class Typer:
             return self._memo[key]
         self._memo[key] = None  # cycle guard
         k = self._kind(e)
+        if k in DEVICE and (self.host_only or self.host_spans and self.on_host_path(e)):
+            k = CPU  # a class that pins its device to the CPU computes on the host; so does a CPU-only path
         self._memo[key] = k
         return k
+
+    def on_host_path(self, e) -> bool:
+        """``e`` is on a path only host tensors take: after ``if x.is_cuda: return ...`` (see _early_exits)."""
+        pos = (getattr(e, "lineno", 0), getattr(e, "col_offset", 0))
+        return any(a <= pos <= b for a, b in self.host_spans)
+
+    @property
+    def host_only(self) -> bool:
+        """The unit is a method of a class that pins its compute device to the host (:func:`cpu_pinned`)."""
+        h = self.__dict__.get("_host_only")
+        if h is None:
+            h = self._host_only = self.unit.cls is not None and cpu_pinned(self.mod, self.unit.cls)
+        return h
 
     def _self_attrs(self):
         cls = self.unit.cls
@@ -795,6 +922,13 @@ class Typer:
             return None
         if t is ast.Subscript:
             vk = self.kind(e.value)
+            if vk in (HOST, None) and isinstance(e.value, ast.Name) and isinstance(e.slice, ast.Constant) \
+                    and isinstance(e.slice.value, str):
+                name = _item_name(e.value.id, e.slice.value)
+                if name in self.binds:
+                    reach = self._reaching(self.binds[name], (e.lineno, e.col_offset))
+                    if reach:
+                        return join_kinds(b[1] for b in reach)
             if vk in TORCH or vk == NDARRAY:
                 return vk
             if vk == HOSTSEQ:
@@ -847,6 +981,8 @@ class Typer:
                 if name == "put_model":
                     return MJMODEL
                 return None
+            if q == "isaacgym.gymtorch.wrap_tensor":
+                return TENSOR  # Isaac Gym's simulation state tensors, on the GPU pipeline's device
             if q.startswith(("numpy.", "np.")):
                 return NDARRAY
             if q.startswith(("gym.", "gymnasium.")):
@@ -884,6 +1020,8 @@ class Typer:
             if self.mod.uses_torch and m in ("step", "reset") and ENV_RECEIVER.search(dotted(func.value) or ""):
                 if m == "step" and e.args and self.kind(e.args[0]) in HOSTISH:
                     return NDARRAY  # numpy actions in, numpy observations out (a CPU VecEnv)
+                if m == "reset" and dotted(func.value) in self._host_envs() and not torch_gym_envs(self.mod):
+                    return NDARRAY  # the env this unit steps with numpy actions resets to numpy too
                 if self.mod.uses_gym:
                     return None  # a gym/gymnasium env of unknown type: its step returns numpy unless it is a torch env
                 return TENSOR
@@ -942,6 +1080,11 @@ _TDICT_SAME = {"select", "exclude", "clone", "to", "cuda", "detach", "apply", "u
                "copy_", "update_", "expand", "flatten", "unflatten", "empty", "rename_key_", "pop", "get_sub_tensordict",
                "to_tensordict", "replace", "filter_non_tensor_data", "data", "float", "double", "half", "split_keys"}
 _NEXT_KEYS = {"next", "collector", "info", "params", "agents"}
+
+
+def _item_name(name: str, key: str) -> str:
+    """The binding name of a local dict's constant key (never a Python identifier)."""
+    return f"{name}[{key!r}]"
 
 
 def _key_name(key):
@@ -1120,7 +1263,10 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
     if not complete:
         return attrs
     cls.attrs = attrs
-    hinted = _holder(mod).__dict__.get("_param_hints") or {}
+    holder = _holder(mod)
+    # the callers' kinds of the methods' parameters, once the hot callers are known (an annotated `ids: Tensor` that
+    # every hot call passes `ids.cpu()` is a host tensor): the typers built above did not read them
+    hinted = param_hints(mod) if "_callers" in holder.__dict__ else holder.__dict__.get("_param_hints") or {}
     for unit, t in built:  # reuse them: from now on they read the finished attribute table
         if unit in hinted:
             continue  # its parameters have call-site kinds this build did not use
@@ -1128,6 +1274,54 @@ def class_attrs(mod: ModuleInfo, cls) -> dict:
         t._memo.clear()
         typers.setdefault(unit, t)
     return attrs
+
+
+def _cpu_device(mod: ModuleInfo, e) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(e, ast.Constant):
+        return e.value == "cpu"
+    return isinstance(e, ast.Call) and mod.qual(e.func) == "torch.device" and len(e.args) == 1 \
+        and isinstance(e.args[0], ast.Constant) and e.args[0].value == "cpu"
+
+
+_SELF_DEVICE = re.compile(r"self\.device\s*(:[^=\n]*)?=[^=]")
+
+
+def _own_device(mod: ModuleInfo, cls):
+    """What ``cls``'s own code assigns to ``self.device``: None (nothing), "cpu" (only the host), "other"."""
+    got = cls.__dict__.get("_own_device", False)
+    if got is not False:
+        return got
+    got = None
+    cmod = cls.mod or mod
+    lines = cmod.__dict__.get("_lines")
+    if lines is None:
+        lines = cmod._lines = cmod.text.splitlines()
+    if _SELF_DEVICE.search("\n".join(lines[cls.node.lineno - 1:cls.node.end_lineno])):
+        for n in ast.walk(cls.node):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(isinstance(t, ast.Attribute) and t.attr == "device" and isinstance(t.value, ast.Name)
+                       and t.value.id == "self" for t in targets):
+                    if n.value is None or not _cpu_device(cmod, n.value):
+                        got = "other"
+                        break
+                    got = "cpu"
+    cls._own_device = got
+    return got
+
+
+def cpu_pinned(mod: ModuleInfo, cls) -> bool:
+    """``cls`` pins its compute device to the host: every ``self.device = ...`` in it, its project bases and
+    subclasses assigns ``torch.device("cpu")`` / ``"cpu"`` (a Hogwild agent on a shared CPU model: pfrl's A3C),
+    and there is at least one. Its tensors are host tensors, whatever its model returns."""
+    got = cls.__dict__.get("_cpu_pinned")
+    if got is None:
+        project = mod.project
+        classes = mod.class_chain(cls) + (project.subclasses(cls) if project is not None else [])
+        own = {_own_device(mod, c) for c in classes}
+        got = cls._cpu_pinned = "cpu" in own and "other" not in own
+    return got
 
 
 def return_kind(mod: ModuleInfo, unit: Unit) -> str | None:
@@ -1239,6 +1433,8 @@ def param_hints(mod: ModuleInfo) -> dict:
     unknown: dict = {}  # callee -> {parameters some hot call passes a value of unknown kind}
     holder._param_unknown = unknown
     holder._passes_device = given_device = set()  # callees some hot call passes `device=`
+    guessed: dict = {}  # callee -> {parameter: every hot call passes a value typed by a guess alone}
+    moved: dict = {}  # callee -> {parameter: every hot call passes `x.cpu()` / `x.to("cpu")`}
     # in source order, not the set's (hash/address) order: the typers built on the way are cached
     callers = sorted(holder.__dict__.get("_callers", ()),
                      key=lambda u: (u.mod.path if u.mod is not None else "", u.lineno, u.qualname))
@@ -1253,6 +1449,9 @@ def param_hints(mod: ModuleInfo) -> dict:
             for callee in resolve_call(umod, unit, node):
                 if callee.kernel or not isinstance(callee.node, FUNC_DEFS):
                     continue
+                if callee is unit and not (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                                           and node.func.value.id == unit.self_name):
+                    continue  # a wrapper's `self.venv.step_async(actions)` calls the wrapped env's, not itself
                 if any(kw.arg == "device" for kw in node.keywords):
                     given_device.add(callee)
                 args = callee.node.args
@@ -1269,15 +1468,30 @@ def param_hints(mod: ModuleInfo) -> dict:
                     k = t.kind(value)
                     if k in TORCH or k == WARP or k in HOSTISH:
                         seen.setdefault(callee, {}).setdefault(name, set()).add(k)
+                        g = guessed.setdefault(callee, {})
+                        g[name] = g.get(name, True) and t.guessed_flag(value)
+                        c = moved.setdefault(callee, {})
+                        c[name] = c.get(name, True) and _moved_to_host(value)
                     else:
                         unknown.setdefault(callee, set()).add(name)
     for callee, params in seen.items():
         hints[callee] = {name: join_kinds(kinds) for name, kinds in params.items()}
+    holder._param_guessed = {c: {n for n, g in ps.items() if g} for c, ps in guessed.items()}
+    holder._passes_cpu = {c: {n for n, g in ps.items() if g} for c, ps in moved.items()}
     for unit in hints:  # first-pass typers of these units are stale
         if unit.mod is not None:
             unit.mod.__dict__.get("_typers", {}).pop(unit, None)
             unit.mod._return_kinds.clear()
     return hints
+
+
+def _moved_to_host(e) -> bool:
+    """``x.cpu()`` / ``x[i:j].cpu()`` / ``x.to("cpu")``: a tensor the caller copies to the host itself."""
+    if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)):
+        return False
+    if e.func.attr == "cpu" and not e.args:
+        return True
+    return e.func.attr == "to" and bool(e.args) and isinstance(e.args[0], ast.Constant) and e.args[0].value == "cpu"
 
 
 def passed_device(mod: ModuleInfo, unit: Unit) -> bool:

@@ -10,6 +10,7 @@ import ast
 import re
 
 from perfkit.lint.infer import DEVICE, WARP
+from perfkit.lint.modinfo import unit_nodes
 from perfkit.lint.registry import Rule, check, register
 from perfkit.lint.rules.common import is_builtin, last_name
 
@@ -125,6 +126,24 @@ def _device_work_per_index(ctx, body, names) -> bool:
     return False
 
 
+def _returns_tuple(ctx, call) -> bool:
+    """``call`` runs project functions that all return tuple displays (``return q1, q2``): iterating its result walks
+    a few tensors, not a tensor's rows. An unresolved method is looked up by name across the project."""
+    project = ctx.mod.project
+    if not isinstance(call, ast.Call) or project is None or ctx.unit.is_module:
+        return False
+    targets = project.resolve_call(ctx.mod, ctx.unit, call)
+    if not targets and isinstance(call.func, ast.Attribute):
+        targets = project.methods.get(call.func.attr, [])
+    if not targets or len(targets) > 8:
+        return False
+    for u in targets:
+        rets = [n.value for n in unit_nodes(u) if isinstance(n, ast.Return)]
+        if not rets or not all(isinstance(v, ast.Tuple) and len(v.elts) >= 2 for v in rets):
+            return False
+    return True
+
+
 def _check_iter(ctx, it, where):
     if isinstance(it, ast.Call) and is_builtin(ctx, it, "range"):
         args = it.args
@@ -149,7 +168,7 @@ def _check_iter(ctx, it, where):
     if name and _ENV_CONTAINER.search(name):
         ctx.report("PK302", where, what=f"`{name}`")
         return True
-    if ctx.kind(it) in DEVICE:
+    if ctx.kind(it) in DEVICE and not _returns_tuple(ctx, it):
         ctx.report("PK303", where)
         return True
     return False

@@ -205,7 +205,8 @@ def _confidence(ctx, e):
     k = ctx.kind(e)
     if k in DEVICE:
         return "high"
-    if k is None and ctx.mod.uses_torch:
+    if k is None and ctx.mod.uses_torch and not ctx.typer.host_only and not (ctx.typer.host_spans and ctx.typer.on_host_path(e)):
+        # (a class pinned to the CPU, a path only host tensors take: host data)
         return "medium"
     return None
 
@@ -266,7 +267,8 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
     if k in HOSTISH and m not in ("to", "cuda"):
         return
     conf = "high" if k == TDICT and m in ("cpu", "to") else _confidence(ctx, recv)
-    if conf is None and k is None and m == "cpu" and not node.args:
+    if conf is None and k is None and m == "cpu" and not node.args and not ctx.typer.host_only \
+            and not (ctx.typer.host_spans and ctx.typer.on_host_path(node)):
         conf = "medium"  # `.cpu()` is a tensor's (NumPy has none), in a module that gets tensors from a library
         # without importing torch itself (imitation's `samples.observations.cpu()` of an SB3 replay sample)
     if m == "item":
@@ -376,8 +378,8 @@ def _torch_fn(ctx, node: ast.Call, q: str):
             if not (any(kw.arg is None for kw in node.keywords) and passed_device(ctx.mod, ctx.unit)
                     or _in_device_scope(ctx, node)):
                 return
-        elif isinstance(dev, ast.Constant) and dev.value in ("cpu", None):
-            return
+        elif isinstance(dev, ast.Constant) and dev.value in ("cpu", None) or ctx.typer.host_only:
+            return  # (`device=self.device` in a class pinned to the CPU: no copy to a device)
         if node.args and _dev(ctx, node.args[0]) and not _hinted_param(ctx, node.args[0], any_path=True):
             return  # already on the device
         if node.args and isinstance(node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts:
@@ -433,10 +435,14 @@ def _truth(ctx, e):
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
         return _truth(ctx, e.operand)
     if _dev(ctx, e):
+        if ctx.typer.guessed_flag(e):
+            # `if done or reset:` on names typed tensors by a guess alone (their names, an env of unknown type): a
+            # batched mask's truth value raises, so code that tests one whole holds a Python flag (a gym step's)
+            return None
         return _FLAG if _maybe_flag(ctx, e) else "high"
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in ("any", "all") \
             and not e.args and not receiver_is_module(ctx, e.func):
-        if ctx.kind(e.func.value) is None and ctx.mod.uses_torch:
+        if ctx.kind(e.func.value) is None and ctx.mod.uses_torch and not ctx.typer.host_only:
             return "medium"
     return None
 
@@ -620,7 +626,10 @@ def _python_value(ctx, v) -> bool:
         v = v.operand
     if isinstance(v, ast.Constant):
         return isinstance(v.value, (int, float, bool)) and v.value is not None
-    return ctx.kind(v) == HOST and isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.BinOp))
+    k = ctx.kind(v)
+    if k == NDARRAY:  # a host env's reward / flag (a NumPy scalar or array): copied to the device the same way
+        return isinstance(v, ast.Name)
+    return k == HOST and isinstance(v, (ast.Name, ast.Attribute, ast.Call, ast.BinOp))
 
 
 def _from_nonzero(ctx, p) -> bool:
