@@ -117,9 +117,8 @@ def test_an_agent_whose_device_is_also_set_elsewhere_keeps_its_device_tensors(tm
     assert ("a3c.py", 25, "PK101", "high") in got  # loss.item()
 
 
-# -- a host env's reward written at the step index of a device buffer ----------------------------------------------
-
-_EXPLORE = """
+# an agent that makes gradient steps on the GPU: its explore_env (below) is a per-step path
+_LEARNING_AGENT = """
     import torch
 
     class Agent:
@@ -132,7 +131,12 @@ _EXPLORE = """
             self.opt.zero_grad()
             loss.backward()
             self.opt.step()
+"""
 
+
+# -- a host env's reward written at the step index of a device buffer ----------------------------------------------
+
+_EXPLORE = _LEARNING_AGENT + """
         def explore_env(self, env, horizon_len, state):
             rewards = torch.zeros(horizon_len, dtype=torch.float32).to(self.device)
             dones = torch.zeros(horizon_len, dtype=torch.bool).to(self.device)
@@ -214,20 +218,7 @@ def test_code_after_an_isinstance_test_that_returns_sees_the_other_type(tmp_path
     assert ("env.py", 9, "PK104", "high") in got, got
 
 
-_RESET = """
-    import torch
-
-    class Agent:
-        def __init__(self, act, opt):
-            self.act, self.opt = act, opt
-            self.device = torch.device("cuda")
-
-        def update(self, batch):
-            loss = self.act(batch).mean()
-            self.opt.zero_grad()
-            loss.backward()
-            self.opt.step()
-
+_RESET = _LEARNING_AGENT + """
         def explore_env(self, env, horizon_len, state):
             for t in range(horizon_len):
                 action = self.act(state)
