@@ -22,6 +22,9 @@ import subprocess
 import sys
 import time
 
+from perfkit.overhead.measure import DEFAULT_METRIC, compile_metric, parse_metric, rotation
+
+SPS_LINE = compile_metric(DEFAULT_METRIC)  # the script's own steady-state `SPS: <float>` line, as `perfkit overhead` reads it
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "examples/manager_env/train_rsl_rl.py")
 GCW = os.path.join(ROOT, "scripts/gpu/gc_window.py")
@@ -49,9 +52,9 @@ def run(arm: str, i: int, a: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=a.timeout)
     wall = time.perf_counter() - t0
-    sps = re.findall(r"^SPS: ([0-9.eE+-]+)\s*$", p.stdout, re.M)
+    sps = parse_metric(p.stdout, SPS_LINE)
     gcw = re.findall(r"^GC_WINDOW (.*)$", p.stderr, re.M)
-    row = {"arm": arm, "round": i, "rc": p.returncode, "wall_s": round(wall, 2), "sps": float(sps[-1]) if sps else None,
+    row = {"arm": arm, "round": i, "rc": p.returncode, "wall_s": round(wall, 2), "sps": sps,
            "gc": json.loads(gcw[-1]) if gcw else None}
     if rec and os.path.exists(rec):
         r = json.load(open(rec))
@@ -78,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(a.out, exist_ok=True)
     rows = []
     for i in range(a.rounds):
-        k = i % len(a.arms)
-        for arm in a.arms[k:] + a.arms[:k]:
+        for arm in rotation(a.arms, i):
             rows.append(run(arm, i, a))
             print(json.dumps({k2: v for k2, v in rows[-1].items() if k2 != "self"}), flush=True)
             json.dump(rows, open(os.path.join(a.out, "arms.json"), "w"), indent=1)

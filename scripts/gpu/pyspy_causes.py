@@ -34,6 +34,8 @@ import subprocess
 import sys
 import time
 
+from perfkit.overhead.measure import DEFAULT_METRIC, compile_metric, parse_metric
+
 SCRIPT = "examples/manager_env/train_rsl_rl.py"
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^():]*):(?P<line>\d+)\)$")
 
@@ -98,8 +100,8 @@ def run_arm(arm: str, i: int, args: argparse.Namespace, pyspy: str) -> dict:
     proc = subprocess.run([pyspy, "record", *native, "-r", str(args.rate), "-f", "raw", "--full-filenames", "-o", raw, "--", *cmd],
                           capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    sps = [float(m) for m in re.findall(r"^SPS: ([0-9.eE+-]+)\s*$", proc.stdout, re.M)]
-    return {"arm": arm, "round": i, "rc": proc.returncode, "wall_s": round(wall, 2), "sps": sps[-1] if sps else None,
+    sps = parse_metric(proc.stdout, compile_metric(DEFAULT_METRIC))
+    return {"arm": arm, "round": i, "rc": proc.returncode, "wall_s": round(wall, 2), "sps": sps,
             "raw": os.path.basename(raw), "stderr_tail": proc.stderr[-800:]}
 
 
