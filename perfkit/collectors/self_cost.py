@@ -132,13 +132,20 @@ def _segment_transition(clock: Any) -> float:
 def _unhooked_path_of_a_hooked_call(torch: Any) -> float | None:
     """Seconds a call of an always-hooked op that does not count costs (a CUDA run counting the runtime's
     reports hooks only the ops that always sync, ``.item()``, ``.cpu()``, ...; called on a host tensor
-    they are no sync and the hook hands the call on): ``.item()`` of a CPU tensor through the hook, less
-    the original. None where host tensors count (a CPU machine: :func:`_hooked_sync` prices those)."""
+    they are no sync and the hook hands the call on): :func:`_host_item_through_the_hook`. None where
+    host tensors count (a CPU machine: :func:`_hooked_sync` prices those)."""
     from perfkit.collectors import hub
 
+    return None if hub.count_cpu else _host_item_through_the_hook(torch)
+
+
+def _host_item_through_the_hook(torch: Any) -> float | None:
+    """Seconds ``.item()`` of a CPU tensor from a program line costs through perfkit's hook beyond the
+    original, into a scratch sink: the whole counted-sync path where host tensors count, the hook handing
+    the call on where they do not. None where ``.item()`` is not hooked."""
     item = getattr(torch.Tensor, "item", None) if torch is not None else None
     orig = getattr(item, "__perfkit_wrapped__", None)
-    if orig is None or hub.count_cpu:
+    if orig is None:
         return None
     t = torch.ones(1)
     through = _best_in_scratch_sink(_program_call("return t.item()", t=t))
@@ -188,18 +195,11 @@ def device_sync_event_us(torch: Any) -> float | None:
 
 def _hooked_sync(torch: Any) -> float | None:
     """Seconds one counted sync costs beyond the call itself, the whole hook path: ``.item()`` of a CPU
-    tensor from a program line, counted as would-sync (a CPU machine), into a scratch sink that stands
-    in for the session's while it runs. None where CPU tensors are not counted (a CUDA machine: the
-    site-and-count part is measured instead)."""
+    tensor from a program line, counted as would-sync (a CPU machine; :func:`_host_item_through_the_hook`).
+    None where CPU tensors are not counted (a CUDA machine: the runtime-reported path is priced instead)."""
     from perfkit.collectors import hub
 
-    item = getattr(torch.Tensor, "item", None) if torch is not None else None
-    orig = getattr(item, "__perfkit_wrapped__", None)
-    if orig is None or not hub.count_cpu:
-        return None
-    t = torch.ones(1)
-    through = _best_in_scratch_sink(_program_call("return t.item()", t=t))
-    return max(0.0, through - _best(lambda: orig(t)))
+    return _host_item_through_the_hook(torch) if hub.count_cpu else None
 
 
 def _runtime_reported_sync() -> float | None:
