@@ -54,7 +54,7 @@ class Config:
     runtime: tuple[str, ...] = ()
     sync_source: str = "auto"  # "auto" | "hooks" (perfkit.collectors.hub.sync_source)
     timeline_steps: int = 8
-    verify_steps: int = 20
+    verify_steps: int = 64
     source: str | None = None  # the pyproject.toml it came from
 
     @property

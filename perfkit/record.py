@@ -28,7 +28,8 @@ counted warm-up too); ``total_steps``, ``warmup_steps``, ``sampling``, ``Finding
 and ``SegmentStats.children`` added; later, without a new schema, the ``dist`` block (a record
 without one is rank 0 of a world of 1), the ``comm`` segment, the ``self`` block (perfkit's own
 cost; absent from older records), ``Finding.lint_rule`` (absent: not known) and the per-site ``verify``
-block (:data:`EXTRA_VERIFY`). Since then a sync-prone call counts only when the CUDA runtime waits for it
+block (:data:`EXTRA_VERIFY`; its ``agreement``, the record's syncs per step against the runtime's over the
+same steps, per site). Since then a sync-prone call counts only when the CUDA runtime waits for it
 (a copy of zero elements, a ``.to`` to where the tensor already is, a non-blocking copy into pinned
 memory are not syncs), and torch's own checks made for the caller (``torch.distributions`` argument
 validation) count at the caller's line."""
@@ -58,7 +59,7 @@ EXTRA_CUDA_ALLOCATOR_PERIODS = "cuda_allocator_periods"  # {allocs_per_step, lea
 EXTRA_GPU_TIMED_STEPS = "gpu_timed_steps"  # steps timed with CUDA events -> report
 EXTRA_GPU_STEP_MS_MEAN = "gpu_step_ms_mean"  # their mean GPU time -> report
 EXTRA_WARP_TORCH_INTEROP = "warp_torch_interop"  # [{call, path, line, count}]: where Warp and torch share memory -> report
-EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, hooked_syncs, hooked_without_runtime_sync, unattributed, sites, ...} -> console
+EXTRA_VERIFY = "verify"  # --verify: {steps, runtime_syncs, hooked_syncs, hooked_without_runtime_sync, unattributed, sites, agreement, ...} -> console
 EXTRA_NOTES = "notes"  # [str] shown under the summary -> console
 EXTRA_TRACEBACK = "traceback"  # why a record is incomplete (session, sweep worker) -> console
 # perfkit profile -> its budget message

@@ -1,7 +1,8 @@
 """The session's GPU side on steady steps: which steps the CUDA-event timer times (every
 ``timing_every``-th steady step that is not sampled), NVTX ranges (on those steps, or on every step
-under a profiler tool), and the ``--verify`` window (whole periods of the loop, from
-:func:`perfkit.collectors.verify.verify_window`). Without CUDA it does nothing but say so.
+under a profiler tool), and the ``--verify`` window (from the first steady step to the end of the run,
+or past ``verify_steps`` to a whole period of the loop: :class:`perfkit.collectors.verify.Verifier`).
+Without CUDA it does nothing but say so.
 
 The session's scheduler asks it at each special boundary (:meth:`GpuSteps.boundary`), starts the timed
 step once its own work there is done (:meth:`GpuSteps.begin`) and closes it at the next
@@ -60,10 +61,9 @@ class GpuSteps:
         if not (self.verify_wanted and self.timer is not None):
             return False
         v = self.verifier
-        if v is not None:  # the window opened (after the loop's period showed): its own steps
-            return v.start_idx <= idx < v.start_idx + v.steps + 1
-        start = warmup_steps + 1
-        return start <= idx < start + self.verify_steps + 1
+        if v is not None:  # the window's own steps
+            return v.holds(idx)
+        return idx > warmup_steps  # the window opens at the first steady step
 
     def boundary(self, idx: int, steady_i: int, sampled: bool, period: int | None) -> bool:
         """Steady step ``idx`` (the ``steady_i``-th) begins: resolve finished timed steps, choose whether
@@ -80,16 +80,12 @@ class GpuSteps:
                 self.segclock.nvtx_on(self.nvtx)
             need_next = True  # close the timed step at the next boundary
         if self.verify_wanted and self.verifier is None:
-            from perfkit.collectors.verify import Verifier, verify_window
+            from perfkit.collectors.verify import Verifier
 
-            window = verify_window(self.verify_steps, period, steady_i)
-            if window:
-                self.verifier = Verifier(self.torch, steps=window)
-                self.verifier.start(idx)
-            else:
-                need_next = True  # waiting for the loop's period
+            self.verifier = Verifier(self.torch, max_steps=self.verify_steps)
+            self.verifier.start(idx)
         if self.verifier is not None:
-            self.verifier.boundary(idx)
+            self.verifier.boundary(idx, period)
             need_next = need_next or self.verifier.prof is not None
         return need_next
 

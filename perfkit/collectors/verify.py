@@ -17,9 +17,16 @@ Over a window of whole steady-state steps (boundary to boundary), torch.profiler
   the runtime, so a missed sync names its line.
 
 The block (``run.extra["verify"]``) holds the totals and the same figures per site. The target is zero
-unattributed and zero hooked-without-runtime-sync. The profiler costs far more than perfkit's default
-mode, so ``--verify`` is a check, not a measurement: the window's steps still count in the run's step
-times, which is why the window is kept short (``verify_steps``, default 20).
+unattributed and zero hooked-without-runtime-sync.
+
+The window opens at the first steady step and stays open to the end of the run, or — past
+``verify_steps`` steps (default 64) — closes at the first boundary after a whole number of the loop's
+periods (once-per-iteration work is in it at its rate whatever step it starts at). A window that ends
+with the run covers the record's whole steady state, so its per-site rates can be set against the
+record's over the same steps, one-off and data-dependent sites included
+(:mod:`perfkit.analysis.verify_agreement`: ``by_step``, the runtime's syncs per site and step, is read
+there and left out of the record). The profiler costs far more than perfkit's default mode, so
+``--verify`` is a check, not a measurement: the window's steps are kept out of the step times.
 """
 
 from __future__ import annotations
@@ -45,28 +52,22 @@ MAX_STACK = 8  # frames kept per unattributed site
 _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.*)$")  # torch.profiler's stack entries
 
 
-PERIOD_WAIT = 64  # steady steps --verify waits for the loop's period before it takes a plain window
-# (the longest period the snapshot checks events for, snapshot.MAX_PERIOD: train_naive.py's 32-step
-# rollout showed its first update after 16 steady steps had passed, and its 20-step window read the
-# once-per-iteration syncs at 20/32 of the record's rate on the H200)
+VERIFY_STEPS = 64  # the steps past which the window closes, at the next whole period (``verify_steps``)
 
 
-def verify_window(steps: int, period: int | None, steady_i: int) -> int | None:
-    """The length of the ``--verify`` window to start at steady step ``steady_i``, None to wait: a whole
-    number of the loop's periods (at least ``steps``), so once-per-iteration work (the update, the
-    logger) is in it at the rate the record gives it, whatever step it starts at; ``steps`` alone when no
-    period shows within :data:`PERIOD_WAIT` steady steps (an env loop with no learner)."""
-    if period and period > 1:
-        return -(-steps // period) * period
-    return steps if steady_i > PERIOD_WAIT or period == 1 else None
+def window_full(n: int, max_steps: int, period: int | None) -> bool:
+    """Whether a window that has held ``n`` whole steps closes at this boundary: past ``max_steps``, at
+    a whole number of the loop's ``period`` (where one is known)."""
+    return n >= max_steps and (not period or period <= 1 or n % period == 0)
 
 
 class Verifier:
-    def __init__(self, torch: Any, steps: int = 20):
+    def __init__(self, torch: Any, max_steps: int = VERIFY_STEPS):
         self.torch = torch
-        self.steps = steps
+        self.max_steps = max_steps
         self.prof: Any = None
         self.start_idx = 0
+        self.end_idx: int | None = None  # the boundary the window closed at (None: open, or it ended with the run)
         self._step_rf: Any = None
         self._result: dict[str, Any] | None = None
         self.hooked = 0
@@ -79,6 +80,10 @@ class Verifier:
         self.start_idx = idx
         hub.verify_range = self._sync_range
         hub.verify_note = self._note_reported
+
+    def holds(self, idx: int) -> bool:
+        """Whether step ``idx`` is one of the window's (or the one its analysis ran at the start of)."""
+        return self.start_idx <= idx and (self.end_idx is None or idx <= self.end_idx)
 
     def _sync_range(self, op: str, site: tuple | None = None) -> Any:
         return self.torch.profiler.record_function(range_name(op, site))
@@ -93,20 +98,23 @@ class Verifier:
         if self.prof is not None:
             self.hooked += 1
 
-    def boundary(self, idx: int) -> None:
-        """A step boundary: close the step range that ends here and open the next (whole steps only)."""
+    def boundary(self, idx: int, period: int | None = None) -> None:
+        """A step boundary: close the step range that ends here and open the next (whole steps only);
+        past ``max_steps``, close the window at a whole number of ``period``."""
         if self.prof is None:
             return
         if self._step_rf is not None:
             self._step_rf.__exit__(None, None, None)
             self._step_rf = None
-        if idx >= self.start_idx + self.steps:
+        if window_full(idx - self.start_idx, self.max_steps, period):
+            self.end_idx = idx
             self.stop()
             return
         self._step_rf = self.torch.profiler.record_function(f"{STEP_PREFIX}{idx}")
         self._step_rf.__enter__()
 
     def stop(self) -> None:
+        """Close the window: at a boundary (:meth:`boundary`) or with the run (the last step open-ended)."""
         if self.prof is None:
             return
         hub.verify_range = None
@@ -117,6 +125,7 @@ class Verifier:
         prof, self.prof = self.prof, None
         prof.__exit__(None, None, None)
         self._result = analyze(prof.events(), self.reported)
+        self._result["ended_with_run"] = self.end_idx is None
 
     def result(self) -> dict[str, Any]:
         return self._result or {"steps": 0, "note": "the run ended before the verify window"}
@@ -205,7 +214,11 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
     ``reported``: ``{"file:line": n}`` of the syncs perfkit counted from the runtime's own reports
     outside every hook (:mod:`.cuda_syncs`); a runtime sync outside the hooks whose program frame is such
     a site is attributed to it (up to the count perfkit reported there), the rest stay unattributed, and
-    reports with no runtime sync to match are false reports like a hooked call's."""
+    reports with no runtime sync to match are false reports like a hooked call's.
+
+    ``by_step``: ``{site: {step: n}}``, every runtime sync in the window by the site it counts at (the
+    hooked range's, the program frame's, or for a call with no stack the reported site it matched) and
+    its step, for :func:`perfkit.analysis.verify_agreement.agreement`."""
     seen: set[tuple] = set()
     steps: list[tuple] = []
     hooked: dict[Any, list[tuple]] = {}
@@ -221,7 +234,7 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
             continue
         seen.add(key)
         if name.startswith(STEP_PREFIX):
-            steps.append((tr.start, tr.end))
+            steps.append((tr.start, tr.end, int(name[len(STEP_PREFIX):])))
         elif name.startswith(SYNC_PREFIX):
             hooked.setdefault(thread, []).append((tr.start, tr.end, *_parse_range(name)))
         elif name in SYNC_API:
@@ -233,10 +246,19 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
 
     by_api: dict[str, dict[str, int]] = {}
     unattributed: dict[str, dict[str, Any]] = {}
+    by_step: dict[str, dict[int, int]] = {}  # site -> {step: runtime syncs made there}
+    no_stack_steps: list[int] = []  # the steps of the runtime syncs the profiler gave no stack
+
+    def at(site: str, idx: int, n: int = 1) -> None:
+        d = by_step.setdefault(site, {})
+        d[idx] = d.get(idx, 0) + n
+
     n_api = n_un = 0
     for t0, t1, name, thread, e in api:
-        if step_ranges.holding(t0, t1) is None:
+        j = step_ranges.holding(t0, t1)
+        if j is None:
             continue  # the profiler's own start/stop, perfkit's work between steps, or outside the window
+        step_idx = step_ranges.ranges[j][2]
         n_api += 1
         d = by_api.setdefault(name, {"total": 0, "attributed": 0})
         d["total"] += 1
@@ -244,11 +266,16 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
         if i is not None:
             d["attributed"] += 1
             made[owner][i] += 1
+            at(by_thread[owner].ranges[i][3], step_idx)
             continue
         n_un += 1
         stack = _stack_of(e)
         frame = _program_frame(stack)
         site = f"{relpath(frame[0])}:{frame[1]}" if frame else NO_STACK
+        if frame:
+            at(site, step_idx)
+        else:
+            no_stack_steps.append(step_idx)
         u = unattributed.setdefault(site, {"site": site, "function": frame[2] if frame else "", "count": 0, "apis": {},
                                            "stack": stack[:MAX_STACK]})
         u["count"] += 1
@@ -269,7 +296,11 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
     for site, n in sorted((reported or {}).items()):
         m = take(site, n)
         # a runtime call the profiler gave no Python stack: matched to what perfkit reported, by count
-        m += take(NO_STACK, n - m)
+        m_free = take(NO_STACK, n - m)
+        for idx in no_stack_steps[:m_free]:  # their steps, in the window's order
+            at(site, idx)
+        del no_stack_steps[:m_free]
+        m += m_free
         n_un -= m
         n_reported += m
         n_report_empty += n - m
@@ -288,6 +319,8 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
                 s["hooked_without_runtime_sync"] += 1
                 n_empty += 1
     n_steps = len(steps)
+    for idx in no_stack_steps:
+        at(NO_STACK, idx)
 
     def per_step(n: int) -> float | None:
         return round(n / n_steps, 4) if n_steps else None
@@ -295,8 +328,12 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
     site_rows = sorted(sites.values(), key=lambda s: (-s["runtime_syncs"], -s["hooked"], s["site"], s["op"]))
     for s in site_rows:
         s["runtime_per_step"] = per_step(s["runtime_syncs"])
+    idxs = [r[2] for r in step_ranges.ranges]
     return {
         "steps": n_steps,
+        "first_step": min(idxs) if idxs else None,
+        "last_step": max(idxs) if idxs else None,
+        "by_step": by_step,
         "runtime_syncs": n_api,
         "hooked_syncs": n_hooked,
         "hooked_without_runtime_sync": n_empty,

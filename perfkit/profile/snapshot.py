@@ -146,7 +146,15 @@ def build_run(snap: Snapshot) -> Run:
         if snap.gpu.step_ms:
             run.extra[EXTRA_GPU_STEP_MS_MEAN] = sum(snap.gpu.step_ms) / len(snap.gpu.step_ms)
     if snap.verify is not None:
-        run.extra[EXTRA_VERIFY] = snap.verify
+        from perfkit.analysis.verify_agreement import agreement
+
+        ver = dict(snap.verify)
+        first = run.extra[EXTRA_RATE_WINDOW]["first_step"] if window else snap.warmup_steps + 1
+        agreed = agreement(ver, run.findings, first)
+        ver.pop("by_step", None)  # per site and step: read here, too long for the record
+        if agreed is not None:
+            ver["agreement"] = agreed
+        run.extra[EXTRA_VERIFY] = ver
     if snap.sampling.interop_sites:
         run.extra[EXTRA_WARP_TORCH_INTEROP] = [
             {"call": k[0], "path": relpath(k[1]), "line": k[2], "count": v} for k, v in snap.sampling.interop_sites.items()

@@ -210,6 +210,16 @@ def _verify(con, ver: dict) -> None:
         if s.get("hooked_without_runtime_sync"):
             con.print(f"    [red]no runtime sync[/] {escape(s['site'])} {escape(s['op'])}: {s['hooked_without_runtime_sync']} "
                       f"of {s['hooked']} hooked calls [dim]reported, but the GPU never waited[/]")
+    agreed = ver.get("agreement")
+    if agreed:
+        off = agreed.get("sites_outside_tolerance", 0)
+        tol = agreed.get("tolerance", 0.05)
+        con.print(f"  verify: record {agreed['record_per_step']:.4g} vs runtime {agreed['runtime_per_step']:.4g} syncs/step "
+                  f"over {agreed['steps']} steps ({escape(agreed['window'])}); "
+                  f"[{'red' if off else 'green'}]{off} of {len(agreed['sites'])} sites outside ±{tol:.0%}[/]")
+        for s in [s for s in agreed["sites"] if s["ratio"] is None or abs(s["ratio"] - 1) > tol][:5]:
+            con.print(f"    [red]disagrees[/] {escape(s['site'])}: record {s['record_per_step']:.4g}/step, "
+                      f"runtime {s['runtime_per_step']:.4g}/step")
 
 
 def _lint_xref(f) -> str:

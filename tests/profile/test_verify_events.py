@@ -156,15 +156,71 @@ def test_a_runtime_sync_without_a_stack_is_matched_to_a_report_by_count():
     assert (v["unattributed"], v["runtime_reported"], v["reported_without_runtime_sync"]) == (0, 2, 0)
 
 
-def test_the_verify_window_is_whole_periods_of_the_loop():
-    """Once-per-iteration syncs (the update, the logger) are in the window at the record's rate only if
-    the window is a whole number of periods (the H200 run: 20 steps against a 24-step rsl_rl period read
-    the update's .item() as 0/step, the record 0.83)."""
-    from perfkit.collectors.verify import PERIOD_WAIT, verify_window
+def test_past_its_steps_the_window_closes_at_a_whole_number_of_periods():
+    """Once-per-iteration syncs (the update, the logger) are in a window cut short at the record's rate
+    only if it holds whole periods (the H200 run: 20 steps against a 24-step rsl_rl period read the
+    update's .item() as 0/step, the record 0.83); a short run's window runs to its end."""
+    from perfkit.collectors.verify import window_full
 
-    assert verify_window(20, 24, 1) == 24 and verify_window(20, 16, 1) == 32 and verify_window(20, 5, 1) == 20
-    assert verify_window(20, None, 27) is None  # a 32-step rollout's first update comes after 27 steady steps
-    assert verify_window(20, 32, 28) == 32
-    assert verify_window(20, None, 1) is None  # wait for the period ...
-    assert verify_window(20, None, PERIOD_WAIT + 1) == 20  # ... a while: an env loop with no learner has none
-    assert verify_window(20, 1, 1) == 20
+    assert not window_full(63, 64, None) and window_full(64, 64, None)
+    assert not window_full(64, 64, 24) and not window_full(71, 64, 24) and window_full(72, 64, 24)
+    assert window_full(64, 64, 32) and window_full(64, 64, 1)
+
+
+class _FakeProfiler:
+    """torch.profiler's shape as the Verifier uses it, holding the events a test gives it."""
+
+    def __init__(self, events):
+        self._events = events
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def events(self):
+        return self._events
+
+
+def _fake_torch(events):
+    class FakeTorch:
+        class profiler:
+            class ProfilerActivity:
+                CPU, CUDA = "cpu", "cuda"
+
+            profile = staticmethod(lambda **kw: _FakeProfiler(events))
+            record_function = staticmethod(lambda name: _FakeProfiler([]))
+
+    return FakeTorch
+
+
+def test_the_window_opens_at_the_first_steady_step_and_says_whether_it_ended_with_the_run():
+    from perfkit.collectors.verify import Verifier
+
+    v = Verifier(_fake_torch(_window(steps=2)), max_steps=4)
+    v.start(6)
+    for idx in range(6, 13):
+        v.boundary(idx, period=3)
+    assert v.end_idx == 12 and v.prof is None  # 6 steps: past 4, at a whole number of 3-step periods
+    assert v.holds(6) and v.holds(12) and not v.holds(5) and not v.holds(13)
+    assert v.result()["ended_with_run"] is False
+    short = Verifier(_fake_torch(_window(steps=2)), max_steps=64)
+    short.start(6)
+    for idx in range(6, 9):
+        short.boundary(idx, period=3)
+    short.stop()  # the session ends: the last step ran on to the end of the run
+    assert short.result()["ended_with_run"] is True and short.holds(100)
+
+
+def test_every_runtime_sync_is_kept_by_its_site_and_step():
+    evs = _window(steps=2, per_step=1, gpu_copies=False)  # .item() at /w/train.py:40 in steps 10 and 11
+    lib = Ev("aten::nonzero", 1070.0, 1080.0, stack=["/w/env.py(9): step"])
+    evs += [lib, Ev("cudaStreamSynchronize", 1072.0, 1075.0, cpu_parent=lib),
+            Ev("cudaStreamSynchronize", 1160.0, 1164.0)]  # no stack: matched to the report at env.py:7
+    v = analyze(evs, reported={"/w/env.py:7": 1})
+    assert (v["first_step"], v["last_step"]) == (10, 11)
+    train = next(k for k in v["by_step"] if k.endswith("train.py:40"))
+    env9 = next(k for k in v["by_step"] if k.endswith("env.py:9"))
+    env7 = next(k for k in v["by_step"] if k.endswith("env.py:7"))
+    assert v["by_step"][train] == {10: 1, 11: 1} and v["by_step"][env9] == {10: 1} and v["by_step"][env7] == {11: 1}

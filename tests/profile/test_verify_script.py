@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from perfkit.record import Finding, Run
+from perfkit.record import Run
 
 from _helpers import load_file
 
@@ -22,24 +22,14 @@ def vs():
     return load_file(SCRIPT, "verify_script")
 
 
-def _record() -> dict:
-    run = Run(command=["t.py"], steps=20, num_envs=8)
-    run.findings = [Finding(kind="sync", op=".item()", path="t.py", line=7, per_step=1.0),
-                    Finding(kind="sync", op="t[list]", path="t.py", line=9, per_step=0.5),
-                    Finding(kind="alloc", op="torch.zeros", path="t.py", line=9, per_step=3.0)]
-    run.extra["verify"] = {"steps": 20, "runtime_syncs": 31,
-                           "sites": [{"site": "t.py:7", "runtime_syncs": 20}],
-                           "reported_sites": [{"site": "t.py:9", "runtime_syncs": 10}],
-                           "unattributed_sites": [{"site": "lib.py:3", "count": 1}]}
-    return json.loads(json.dumps(run.to_dict()))  # as written to disk
-
-
-def test_per_site_reads_runtime_and_record_per_step_from_todays_record(vs):
-    rec = _record()
-    rows = {r["site"]: r for r in vs.per_site(rec["extra"]["verify"], rec)}
-    assert rows["t.py:7"] == {"site": "t.py:7", "runtime_per_step": 1.0, "record_per_step": 1.0, "ratio": 1.0}
-    assert rows["t.py:9"]["ratio"] == 1.0  # a reported sync outside the hooks, counted at its site
-    assert rows["lib.py:3"] == {"site": "lib.py:3", "runtime_per_step": 0.05, "record_per_step": 0.0, "ratio": 0.0}
+def test_write_reads_the_blocks_agreement_per_site(vs, tmp_path):
+    row = {"script": "t.py", "num_envs": 8, "exit": 0, "steps": 20, "runtime_syncs": 31, "unattributed": 0,
+           "agreement": {"window": "the record's steady state", "steps": 20, "runtime_per_step": 1.5,
+                         "record_per_step": 1.5, "ratio": 1.0, "sites_outside_tolerance": 0},
+           "per_site": [{"site": "t.py:7", "runtime_per_step": 1.0, "record_per_step": 1.0, "ratio": 1.0}]}
+    vs.write(tmp_path, [row], "cpu")
+    md = (tmp_path / "verify.md").read_text()
+    assert "over 20 steps (the record's steady state)" in md and "| `t.py:7` | 1.0 | 1.0 | 1.0 |" in md
 
 
 def test_run_one_on_the_cpu_collects_the_row_of_a_real_record(vs, tmp_path):

@@ -1,0 +1,64 @@
+"""The record's syncs per step against the CUDA runtime's over the same steps, per site
+(perfkit.analysis.verify_agreement): one-off and data-dependent sites agree when the verify window is
+the record's steady state, the last step is read by the record's rule, and a disagreement shows."""
+
+from __future__ import annotations
+
+from perfkit.analysis.verify_agreement import agreement, runtime_rates
+from perfkit.record import Finding
+
+
+def _sync(site: str, per_step: float, would: bool = False) -> Finding:
+    path, line = site.rsplit(":", 1)
+    return Finding(kind="sync", op=".item()", path=path, line=int(line), per_step=per_step, would_sync_on_gpu=would)
+
+
+def _block(by_step, first=6, last=77, with_run=True):
+    return {"by_step": by_step, "first_step": first, "last_step": last, "ended_with_run": with_run}
+
+
+def test_a_one_off_checkpoint_agrees_over_the_record_steady_state():
+    """rsl_rl's torch.save at the end of learn(): 59 runtime syncs once; over a 24-step window it read
+    0.667 or 1.333 of the record's rate by where the window fell (the H200, last session)."""
+    by_step = {"runner.py:141": {30: 59}, "ppo.py:7": {i: 1 for i in range(6, 78)}}
+    a = agreement(_block(by_step), [_sync("runner.py:141", 59 / 72), _sync("ppo.py:7", 1.0)], rate_first_step=6)
+    rows = {s["site"]: s for s in a["sites"]}
+    assert rows["runner.py:141"]["ratio"] == 1.0 and rows["ppo.py:7"]["ratio"] == 1.0
+    assert a["steps"] == 72 and a["sites_outside_tolerance"] == 0 and a["ratio"] == 1.0
+    assert a["window"] == "the record's steady state"
+
+
+def test_the_last_step_is_read_by_the_records_rule():
+    # the last step (77) ran on to the end: a site counts there at most its most in one earlier step,
+    # and a site seen only there (the final save, the script's closing synchronize) is teardown
+    by_step = {"a.py:1": {6: 2, 40: 1, 77: 5}, "b.py:2": {77: 3}}
+    assert runtime_rates(by_step, 6, 77, open_last=True) == {"a.py:1": 5 / 72}
+    assert runtime_rates(by_step, 6, 77, open_last=False) == {"a.py:1": 8 / 72, "b.py:2": 3 / 72}
+
+
+def test_steps_cut_from_the_records_rate_window_are_left_out():
+    by_step = {"a.py:1": {6: 4, 7: 4, 8: 1, 9: 1}}
+    a = agreement(_block(by_step, first=6, last=9, with_run=True), [_sync("a.py:1", 1.0)], rate_first_step=8)
+    assert (a["first_step"], a["steps"]) == (8, 2) and a["sites"][0]["ratio"] == 1.0
+
+
+def test_a_window_closed_before_the_run_ended_is_read_as_it_is():
+    by_step = {"a.py:1": {6: 1, 7: 1, 8: 3}}
+    a = agreement(_block(by_step, first=6, last=8, with_run=False), [_sync("a.py:1", 1.0)], rate_first_step=20)
+    assert a["first_step"] == 6 and a["sites"][0]["runtime_per_step"] == round(5 / 3, 4)
+    assert a["window"].startswith("the verify window")
+
+
+def test_disagreements_both_ways_are_counted_and_gpu_only_would_syncs_left_out():
+    by_step = {"a.py:1": {6: 1, 7: 1}, "lib.py:3": {6: 1}}
+    a = agreement(_block(by_step, last=7), [_sync("a.py:1", 0.5), _sync("c.py:9", 1.0), _sync("d.py:4", 3.0, would=True)],
+                  rate_first_step=6)
+    rows = {s["site"]: s for s in a["sites"]}
+    assert rows["a.py:1"]["ratio"] == 0.5  # the record under-counts
+    assert rows["lib.py:3"]["ratio"] == 0.0  # the runtime synced where the record has nothing
+    assert rows["c.py:9"]["ratio"] is None  # the record counts a sync the runtime never made
+    assert "d.py:4" not in rows and a["sites_outside_tolerance"] == 3
+
+
+def test_no_step_no_agreement():
+    assert agreement({"steps": 0}, [], 6) is None
