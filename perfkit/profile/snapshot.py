@@ -161,8 +161,12 @@ def build_run(snap: Snapshot) -> Run:
         ]
     notes = list(snap.notes) + list(snap.sampling.notes)
     if not snap.clock.step_times and snap.clock.untimed_step_times:
-        notes.append(f"every steady step ({len(snap.clock.untimed_step_times)}) was sampled: its step times include "
-                     "perfkit's sampling work; run more steps for clean times")
+        if snap.verify is not None and snap.verify.get("steps"):
+            notes.append(f"every steady step ({len(snap.clock.untimed_step_times)}) was in the --verify window: its step "
+                         "times include the profiler's cost; profile without --verify for clean times")
+        else:
+            notes.append(f"every steady step ({len(snap.clock.untimed_step_times)}) was sampled: its step times include "
+                         "perfkit's sampling work; run more steps for clean times")
     if snap.clock.other_envs:
         notes.append("steps of another env were seen (" + ", ".join(f"{e} on thread {t}: {n}" for (t, e), n in snap.clock.other_envs.items())
                      + "); only the first env stepped on the first stepping thread marks the steps")
