@@ -13,7 +13,8 @@ counting definitions) and set beside the record's sync findings:
   then a site that recurs at the loop's period agrees and a one-off one need not (``window`` says which).
 
 The result replaces ``by_step`` in the block as ``agreement``: runtime and record syncs per step in total
-and per site, their ratio (record / runtime) and the sites outside ``TOLERANCE``.
+and per site, their ratio (record / runtime) and the sites outside ``TOLERANCE`` (with the runtime's
+syncs there by step).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def agreement(block: dict[str, Any], findings: Iterable[Any], rate_first_step: i
         sites.append({"site": site, "runtime_per_step": round(rt, 4), "record_per_step": round(rc, 4),
                       "ratio": _ratio(rc, rt)})
     off = [s for s in sites if s["ratio"] is None or abs(s["ratio"] - 1) > TOLERANCE]
+    for s in off:  # where the runtime synced there, step by step: what to read a disagreement by
+        s["runtime_steps"] = {str(i): m for i, m in sorted((by_step.get(s["site"]) or {}).items())}
     rt_total, rc_total = sum(runtime.values()), sum(record.values())
     return {
         "window": "the record's steady state" if whole else "the verify window (closed before the run ended)",

@@ -72,6 +72,8 @@ class Verifier:
         self._result: dict[str, Any] | None = None
         self.hooked = 0
         self.reported: dict[str, int] = {}  # "file:line" -> syncs the runtime reported there outside the hooks
+        self.reported_steps: dict[str, dict[int, int]] = {}  # the same, by step
+        self._idx: int | None = None  # the step whose range is open
 
     def start(self, idx: int) -> None:
         P = self.torch.profiler
@@ -93,6 +95,8 @@ class Verifier:
         if self._step_rf is not None:  # inside the window's steps, where analyze() looks
             key = f"{relpath(site[0])}:{site[1]}"
             self.reported[key] = self.reported.get(key, 0) + 1
+            by = self.reported_steps.setdefault(key, {})
+            by[self._idx] = by.get(self._idx, 0) + 1
 
     def note_sync(self) -> None:
         if self.prof is not None:
@@ -110,6 +114,7 @@ class Verifier:
             self.end_idx = idx
             self.stop()
             return
+        self._idx = idx
         self._step_rf = self.torch.profiler.record_function(f"{STEP_PREFIX}{idx}")
         self._step_rf.__enter__()
 
@@ -124,7 +129,7 @@ class Verifier:
             self._step_rf = None
         prof, self.prof = self.prof, None
         prof.__exit__(None, None, None)
-        self._result = analyze(prof.events(), self.reported)
+        self._result = analyze(prof.events(), self.reported, self.reported_steps)
         self._result["ended_with_run"] = self.end_idx is None
 
     def result(self) -> dict[str, Any]:
@@ -206,7 +211,8 @@ def _hooked_range(by_thread: dict[Any, _Ranges], thread: Any, t0: float, t1: flo
     return None, None
 
 
-def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> dict[str, Any]:
+def analyze(events: Iterable[Any], reported: dict[str, int] | None = None,
+            reported_steps: dict[str, dict[int, int]] | None = None) -> dict[str, Any]:
     """The verify block from the profiler's events (see module doc). Each event needs ``name``,
     ``time_range`` (``.start``/``.end`` in µs), ``device_type``, and where it has them ``thread``,
     ``stack`` and ``cpu_parent`` (``torch.autograd.profiler_util.FunctionEvent``).
@@ -214,7 +220,9 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
     ``reported``: ``{"file:line": n}`` of the syncs perfkit counted from the runtime's own reports
     outside every hook (:mod:`.cuda_syncs`); a runtime sync outside the hooks whose program frame is such
     a site is attributed to it (up to the count perfkit reported there), the rest stay unattributed, and
-    reports with no runtime sync to match are false reports like a hooked call's.
+    reports with no runtime sync to match are false reports like a hooked call's. ``reported_steps``:
+    the same reports by step (``{site: {step: n}}``), so a runtime sync with no stack is matched to a
+    report of its own step.
 
     ``by_step``: ``{site: {step: n}}``, every runtime sync in the window by the site it counts at (the
     hooked range's, the program frame's, or for a call with no stack the reported site it matched) and
@@ -293,13 +301,26 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
                 del unattributed[key]
         return m
 
+    pool: dict[int, int] = {}  # step -> runtime syncs with no stack, not yet matched to a report
+    for idx in no_stack_steps:
+        pool[idx] = pool.get(idx, 0) + 1
     for site, n in sorted((reported or {}).items()):
         m = take(site, n)
-        # a runtime call the profiler gave no Python stack: matched to what perfkit reported, by count
-        m_free = take(NO_STACK, n - m)
-        for idx in no_stack_steps[:m_free]:  # their steps, in the window's order
-            at(site, idx)
-        del no_stack_steps[:m_free]
+        # a runtime call the profiler gave no Python stack: matched to what perfkit reported there, by
+        # count, step by step where the reports' steps are known (a report and its sync share a step)
+        framed = dict(by_step.get(site, {}))
+        want = (reported_steps or {}).get(site) or {None: n - m}
+        m_free = 0
+        for idx, k in sorted(want.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+            need = k - framed.pop(idx, 0) if idx is not None else k
+            for j in ([idx] if idx is not None else sorted(pool)):
+                g = min(max(0, need), pool.get(j, 0), n - m - m_free)
+                if g:
+                    pool[j] -= g
+                    at(site, j, g)
+                    m_free += g
+                    need -= g
+        take(NO_STACK, m_free)
         m += m_free
         n_un -= m
         n_reported += m
@@ -319,8 +340,9 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None) -> di
                 s["hooked_without_runtime_sync"] += 1
                 n_empty += 1
     n_steps = len(steps)
-    for idx in no_stack_steps:
-        at(NO_STACK, idx)
+    for idx, k in pool.items():
+        if k:
+            at(NO_STACK, idx, k)
 
     def per_step(n: int) -> float | None:
         return round(n / n_steps, 4) if n_steps else None

@@ -58,6 +58,7 @@ def test_disagreements_both_ways_are_counted_and_gpu_only_would_syncs_left_out()
     assert rows["lib.py:3"]["ratio"] == 0.0  # the runtime synced where the record has nothing
     assert rows["c.py:9"]["ratio"] is None  # the record counts a sync the runtime never made
     assert "d.py:4" not in rows and a["sites_outside_tolerance"] == 3
+    assert rows["lib.py:3"]["runtime_steps"] == {"6": 1} and "runtime_steps" not in rows.get("x", {})
 
 
 def test_no_step_no_agreement():

@@ -224,3 +224,20 @@ def test_every_runtime_sync_is_kept_by_its_site_and_step():
     env9 = next(k for k in v["by_step"] if k.endswith("env.py:9"))
     env7 = next(k for k in v["by_step"] if k.endswith("env.py:7"))
     assert v["by_step"][train] == {10: 1, 11: 1} and v["by_step"][env9] == {10: 1} and v["by_step"][env7] == {11: 1}
+
+
+def test_a_runtime_sync_without_a_stack_is_matched_to_a_report_of_its_own_step():
+    """Matched by count alone, the runtime's frameless syncs went to the reported sites in the events'
+    order: on the H200 six sites of the manager env read 0 runtime syncs per step in the agreement
+    (their syncs given to other sites' steps) while every count matched."""
+    evs = _window(steps=3, per_step=1, gpu_copies=False)  # steps 10, 11, 12
+    evs += [Ev("cudaStreamSynchronize", 1260.0, 1261.0), Ev("cudaStreamSynchronize", 1262.0, 1263.0),
+            Ev("cudaStreamSynchronize", 1060.0, 1061.0)]  # listed out of time order
+    v = analyze(evs, reported={"/w/a.py:1": 1, "/w/b.py:2": 2},
+                reported_steps={"/w/a.py:1": {10: 1}, "/w/b.py:2": {12: 2}})
+    assert v["by_step"]["/w/a.py:1"] == {10: 1} and v["by_step"]["/w/b.py:2"] == {12: 2}
+    assert (v["unattributed"], v["runtime_reported"], v["reported_without_runtime_sync"]) == (0, 3, 0)
+    assert sum(sum(d.values()) for d in v["by_step"].values()) == v["runtime_syncs"]
+    # a report with no frameless sync in its step stays a report without one
+    w = analyze(evs, reported={"/w/a.py:1": 2}, reported_steps={"/w/a.py:1": {10: 1, 11: 1}})
+    assert w["reported_without_runtime_sync"] == 1 and w["unattributed"] == 2

@@ -194,7 +194,7 @@ def clean_empty_ndarray_index():
 def empty_list_scalar_write():
     # nothing selected, yet the Python scalar is still copied to the device: 1 runtime sync on the H200
     y = x.clone()
-    y[[]] = 0.0  # <- t[idx] = scalar
+    y[[]] = 0.0  # <- t[list] = v
 
 
 def clean_to_cpu_non_blocking():  # a pinned host copy: the host goes on
