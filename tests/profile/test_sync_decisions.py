@@ -45,6 +45,18 @@ def test_where_an_index_lives_decides_whether_a_read_copies(index, cuda, want):
     assert (op.label if op else None) == want
 
 
+@pytest.mark.parametrize("index,value,want", [
+    ([0, 2], 0.0, "t[list] = v"), ([0, 2], torch.zeros(2), "t[list] = v"),
+    ([], 0.0, "t[list] = v"),  # nothing selected, yet the scalar is copied over: named as the runtime names it (H200)
+    ([], torch.zeros(0), None),
+    (torch.tensor([0, 2]), 0.0, "t[idx] = scalar"), (slice(0, 2), 0.0, None),
+])
+def test_a_write_through_a_list_is_named_like_the_runtimes_report_of_it(index, value, want):
+    t = torch.zeros(4)
+    op = ts._setitem_op(t, index, value, torch.Tensor, BOOL, np.ndarray)
+    assert (op.label if op else None) == want
+
+
 @pytest.mark.parametrize("data,has", [
     ([], False), ([[], []], False), ((), False), (np.zeros(0), False), (np.zeros((2, 0)), False),
     ([1.0], True), ([[1.0]], True), (3.0, True), (np.zeros(3), True),
