@@ -8,7 +8,9 @@ counting definitions) and set beside the record's sync findings:
   periods of the loop) to the last — when the verify window ended with the run, so one-off work (a
   checkpoint written at the end of ``learn()``) and data-dependent syncs are counted over the same steps
   on both sides; the last step has no next boundary, so a site counts there at most the most it made in
-  one earlier step of the window, and a site that synced only there is teardown — the record's rule;
+  one earlier step, and a site that synced only there is teardown — the record's rule (where the site's
+  only earlier syncs were in the warm-up, which the window does not cover, the record's own warm-up
+  count stands in: a script's ``learn()`` called once to warm up and once timed ends both calls alike);
 * over the verify window's own steps when it closed at a boundary before the run ended (a long run):
   then a site that recurs at the loop's period agrees and a one-off one need not (``window`` says which).
 
@@ -24,10 +26,12 @@ from typing import Any, Iterable
 TOLERANCE = 0.05  # a site agrees when record / runtime is within 1 +- this
 
 
-def runtime_rates(by_step: dict[str, dict[int, int]], first: int, last: int, open_last: bool) -> dict[str, float]:
+def runtime_rates(by_step: dict[str, dict[int, int]], first: int, last: int, open_last: bool,
+                  warm: dict[str, int] | None = None) -> dict[str, float]:
     """Per site, the runtime's syncs per step over steps ``first``..``last``; ``open_last``: the last
-    step ran on to the end of the run (its count capped at the site's most in one earlier step, a site
-    seen only there is teardown)."""
+    step ran on to the end of the run (its count capped at the site's most in one earlier step — of the
+    window, else the warm-up's typical step, ``warm``, which the window does not cover — and a site seen
+    only there and never in the warm-up is teardown)."""
     n = last - first + 1
     out: dict[str, float] = {}
     if n <= 0:
@@ -36,7 +40,8 @@ def runtime_rates(by_step: dict[str, dict[int, int]], first: int, last: int, ope
         closed = sum(m for i, m in per.items() if first <= i < last)
         tail = per.get(last, 0)
         if open_last and tail:
-            tail = min(tail, max((m for i, m in per.items() if i < last), default=0))
+            earlier = max((m for i, m in per.items() if i < last), default=0)
+            tail = min(tail, earlier or (warm or {}).get(site, 0))
         if closed + tail:
             out[site] = (closed + tail) / n
     return out
@@ -57,9 +62,12 @@ def _ratio(record: float, runtime: float) -> float | None:
     return round(record / runtime, 4) if runtime else None
 
 
-def agreement(block: dict[str, Any], findings: Iterable[Any], rate_first_step: int) -> dict[str, Any] | None:
+def agreement(block: dict[str, Any], findings: Iterable[Any], rate_first_step: int,
+              warm: dict[str, int] | None = None) -> dict[str, Any] | None:
     """The ``agreement`` entry of a verify block (module doc); ``rate_first_step``: the first step of the
-    record's rate window. None when the block has no step."""
+    record's rate window; ``warm``: per site ("path:line") that synced in the warm-up, the most events
+    its typical warm-up step made (the record's rule for a last step, read from the record's count).
+    None when the block has no step."""
     by_step = block.get("by_step") or {}
     first, last = block.get("first_step"), block.get("last_step")
     if first is None or last is None:
@@ -67,7 +75,7 @@ def agreement(block: dict[str, Any], findings: Iterable[Any], rate_first_step: i
     whole = bool(block.get("ended_with_run"))
     if whole:
         first = max(first, rate_first_step)
-    runtime = runtime_rates(by_step, first, last, open_last=whole)
+    runtime = runtime_rates(by_step, first, last, open_last=whole, warm=warm)
     record = record_rates(findings)
     sites = []
     for site in sorted(set(runtime) | set(record), key=lambda s: (-runtime.get(s, 0.0), -record.get(s, 0.0), s)):

@@ -150,7 +150,7 @@ def build_run(snap: Snapshot) -> Run:
 
         ver = dict(snap.verify)
         first = run.extra[EXTRA_RATE_WINDOW]["first_step"] if window else snap.warmup_steps + 1
-        agreed = agreement(ver, run.findings, first)
+        agreed = agreement(ver, run.findings, first, _warmup_typical(snap))
         ver.pop("by_step", None)  # per site and step: read here, too long for the record
         if agreed is not None:
             ver["agreement"] = agreed
@@ -324,6 +324,18 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
     setup.sort(key=lambda d: -d["count"])
     teardown.sort(key=lambda d: -d["count"])
     return out, setup, teardown
+
+
+def _warmup_typical(snap: Snapshot) -> dict[str, int]:
+    """Per site ("path:line") that synced in the warm-up, its events in a typical warm-up step (rounded
+    up): the cap :func:`_sync_counts` puts on a last step whose site never synced in a closed steady step."""
+    warm: dict[str, int] = {}
+    for (kind, _op, fn, line, _func, _thread, _would, phase), (cnt, _nbytes, _segs) in snap.syncs.counts.items():
+        if kind == "sync" and phase == "warmup":
+            key = f"{relpath(fn)}:{line}"
+            warm[key] = warm.get(key, 0) + cnt
+    steps = max(1, snap.warmup_steps)
+    return {k: -(-n // steps) for k, n in warm.items()}
 
 
 def _sampled_rates(snap: Snapshot) -> dict[tuple, float]:

@@ -63,3 +63,13 @@ def test_disagreements_both_ways_are_counted_and_gpu_only_would_syncs_left_out()
 
 def test_no_step_no_agreement():
     assert agreement({"steps": 0}, [], 6) is None
+
+
+def test_a_last_step_site_seen_before_only_in_the_warm_up_reads_as_the_record_reads_it():
+    """The scripts' own torch.cuda.synchronize() after the warm-up learn() and after the timed one: the
+    window saw it only in the last step (the H200: record 0.0139/step, runtime 0); the record caps that
+    step by the warm-up's typical step, and so does the agreement, from the record's warm-up count."""
+    by_step = {"train.py:102": {96: 1}, "x.py:1": {96: 2}}
+    assert runtime_rates(by_step, 25, 96, open_last=True, warm={"train.py:102": 1}) == {"train.py:102": 1 / 72}
+    a = agreement(_block(by_step, first=25, last=96), [_sync("train.py:102", 1 / 72)], 25, warm={"train.py:102": 1})
+    assert a["sites_outside_tolerance"] == 0 and a["sites"][0]["ratio"] == 1.0
