@@ -100,7 +100,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--train-envs", type=int, nargs="+", default=[256, 4096])
     p.add_argument("--train-iterations", type=int, nargs="+", default=[60, 40], help="one per --train-envs")
     p.add_argument("--manager-envs", type=int, default=4096)
-    p.add_argument("--manager-iterations", type=int, default=5, help="the first is the script's warm-up (>= 2)")
+    p.add_argument("--manager-iterations", type=int, default=16,
+                   help="the first is the script's warm-up (>= 2); 5 left a ~1.7 s timed window on the H200, whose "
+                        "per-round ratios spread 0.65-1.12 (reports/h200-2026-12-02)")
     p.add_argument("--manager-num-steps", type=int, default=24)
     p.add_argument("--env-only-rounds", type=int, default=5)
     p.add_argument("--env-only-steps", type=int, default=200)
