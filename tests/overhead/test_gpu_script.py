@@ -36,7 +36,7 @@ def test_the_default_plan_is_the_issues_table(gpu, tmp_path):
     assert [(c.name, c.args) for c in cs] == [
         ("train.py 256 envs", ["--backend", "mjwarp", "--device", "cuda", "--num-envs", "256", "--iterations", "60"]),
         ("train.py 4096 envs", ["--backend", "mjwarp", "--device", "cuda", "--num-envs", "4096", "--iterations", "40"]),
-        ("manager env 4096 envs", ["--backend", "mjwarp", "--device", "cuda", "--num-envs", "4096", "--iterations", "5",
+        ("manager env 4096 envs", ["--backend", "mjwarp", "--device", "cuda", "--num-envs", "4096", "--iterations", "16",
                                    "--num-steps", "24"]),
     ]
     # torch.profiler: 0.2 of the iterations (at least 3), the rest of its arguments the same
@@ -45,7 +45,7 @@ def test_the_default_plan_is_the_issues_table(gpu, tmp_path):
     assert [c.warmup for c in cs] == [True, False, True]  # Warp kernels once per script
     assert cs[2].warmup_args() == _with(cs[2].args, "2")
     same = gpu.configs(gpu.parse_args(["--out", str(tmp_path), "--profiler-fraction", "1"]))
-    assert [c.profiler_args for c in same] == [None, None, None] and [c.profiler_iterations for c in same] == [60, 40, 5]
+    assert [c.profiler_args for c in same] == [None, None, None] and [c.profiler_iterations for c in same] == [60, 40, 16]
 
 
 def _with(args, iterations):
