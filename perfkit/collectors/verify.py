@@ -24,7 +24,7 @@ The window opens at the first steady step and stays open to the end of the run, 
 periods (once-per-iteration work is in it at its rate whatever step it starts at). A window that ends
 with the run covers the record's whole steady state, so its per-site rates can be set against the
 record's over the same steps, one-off and data-dependent sites included
-(:mod:`perfkit.analysis.verify_agreement`: ``by_step``, the runtime's syncs per site and step, is read
+(:mod:`perfkit.profile.verify_agreement`: ``by_step``, the runtime's syncs per site and step, is read
 there and left out of the record). The profiler costs far more than perfkit's default mode, so
 ``--verify`` is a check, not a measurement: the window's steps are kept out of the step times.
 """
@@ -226,7 +226,7 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None,
 
     ``by_step``: ``{site: {step: n}}``, every runtime sync in the window by the site it counts at (the
     hooked range's, the program frame's, or for a call with no stack the reported site it matched) and
-    its step, for :func:`perfkit.analysis.verify_agreement.agreement`."""
+    its step, for :func:`perfkit.profile.verify_agreement.agreement`."""
     seen: set[tuple] = set()
     steps: list[tuple] = []
     hooked: dict[Any, list[tuple]] = {}

@@ -146,7 +146,7 @@ def build_run(snap: Snapshot) -> Run:
         if snap.gpu.step_ms:
             run.extra[EXTRA_GPU_STEP_MS_MEAN] = sum(snap.gpu.step_ms) / len(snap.gpu.step_ms)
     if snap.verify is not None:
-        from perfkit.analysis.verify_agreement import agreement
+        from perfkit.profile.verify_agreement import agreement
 
         ver = dict(snap.verify)
         first = run.extra[EXTRA_RATE_WINDOW]["first_step"] if window else snap.warmup_steps + 1

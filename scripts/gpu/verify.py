@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from perfkit.analysis.verify_agreement import record_rates
+from perfkit.profile.verify_agreement import record_rates
 from perfkit.record import Run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def write(out: Path, rows: list[dict], machine: str) -> None:
                      f"{r.get('runtime_per_step')} | {r.get('syncs_per_step')} |" + ("" if r["exit"] == 0 else f" exit {r['exit']}"))
     lines += ["", "Per site: the runtime's syncs per step against the record's over the same steps — the record's "
               "whole steady state when the verify window ran to the end of the run, else the window's own steps "
-              "(the block's `agreement`, perfkit/analysis/verify_agreement.py; ratio = record / runtime; target 1 ± 0.05).", ""]
+              "(the block's `agreement`, perfkit/profile/verify_agreement.py; ratio = record / runtime; target 1 ± 0.05).", ""]
     for r in rows:
         a = r.get("agreement") or {}
         lines += [f"`{r['script']}` at {r['num_envs']}: over {a.get('steps')} steps ({a.get('window')}), total "

@@ -1,10 +1,10 @@
 """The record's syncs per step against the CUDA runtime's over the same steps, per site
-(perfkit.analysis.verify_agreement): one-off and data-dependent sites agree when the verify window is
+(perfkit.profile.verify_agreement): one-off and data-dependent sites agree when the verify window is
 the record's steady state, the last step is read by the record's rule, and a disagreement shows."""
 
 from __future__ import annotations
 
-from perfkit.analysis.verify_agreement import agreement, runtime_rates
+from perfkit.profile.verify_agreement import agreement, runtime_rates
 from perfkit.record import Finding
 
 

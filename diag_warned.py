@@ -1,0 +1,24 @@
+import torch
+from perfkit.profile.session import Session
+from perfkit.collectors import hub, self_cost
+from perfkit.collectors.hub import Sink
+with Session() as s:
+    torch.zeros(1, device="cuda")
+    print("source", hub.installed_sync_source, "mode", torch.cuda.get_sync_debug_mode())
+    dev = torch.device("cuda", torch.cuda.current_device())
+    t = torch.ones(2, device=dev); m = torch.ones(2, dtype=torch.bool, device=dev)
+    read = self_cost._program_call("return t[m]", t=t, m=m)
+    saved = list(hub.sinks); sink = Sink(); hub.sinks[:] = [sink]
+    try:
+        w = self_cost._best(read, 50)
+    finally:
+        hub.sinks[:] = saved
+    print("warned best", w * 1e6, "sink counts", dict(list(sink.counts.items())[:3]) if hasattr(sink, "counts") else vars(sink).keys())
+    prev = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode(0)
+    p = self_cost._best(read, 50)
+    torch.cuda.set_sync_debug_mode(prev)
+    print("plain best", p * 1e6, "tls depth", hub.tls.depth, "runtime", hub.runtime)
+    import warnings
+    print("filters0", warnings.filters[0], "showwarnmsg", warnings._showwarnmsg)
+    print("device price", self_cost._warned_device_sync(torch))
