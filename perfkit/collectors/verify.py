@@ -55,9 +55,15 @@ _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.*)$")  # torch.p
 VERIFY_STEPS = 64  # the steps past which the window closes, at the next whole period (``verify_steps``)
 
 
+WINDOW_CAP = 4  # a window never holds more than this many times ``max_steps`` (a period longer than that)
+
+
 def window_full(n: int, max_steps: int, period: int | None) -> bool:
     """Whether a window that has held ``n`` whole steps closes at this boundary: past ``max_steps``, at
-    a whole number of the loop's ``period`` (where one is known)."""
+    a whole number of the loop's ``period`` (where one is known) — or at ``WINDOW_CAP * max_steps``
+    whatever the period (the profiler's events are held in memory)."""
+    if n >= WINDOW_CAP * max_steps:
+        return True
     return n >= max_steps and (not period or period <= 1 or n % period == 0)
 
 

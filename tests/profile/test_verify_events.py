@@ -165,6 +165,7 @@ def test_past_its_steps_the_window_closes_at_a_whole_number_of_periods():
     assert not window_full(63, 64, None) and window_full(64, 64, None)
     assert not window_full(64, 64, 24) and not window_full(71, 64, 24) and window_full(72, 64, 24)
     assert window_full(64, 64, 32) and window_full(64, 64, 1)
+    assert not window_full(255, 64, 1000) and window_full(256, 64, 1000)  # a 1000-step rollout: capped
 
 
 class _FakeProfiler:
