@@ -61,3 +61,20 @@ def test_on_the_cpu_the_hook_runs_and_the_would_sync_count_stays_exact():
     syncs = [s for s in b.sites if s.kind == "sync"]
     # ... and counts exactly the calls that would sync on a GPU: the mask reads, not the slices
     assert [(s.op, s.count, s.would_sync_on_gpu) for s in syncs] == [("t[bool_mask]", 3, True)]
+
+
+def test_on_a_host_only_machine_a_to_that_names_no_device_string_runs_only_the_hook_itself():
+    """``.to(torch.float64)``, ``.to(device_object)``, ``.to(other)`` cannot be the literal ``"cpu"`` that
+    counts on a machine with no CUDA: the hook hands them on before any check (one frame: itself), while
+    ``.to("cpu")`` is still counted."""
+    if torch.cuda.is_available():
+        pytest.skip("a machine with CUDA decides every .to() from its devices")
+    t = torch.ones(8)
+    dev = torch.device("cpu")
+    with budget(count_cpu_tensors=True) as b:
+        assert perfkit_frames(lambda: t.to(torch.float64), calls=5) == 5
+        assert perfkit_frames(lambda: t.to(dev), calls=5) == 5
+        assert perfkit_frames(lambda: t.to(t), calls=5) == 5
+        t.to("cpu")  # <- counted
+    syncs = [s for s in b.sites if s.kind == "sync"]
+    assert [(s.op, s.count) for s in syncs] == [('.to("cpu")', 1)]
