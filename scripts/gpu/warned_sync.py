@@ -1,3 +1,11 @@
+"""What a sync reported by the CUDA runtime costs perfkit on this GPU, step by step: inside a session,
+a boolean-mask read at a program's line timed with torch's sync detection on (warned, caught, counted
+into a scratch sink) and off, the scratch sink's count, perfkit's warning filter and catcher, and
+``self_cost._warned_device_sync`` (the record's price). A diagnosis of a GPU test that once read the
+price at 0 (reports/h200-2026-12-02/warned-sync-diag.txt).
+
+    python3 scripts/gpu/warned_sync.py
+"""
 import torch
 from perfkit.profile.session import Session
 from perfkit.collectors import hub, self_cost
