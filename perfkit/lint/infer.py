@@ -562,6 +562,17 @@ class Typer:
         if old is None or (old == BOOL and kind == TENSOR) or (old in HOSTISH and kind in DEVICE):
             self.env[name] = kind
 
+    def _unbind_nested(self, target, pos):
+        """Bind the names of the tuples nested in ``target`` (``(a, b), c = ...``) to an unknown kind: a use after it
+        must not reach back past it (``b = b.cpu()`` read as its own result)."""
+        for t in target.elts:
+            if isinstance(t, ast.Starred):
+                t = t.value
+            if isinstance(t, (ast.Tuple, ast.List)):
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        self._set(n.id, None, pos)
+
     def _bind(self, target, value, pos=(0, 0)):
         if isinstance(target, ast.Name):
             self._set(target.id, self.kind(value), pos)
@@ -572,6 +583,7 @@ class Typer:
                 return
             k = self.kind(value)
             items = self._tuple_returns(value, len(target.elts)) if k != NDARRAY else None  # (a host env's step)
+            self._unbind_nested(target, pos)  # `(dist, v), _ = f(x)`: what the inner names hold is not known here
             if items is not None:  # `a, b = self.f(x)` with `def f(...) -> tuple[torch.Tensor, np.ndarray]`
                 for t, k in zip(target.elts, items):
                     if isinstance(t, ast.Name):
