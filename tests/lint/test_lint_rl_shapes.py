@@ -41,3 +41,70 @@ def test_a_nested_tuple_of_host_values_stays_host(tmp_path):
                           "(dist, values), _ = forward_all(self.model, x)\n            values = values.numpy()")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/ppo.py": src})
     assert not [f for f in got if f[2] == "PK102"], got
+
+
+# -- a call through an imported package's attributes -----------------------------------------------------------------
+
+_CG = """
+    import torch
+
+    def conjugate_gradient(fvp, b, tol=1e-10, max_iter=10):
+        x = torch.zeros_like(b)
+        r = b.clone()
+        p = r
+        for _ in range(max_iter):
+            a = torch.dot(r, r) / torch.dot(fvp(p), p)
+            x = x + p * a
+            r = r - fvp(p) * a
+            if torch.norm(r) < tol:
+                return x
+        return x
+    """
+
+_TRPO = """
+    import torch
+    import pkg
+
+    class TRPO:
+        def __init__(self, policy, opt):
+            self.policy, self.opt = policy, opt
+
+        def update(self, batch):
+            loss = self.policy(batch).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            grads = torch.cat([p.grad.flatten() for p in self.policy.parameters()])
+            return pkg.utils.conjugate_gradient(lambda v: v, grads)
+
+        def describe(self, grads):
+            return pkg.utils.conjugate_gradient(lambda v: v, grads)
+    """
+
+
+def test_a_function_called_through_an_imported_package_is_hot(tmp_path):
+    # pfrl's TRPO update calls `pfrl.utils.conjugate_gradient(...)` (the package re-exports it): the CG loop's
+    # `if torch.norm(r) < tol:` runs every CG iteration of every update (before: the call resolved to nothing)
+    files = {"pkg/__init__.py": "from pkg import utils\n",
+             "pkg/utils/__init__.py": "from pkg.utils.cg import conjugate_gradient\n",
+             "pkg/utils/cg.py": _CG, "pkg/trpo.py": _TRPO}
+    got = findings(tmp_path, files)
+    assert ("cg.py", 12, "PK103", "high") in got, got
+
+
+def test_a_package_call_only_from_cold_code_stays_cold(tmp_path):
+    files = {"pkg/__init__.py": "from pkg import utils\n",
+             "pkg/utils/__init__.py": "from pkg.utils.cg import conjugate_gradient\n",
+             "pkg/utils/cg.py": _CG, "pkg/trpo.py": _TRPO.replace(
+                 "            return pkg.utils.conjugate_gradient(lambda v: v, grads)\n\n", "\n", 1)}
+    got = findings(tmp_path, files)
+    assert not [f for f in got if f[0] == "cg.py"], got
+
+
+def test_a_submodule_reached_through_its_package_is_resolved(tmp_path):
+    # `import pkg.utils.cg` then `pkg.utils.cg.conjugate_gradient(...)`: no re-export, the submodule itself
+    files = {"pkg/__init__.py": "", "pkg/utils/__init__.py": "", "pkg/utils/cg.py": _CG,
+             "pkg/trpo.py": _TRPO.replace("import pkg\n", "import pkg.utils.cg\n").replace(
+                 "pkg.utils.conjugate_gradient", "pkg.utils.cg.conjugate_gradient")}
+    got = findings(tmp_path, files)
+    assert ("cg.py", 12, "PK103", "high") in got, got
