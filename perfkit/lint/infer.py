@@ -98,6 +98,20 @@ _TDICT_PARAM = re.compile(r"^(tensordict|td|tensordict_out|next_tensordict|tenso
                           r"tensordict_in|td_in)$")
 
 
+def _listed(e) -> list:
+    """The items a list / tuple display or a comprehension builds (``[a, b]``, ``[f(x) for x in xs]``)."""
+    if isinstance(e, (ast.List, ast.Tuple)):
+        return list(e.elts)
+    if isinstance(e, (ast.ListComp, ast.GeneratorExp)):
+        return [e.elt]
+    return []
+
+
+def says_nothing(mod: ModuleInfo, ann) -> bool:
+    """``x: Any`` / ``x: object``: the annotation declares nothing; the parameter holds what its callers pass."""
+    return (mod.qual(ann) or dotted(ann)) in ("typing.Any", "Any", "object", "typing_extensions.Any")
+
+
 def _union_members(t) -> list:
     """``A | B | C`` -> [A, B, C]."""
     if isinstance(t, ast.BinOp) and isinstance(t.op, ast.BitOr):
@@ -331,6 +345,11 @@ class Typer:
     # -- the unit's local names --------------------------------------------------------------
     def _param_kind(self, a):
         u = self.unit
+        if a.annotation is not None and says_nothing(self.mod, a.annotation):
+            # `x: Any`: what every hot call passes when that is host data (`default_collate(...)`); the declaration
+            # still keeps guesses away (a device tensor passed or a name like `obs` types nothing here)
+            hint = passed_kind(self.mod, u, a.arg) if self._attrs is None else None
+            return hint if hint in HOSTISH else None
         if a.annotation is not None:
             k = annotation_kind(self.mod, a.annotation)
             if k in DEVICE and self._attrs is None and mixed_union(self.mod, a.annotation):
@@ -687,6 +706,8 @@ class Typer:
                     k = reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
                     if k in (NDARRAY, HOST, HOSTSEQ):
                         return k
+                    if k == CPU and best[3] == TENSOR:
+                        return CPU  # a host tensor is a torch.Tensor: the test says nothing of its device
                 return best[3]
             if best is not None and reach:  # rebound inside the narrowed block on some path: the narrowing
                 # holds for the value from before it (`else: if c: x = np.array(x)` ... `torch.tensor(x)`)
@@ -749,7 +770,8 @@ class Typer:
         a = self.unit.node.args
         for p in a.posonlyargs + a.args + a.kwonlyargs:
             if p.arg == name:
-                return p.annotation is not None and not mixed_union(self.mod, p.annotation)
+                return p.annotation is not None and not mixed_union(self.mod, p.annotation) \
+                    and not says_nothing(self.mod, p.annotation)
         return False
 
     def _lambdas(self) -> dict:
@@ -959,6 +981,17 @@ class Typer:
             return self.kind(e.value)
         return None
 
+    def _device_items(self, e) -> bool:
+        """``e`` is a device tensor, or a list built here of items one of which is (``[f(x) for x in xs]``, or a
+        local name assigned such a list)."""
+        if self.kind(e) in DEVICE:
+            return True
+        values = [e]
+        if isinstance(e, ast.Name) and not self.unit.is_module:
+            values = [n.value for n in unit_nodes(self.unit) if type(n) is ast.Assign
+                      and any(isinstance(t, ast.Name) and t.id == e.id for t in n.targets)]
+        return any(self.kind(x) in DEVICE for v in values for x in _listed(v))
+
     def _call_kind(self, e: ast.Call):
         k = self._call_kind_of(e)
         if k == CPU and not (self.mod.qual(e.func) or "").startswith("torch.") and any(
@@ -975,6 +1008,8 @@ class Typer:
         if q:
             if q.startswith("torch."):
                 k = _torch_call_kind(self.mod, q, e)
+                if k == CPU and q.rsplit(".", 1)[-1] in _COLLATE and e.args and self._device_items(e.args[0]):
+                    return TENSOR  # default_collate(list_of_device_tensors) stacks them on their device
                 if k in DEVICE and e.args and not any(kw.arg == "device" for kw in e.keywords):
                     args = [x for a in e.args for x in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
                     arg_kinds = [self.kind(a) for a in args]  # torch.cat([a, b]): the listed tensors
@@ -1141,8 +1176,14 @@ _LEGACY_CPU_CONSTRUCTORS = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "
                                       "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"})
 
 
+# torch.utils.data's collation: stacks a list of samples (NumPy arrays, numbers, tensors) into batched tensors
+_COLLATE = frozenset({"default_collate", "default_convert"})
+
+
 def _torch_call_kind(mod, q: str, e: ast.Call):
     name = q.rsplit(".", 1)[-1]
+    if name in _COLLATE and q.startswith("torch.utils.data."):
+        return CPU  # a batch collated from host samples (see _call_kind_of: device samples stay on the device)
     if q.count(".") > 1 and not q.startswith(_TORCH_TENSOR_SUBMODULES):
         return None  # torch.jit.is_scripting(), torch.cuda.current_stream(), torch._C._foo(), ...
     if q.count(".") == 1 and name in _LEGACY_CPU_CONSTRUCTORS and not mod.sets_default_device:

@@ -108,3 +108,56 @@ def test_a_submodule_reached_through_its_package_is_resolved(tmp_path):
                  "pkg.utils.conjugate_gradient", "pkg.utils.cg.conjugate_gradient")}
     got = findings(tmp_path, files)
     assert ("cg.py", 12, "PK103", "high") in got, got
+
+
+# -- a batch collated from host samples, moved to the device -------------------------------------------------------
+
+_COLLATE = """
+    from typing import Any, Callable, Sequence
+    import torch
+    from torch.utils.data._utils.collate import default_collate
+
+    def _to_recursive(batched: Any, device: torch.device) -> Any:
+        if isinstance(batched, torch.Tensor):
+            return batched.to(device)
+        elif isinstance(batched, list):
+            return [x.to(device) for x in batched]
+        raise TypeError("unsupported")
+
+    def batch_states(states: Sequence[Any], device: torch.device, phi: Callable[[Any], Any]) -> Any:
+        features = [phi(s) for s in states]
+        collated = default_collate(features)
+        if isinstance(features[0], tuple):
+            collated = tuple(collated)
+        return _to_recursive(collated, device)
+    """
+
+_DQN = """
+    import torch
+    from pkg.batch import batch_states
+
+    class DQN:
+        def __init__(self, q, opt, device):
+            self.q, self.opt, self.device = q, opt, device
+
+        def update(self, experiences):
+            states = batch_states([e["state"] for e in experiences], self.device, lambda x: x)
+            loss = self.q(states).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+    """
+
+
+def test_a_collated_host_batch_moved_to_the_device_is_an_upload(tmp_path):
+    # pfrl's `batch_states`: `default_collate` of the env's NumPy observations makes host tensors, and `_to_recursive`
+    # (its parameter declared `Any`: what the callers pass) moves them with `.to(device)`, every act and update
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/batch.py": _COLLATE, "pkg/dqn.py": _DQN})
+    assert ("batch.py", 8, "PK109", "high") in got, got
+
+
+def test_a_collated_batch_of_device_tensors_is_no_upload(tmp_path):
+    src = _COLLATE.replace("features = [phi(s) for s in states]",
+                           "features = [torch.zeros(3, device='cuda') for s in states]")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/batch.py": src, "pkg/dqn.py": _DQN})
+    assert not [f for f in got if f[2] == "PK109"], got
