@@ -981,6 +981,35 @@ class Typer:
             return self.kind(e.value)
         return None
 
+    def _device_dict(self, e) -> bool:
+        """``e`` is a dict of keyword arguments that names a device other than the host: ``dict(device=d, ...)``,
+        ``{"device": d}``, or a local name / ``self`` attribute assigned one (in any method of the class)."""
+        def names_device(v) -> bool:
+            if isinstance(v, ast.Call) and dotted(v.func) == "dict":
+                dev = [kw.value for kw in v.keywords if kw.arg == "device"]
+            elif isinstance(v, ast.Dict):
+                dev = [val for key, val in zip(v.keys, v.values)
+                       if isinstance(key, ast.Constant) and key.value == "device"]
+            else:
+                return False
+            return bool(dev) and not (isinstance(dev[0], ast.Constant) and dev[0].value in ("cpu", None))
+
+        if names_device(e):
+            return True
+        if isinstance(e, ast.Name) and not self.unit.is_module:
+            return any(names_device(n.value) for n in unit_nodes(self.unit) if type(n) is ast.Assign
+                       and any(isinstance(t, ast.Name) and t.id == e.id for t in n.targets))
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == self.unit.self_name \
+                and self.unit.self_name and self.unit.cls is not None:
+            for c in self.mod.class_chain(self.unit.cls):
+                for u in c.methods.values():
+                    for n in unit_nodes(u):
+                        if type(n) is ast.Assign and names_device(n.value) and any(
+                                isinstance(t, ast.Attribute) and t.attr == e.attr and isinstance(t.value, ast.Name)
+                                and t.value.id == u.self_name for t in n.targets):
+                            return True
+        return False
+
     def _device_items(self, e) -> bool:
         """``e`` is a device tensor, or a list built here of items one of which is (``[f(x) for x in xs]``, or a
         local name assigned such a list)."""
@@ -1015,6 +1044,8 @@ class Typer:
                     arg_kinds = [self.kind(a) for a in args]  # torch.cat([a, b]): the listed tensors
                     if CPU in arg_kinds and not any(a in DEVICE for a in arg_kinds):
                         return CPU  # torch.prod(host_tensor) stays on the host
+                    if q.rsplit(".", 1)[-1] in _JOINING and e.args and self.kind(e.args[0]) == HOSTSEQ:
+                        return CPU  # torch.stack([torch.as_tensor(b) for b in batch]): host items, a host result
                 return k
             if q.startswith("warp."):
                 name = q[5:]
@@ -1044,6 +1075,8 @@ class Typer:
                 # `t.linspace(...).type_as(q_dist)` lives where q_dist does (unknown: it may be on the GPU)
                 ok = self.kind(e.args[0])
                 return TENSOR if ok in DEVICE else CPU if ok == CPU else None
+            if bk == CPU and m == "to" and any(kw.arg is None and self._device_dict(kw.value) for kw in e.keywords):
+                return TENSOR  # x.to(**self.tpdv) with `self.tpdv = dict(dtype=torch.float32, device=device)`
             if bk in TORCH:
                 return _method_kind(bk, m, e)
             if bk == WARP:
@@ -1176,6 +1209,8 @@ _LEGACY_CPU_CONSTRUCTORS = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "
                                       "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"})
 
 
+# torch functions joining a sequence of tensors into one (the first argument)
+_JOINING = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"})
 # torch.utils.data's collation: stacks a list of samples (NumPy arrays, numbers, tensors) into batched tensors
 _COLLATE = frozenset({"default_collate", "default_convert"})
 

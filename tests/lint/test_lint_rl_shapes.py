@@ -161,3 +161,61 @@ def test_a_collated_batch_of_device_tensors_is_no_upload(tmp_path):
                            "features = [torch.zeros(3, device='cuda') for s in states]")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/batch.py": src, "pkg/dqn.py": _DQN})
     assert not [f for f in got if f[2] == "PK109"], got
+
+
+# -- host data moved with .to(**kwargs) and host samples stacked --------------------------------------------------
+
+_UTIL = """
+    import numpy as np
+    import torch
+
+    def check(value):
+        return torch.from_numpy(value) if type(value) == np.ndarray else value
+    """
+
+_MAPPO = """
+    import torch
+    from pkg.util import check
+
+    class Trainer:
+        def __init__(self, policy, opt, device):
+            self.policy, self.opt = policy, opt
+            self.tpdv = dict(dtype=torch.float32, device=device)
+
+        def ppo_update(self, sample):
+            obs, adv = sample
+            adv = check(adv).to(**self.tpdv)
+            loss = (self.policy(obs) * adv).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+        def update(self, batch):
+            x = torch.stack([torch.as_tensor(b) for b in batch]).to(self.tpdv["device"])
+            return self.policy(x)
+    """
+
+
+def test_host_data_moved_with_a_dict_of_keyword_arguments_is_an_upload(tmp_path):
+    # MAPPO-style trainers: `check(minibatch_array).to(**self.tpdv)` with `self.tpdv = dict(dtype=..., device=device)`:
+    # `check` makes a host tensor of the NumPy minibatch, and the keyword dict names the device (before: no target)
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/util.py": _UTIL, "pkg/mappo.py": _MAPPO})
+    assert ("mappo.py", 12, "PK109", "high") in got, got
+
+
+def test_a_dict_of_keyword_arguments_without_a_device_moves_nothing(tmp_path):
+    src = _MAPPO.replace("dict(dtype=torch.float32, device=device)", "dict(dtype=torch.float32)")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/util.py": _UTIL, "pkg/mappo.py": src})
+    assert ("mappo.py", 12, "PK109", "high") not in got, got
+
+
+def test_host_samples_stacked_then_moved_are_an_upload(tmp_path):
+    # `torch.stack([torch.as_tensor(b) for b in batch]).to(device)`: a stack of host tensors is a host tensor
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/util.py": _UTIL, "pkg/mappo.py": _MAPPO})
+    assert [f for f in got if f[1] == 19 and f[2] == "PK109"], got
+
+
+def test_device_samples_stacked_are_no_upload(tmp_path):
+    src = _MAPPO.replace("torch.as_tensor(b)", "torch.zeros(3, device='cuda')")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/util.py": _UTIL, "pkg/mappo.py": src})
+    assert not [f for f in got if f[1] == 19 and f[2] == "PK109"], got
