@@ -72,6 +72,9 @@ class HotPaths:
     lambda_spans: dict = field(default_factory=dict)
     # functions of any name that make one gradient step outside any loop of their own: proven where hot
     gradient_steps: set = field(default_factory=set)
+    # unit -> [(first, last line)] of training iteration loops (see iteration_loops): their own lines run once per
+    # iteration, hot but not proven
+    iter_spans: dict = field(default_factory=dict)
 
 
 _STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
@@ -469,6 +472,7 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
         hp.collectors |= wrappers
     names = {u.name for u in hp.collectors}
     pattern = _names_pattern(names, r"\b")
+    reaches: dict = {}
     for mod in project.mods:
         if not pattern.search(mod.text):
             continue
@@ -481,6 +485,67 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
                 if id(node) not in hp.loops and not any(o is not node and o in ast.walk(node) for o in calling):
                     seeds.extend(u for c in ast.walk(node) if isinstance(c, ast.Call)
                                  for u in resolve_call(mod, unit, c))
+                    if any(isinstance(c, ast.Call) and _LEARNER_NAME.search(_call_name(c)) and any(
+                            _reaches_gradient_step(u, reaches) for u in resolve_call(mod, unit, c))
+                           for c in ast.walk(node)):  # (a learner that learns: not a viewer's `update_*()`)
+                        _iteration_span(hp, unit, node)
+
+
+def _iteration_span(hp: HotPaths, unit: Unit, node):
+    first = node.test.lineno if isinstance(node, ast.While) else node.body[0].lineno
+    hp.iter_spans.setdefault(unit, []).append((first, node.end_lineno))
+
+
+def _reaches_gradient_step(unit: Unit, memo: dict, depth: int = 3) -> bool:
+    """``unit`` makes a gradient step, itself or through the functions it calls (``depth`` calls deep):
+    ``update_net`` -> ``update_objectives`` -> ``optimizer_backward`` -> ``loss.backward()``."""
+    key = (unit, depth)
+    if key in memo:
+        return memo[key]
+    memo[key] = False  # cycle guard
+    if unit.kernel or unit.mod is None or not isinstance(unit.node, FUNC_DEFS):
+        return False
+    nodes = unit_nodes(unit)
+    found = any(_is_gradient_step(n) for n in nodes)
+    if not found and depth > 0:
+        found = any(_reaches_gradient_step(u, memo, depth - 1) for n in nodes if isinstance(n, ast.Call)
+                    for u in resolve_call(unit.mod, unit, n))
+    memo[key] = found
+    return found
+
+
+def learner_call_loops(hp: HotPaths, project):
+    """A loop whose body calls a learning agent's update by name (``agent.update_net(buffer)``, ``self.learn()``: a
+    learner-named method of a class that makes gradient steps) is a training iteration loop, though it collects no
+    rollout of its own (a learner process fed by workers): its own lines — the per-iteration reads of the rollout it
+    trains on, `buffer_items[2].mean().item()` — run once per update, hot (not proven). The innermost such loop; not
+    inside the learner's own class (its update loops are per-update already)."""
+    learners = learner_classes(project)
+    if not learners:
+        return
+    reaches: dict = {}
+    for mod in project.mods:
+        if not any(w in mod.text for w in ("update", "train", "learn", "optimi", "fit")):
+            continue
+        for unit in mod.units:
+            if unit.kernel or unit.is_module or unit in hp.collectors:
+                continue
+            if unit.cls is not None and any(id(c) in learners for c in project.class_chain(unit.cls)):
+                continue
+            loops = []
+            for n in unit_nodes(unit):
+                if not isinstance(n, _LOOPS) or id(n) in hp.loops:
+                    continue
+                for c in ast.walk(n):
+                    if isinstance(c, ast.Call) and _LEARNER_NAME.search(_call_name(c)) and any(
+                            u.cls is not None and any(id(k) in learners for k in project.class_chain(u.cls))
+                            and _reaches_gradient_step(u, reaches) for u in resolve_call(mod, unit, c)):
+                        loops.append(n)
+                        break
+            for node in loops:
+                if not any(o is not node and o in ast.walk(node) for o in loops) and not any(
+                        a <= node.lineno and node.end_lineno <= b for a, b in hp.iter_spans.get(unit, ())):
+                    _iteration_span(hp, unit, node)
 
 
 def stepping_loops(hp: HotPaths, project, seeds: list, proven: list):
@@ -682,6 +747,8 @@ def find_hot_project(project, directives_of, hot_patterns=(), all_functions=Fals
         by_name += n
     stepping_loops(hp, project, seeds, proven)
     iteration_loops(hp, project, seeds, proven)
+    if not all_functions:
+        learner_call_loops(hp, project)
     cold = _setup_only(project, by_name)
     seeds += [u for u in by_name if u not in cold]
     spread(hp, seeds)

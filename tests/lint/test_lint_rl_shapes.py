@@ -219,3 +219,70 @@ def test_device_samples_stacked_are_no_upload(tmp_path):
     src = _MAPPO.replace("torch.as_tensor(b)", "torch.zeros(3, device='cuda')")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/util.py": _UTIL, "pkg/mappo.py": src})
     assert not [f for f in got if f[1] == 19 and f[2] == "PK109"], got
+
+
+# -- a training loop's own per-iteration lines -------------------------------------------------------------------
+
+_AGENT = """
+    import torch
+
+    class AgentBase:
+        def __init__(self, net, opt, device):
+            self.act, self.opt, self.device = net, opt, device
+
+        def explore_env(self, env, horizon_len):
+            states = torch.zeros(horizon_len, 3, device=self.device)
+            state = env.reset()
+            for t in range(horizon_len):
+                state = env.step(self.act(state))
+                states[t] = state
+            return states, states.sum(-1)
+
+        def update_net(self, buffer):
+            loss = self.act(buffer[0]).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            return loss
+    """
+
+_RUN = """
+    import torch
+
+    def train_agent(args, agent, env):
+        while args.if_train:
+            buffer_items = agent.explore_env(env, args.horizon_len)
+            exp_r = buffer_items[1].mean().item()
+            agent.update_net(buffer_items)
+            print(exp_r)
+
+    class Learner:
+        def __init__(self, pipe):
+            self.pipe = pipe
+
+        def run(self, agent, args):
+            while args.if_train:
+                buffer_items = self.pipe.recv()
+                agent.update_net(buffer_items)
+                exp_r = buffer_items[1].mean().item()
+
+    def evaluate(agent, env, episodes):
+        for _ in range(episodes):
+            state = env.reset()
+            value = agent.act(state).mean().item()
+    """
+
+
+def test_a_training_loops_own_reads_run_every_iteration(tmp_path):
+    # ElegantRL's `while if_train: buffer_items = agent.explore_env(...); exp_r = buffer_items[2].mean().item();
+    # agent.update_net(buffer)`, and its Learner process's loop fed by workers: each iteration reads the rollout
+    # once (before: only what the loop calls was hot, not its own lines)
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _AGENT, "pkg/run.py": _RUN})
+    assert ("run.py", 7, "PK101", "high") in got, got  # the collector's return: device tensors
+    assert ("run.py", 19, "PK101", "medium") in got, got  # from a pipe: unknown, hot but not proven
+
+
+def test_a_loop_that_trains_nothing_stays_cold(tmp_path):
+    # the negative twin: an evaluation loop calls the agent but no learner update
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _AGENT, "pkg/run.py": _RUN})
+    assert not [f for f in got if f[0] == "run.py" and f[1] == 24], got
