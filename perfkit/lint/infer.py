@@ -981,6 +981,18 @@ class Typer:
             return self.kind(e.value)
         return None
 
+    def _instance_call_kind(self, func):
+        """``self.holder()``: calling an object of a project class (``self.holder = TemperatureHolder()``) runs its
+        ``forward`` (an ``nn.Module``) or ``__call__``: what that returns."""
+        cls = self.mod.project.receiver_class(self.mod, self.unit, func)
+        if cls is None or isinstance(cls, list):
+            return None
+        for name in ("forward", "__call__"):
+            u = self.mod.project.method(cls, name)
+            if u is not None and u.mod is not None:
+                return return_kind(u.mod, u)
+        return None
+
     def _device_dict(self, e) -> bool:
         """``e`` is a dict of keyword arguments that names a device other than the host: ``dict(device=d, ...)``,
         ``{"device": d}``, or a local name / ``self`` attribute assigned one (in any method of the class)."""
@@ -1119,6 +1131,10 @@ class Typer:
                     kinds = {return_kind(t.mod, t) if t.mod is not None else None for t in targets}
                     if len(kinds) == 1 and None not in kinds:
                         return kinds.pop()
+                if not targets:
+                    k = self._instance_call_kind(func)
+                    if k is not None:
+                        return k
         elif isinstance(func, ast.Name):
             name = func.id
             if name in self.mod.classes:
