@@ -614,7 +614,16 @@ def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
         units.add(unit)
         mod = unit.mod
         captured = capture_spans(unit)
+        props = learner_properties(unit)
         for node in unit_nodes(unit):
+            if props and type(node) is ast.Attribute and type(node.value) is ast.Name \
+                    and node.value.id == unit.self_name and node.attr in props:
+                for callee in props[node.attr]:  # `self.temperature` runs the property's getter
+                    if calls is not None:
+                        calls.setdefault(callee, [])
+                    if callee not in units:
+                        todo.append(callee)
+                continue
             if isinstance(node, ast.Call):
                 if captured and any(a <= node.lineno <= b for a, b in captured):
                     continue  # recorded once into a CUDA graph, replayed with capture_launch: not per-step Python
@@ -631,6 +640,32 @@ def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
                 if spans:
                     hp.cold_spans[callee] = spans
     return hp
+
+
+def learner_properties(unit: Unit) -> dict:
+    """{name: [getter units]} of the ``@property`` getters of a learning agent (a class that makes gradient steps,
+    :func:`learner_classes`), for a method of it: reading ``self.temperature`` in its update runs the getter
+    (pfrl's SAC ``temperature``: ``float(self.temperature_holder())``, every gradient step). Not ``cached_property``
+    (computed once), nor the properties of other classes (an env's or a struct's, whose reads are mostly set-up)."""
+    cls = unit.cls
+    if cls is None or not unit.self_name or unit.mod is None or unit.mod.project is None:
+        return {}
+    got = cls.__dict__.get("_learner_properties")
+    if got is None:
+        got = {}
+        project = unit.mod.project
+        chain = project.class_chain(cls)
+        names = {n for c in chain for n, u in c.methods.items() if _is_property(u)}
+        if names:
+            learners = learner_classes(project)
+            if any(id(c) in learners for c in chain + project.subclasses(cls)):
+                got = {n: [u for u in project.methods_of(cls, n) if _is_property(u)] for n in sorted(names)}
+        cls._learner_properties = got
+    return got
+
+
+def _is_property(unit: Unit) -> bool:
+    return any(dotted(d) in ("property", "builtins.property") for d in getattr(unit.node, "decorator_list", ()))
 
 
 def _passed(callee: Unit, call: ast.Call, caller: Unit):

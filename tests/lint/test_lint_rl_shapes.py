@@ -286,3 +286,70 @@ def test_a_loop_that_trains_nothing_stays_cold(tmp_path):
     # the negative twin: an evaluation loop calls the agent but no learner update
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _AGENT, "pkg/run.py": _RUN})
     assert not [f for f in got if f[0] == "run.py" and f[1] == 24], got
+
+
+# -- a learning agent's property read every gradient step; calling a module object ------------------------------
+
+_SAC = """
+    import torch
+    from torch import nn
+
+    class TemperatureHolder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.log_temperature = nn.Parameter(torch.zeros(()))
+
+        def forward(self):
+            return torch.exp(self.log_temperature)
+
+    class SAC:
+        def __init__(self, q, opt):
+            self.q, self.opt = q, opt
+            self.temperature_holder = TemperatureHolder()
+
+        @property
+        def temperature(self):
+            return float(self.temperature_holder())
+
+        @property
+        def alpha_np(self):
+            return self.temperature_holder().detach().cpu().numpy()
+
+        def update(self, batch):
+            loss = self.q(batch).mean() * self.temperature
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+        def describe(self):
+            return self.alpha_np
+    """
+
+
+def test_a_learners_property_read_in_its_update_runs_the_getter(tmp_path):
+    # pfrl's SAC reads `self.temperature` (a property: `float(self.temperature_holder())`) every gradient step; the
+    # holder is an nn.Module whose forward returns a device tensor (before: the getter was never hot, and calling the
+    # module object was of unknown kind)
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/sac.py": _SAC})
+    assert ("sac.py", 20, "PK104", "high") in got, got
+    assert not [f for f in got if f[1] == 24], got  # a property only cold code reads stays cold
+
+
+def test_the_properties_of_a_class_that_does_not_learn_stay_cold(tmp_path):
+    src = _SAC.replace("            loss.backward()\n            self.opt.step()\n", "            return loss\n")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/sac.py": src})
+    assert ("sac.py", 20, "PK104", "high") not in got, got
+
+
+def test_calling_a_module_object_returns_what_its_forward_returns(tmp_path):
+    # the negative twin of the typing: a forward that returns a Python number
+    src = _SAC.replace("return torch.exp(self.log_temperature)", "return 0.5")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/sac.py": src})
+    assert not [f for f in got if f[1] == 20], got
+
+
+def test_calling_a_module_object_in_an_update_reads_its_forwards_tensor(tmp_path):
+    src = _SAC.replace("loss = self.q(batch).mean() * self.temperature",
+                       "loss = self.q(batch).mean() * float(self.temperature_holder())")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/sac.py": src})
+    assert ("sac.py", 27, "PK104", "high") in got, got
