@@ -723,10 +723,42 @@ class Typer:
             self._host_env_recvs = got = set()  # while computing
             for n in unit_nodes(self.unit) if ".step(" in self.mod.text else ():
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" \
-                        and n.args and self.kind(n.args[0]) in HOSTISH:
+                        and n.args and (self.kind(n.args[0]) in HOSTISH or self._made_on_host(n.args[0])):
                     got.add(dotted(n.func.value))
             got.discard(None)
         return got
+
+    def _made_on_host(self, e) -> bool:
+        """``e`` is read to the host by its own form (``x.item()``, ``x.cpu().numpy()``, ``x.tolist()``, a NumPy
+        call), or is a local name every assignment of which is: the action a gym loop steps with, bound further down
+        the loop than the ``env.reset()`` above it, which is typed first (``obs, _ = env.reset()`` before
+        ``action = policy(obs).item()`` and ``env.step(action)``)."""
+        def host(v, mod, unit, deep=True) -> bool:
+            if isinstance(v, ast.Call):
+                if isinstance(v.func, ast.Attribute) and v.func.attr in ("item", "numpy", "tolist"):
+                    return True
+                if (mod.qual(v.func) or "").startswith("numpy."):
+                    return True
+                # a project function or method every return of which reads to the host in its own form (an
+                # agent's `select_action` ending in `.cpu().numpy()`)
+                targets = mod.project.resolve_call(mod, unit, v) if deep and mod.project is not None \
+                    and not unit.is_module else []
+                if not targets or len(targets) > 4:
+                    return False
+                for t in targets:
+                    rets = [n.value for n in unit_nodes(t) if type(n) is ast.Return] if t.mod is not None \
+                        and isinstance(t.node, FUNC_DEFS) else []
+                    if not rets or not all(r is not None and host(r, t.mod, t, False) for r in rets):
+                        return False
+                return True
+            return isinstance(v, ast.Constant) and v.value is not None
+        if host(e, self.mod, self.unit):
+            return True
+        if not isinstance(e, ast.Name) or self.unit.is_module:
+            return False
+        values = [n.value for n in unit_nodes(self.unit) if type(n) is ast.Assign
+                  and any(isinstance(t, ast.Name) and t.id == e.id for t in n.targets)]
+        return bool(values) and all(host(v, self.mod, self.unit) for v in values)
 
     def _binds_at(self, name, pos) -> list:
         """The bindings of ``name`` in scope at ``pos`` (not those of a comprehension that does not hold it)."""

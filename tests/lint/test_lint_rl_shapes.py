@@ -353,3 +353,47 @@ def test_calling_a_module_object_in_an_update_reads_its_forwards_tensor(tmp_path
                        "loss = self.q(batch).mean() * float(self.temperature_holder())")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/sac.py": src})
     assert ("sac.py", 27, "PK104", "high") in got, got
+
+
+# -- a gym loop's observations: the reset above the loop steps the same host env -----------------------------------
+
+_GYM_LOOP = """
+    import torch
+
+    class Agent:
+        def __init__(self, model, opt, device):
+            self.model, self.opt, self.device = model, opt, device
+
+        def select_action(self, obs):
+            return self.model(obs).argmax(-1).cpu().numpy()
+
+        def update(self, batch):
+            loss = self.model(batch).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+    def run(agent, env, steps, device):
+        obs, _ = env.reset()
+        for t in range(steps):
+            obs_t = torch.as_tensor(obs, dtype=torch.float32, device=device)
+            action = agent.select_action(obs_t)
+            obs, reward, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                obs, _ = env.reset()
+            agent.update(obs_t)
+    """
+
+
+def test_the_first_reset_of_an_env_stepped_with_host_actions_is_host_data(tmp_path):
+    # `obs, _ = env.reset()` above the loop is typed before the loop's `action = agent.select_action(...)` (which
+    # returns `.cpu().numpy()`) is bound, so the env was not yet known to take host actions: the reset read as device
+    # tensors, and `torch.as_tensor(obs, device=d)` at the top of every step as "already on the device"
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/loop.py": _GYM_LOOP})
+    assert ("loop.py", 20, "PK109", "high") in got, got
+
+
+def test_an_env_stepped_with_device_actions_still_returns_device_data(tmp_path):
+    src = _GYM_LOOP.replace("return self.model(obs).argmax(-1).cpu().numpy()", "return self.model(obs).argmax(-1)")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/loop.py": src})
+    assert ("loop.py", 20, "PK109", "high") not in got, got
