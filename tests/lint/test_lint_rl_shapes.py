@@ -397,3 +397,40 @@ def test_an_env_stepped_with_device_actions_still_returns_device_data(tmp_path):
     src = _GYM_LOOP.replace("return self.model(obs).argmax(-1).cpu().numpy()", "return self.model(obs).argmax(-1)")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/loop.py": src})
     assert ("loop.py", 20, "PK109", "high") not in got, got
+
+
+# -- a one-line helper reading its argument to the host, reported where it is called ---------------------------------
+
+_T2N = """
+    import numpy as np
+    import torch
+
+    def _t2n(x):
+        return x.detach().cpu().numpy()
+
+    class Runner:
+        def __init__(self, policy, envs, n):
+            self.policy, self.envs, self.n = policy, envs, n
+
+        def run(self, steps, obs):
+            for step in range(steps):
+                values = torch.zeros(self.n, device="cuda") + self.policy(obs)
+                actions = np.array(np.split(_t2n(values), self.n))
+                host = np.array(np.split(_t2n(torch.zeros(3)), self.n))
+                obs, rewards, dones, infos = self.envs.step(actions)
+    """
+
+
+def test_a_one_line_host_reader_is_reported_where_a_rollout_calls_it(tmp_path):
+    # MAPPO runners' `np.split(_t2n(values), n)` every step: the helper's own line says it once; the per-step site a
+    # reader looks for is the call (before: only the helper's line)
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/runner.py": _T2N})
+    assert ("runner.py", 15, "PK102", "high") in got, got
+    assert not [f for f in got if f[1] == 16], got  # a host tensor's read is no sync
+
+
+def test_a_helper_doing_more_than_reading_keeps_its_one_finding(tmp_path):
+    src = _T2N.replace("        return x.detach().cpu().numpy()\n",
+                       "        y = x.detach().cpu().numpy()\n        return y.reshape(-1)\n")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/runner.py": src})
+    assert not [f for f in got if f[1] in (16, 17)], got

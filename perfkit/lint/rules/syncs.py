@@ -734,10 +734,20 @@ def host_reads(unit) -> dict:
             continue
         typer = typer or typer_for(unit.mod, unit)
         pos = (root.lineno, root.col_offset)
-        if not any(r[0] == root.id and r[1] <= pos <= r[2] and r[3] in DEVICE for r in typer.refine):
+        if not any(r[0] == root.id and r[1] <= pos <= r[2] and r[3] in DEVICE for r in typer.refine) \
+                and not _one_line_reader(unit, n):
             continue  # read whatever the argument is: the callee's own finding says it
         out[root.id] = n.func.attr
     return out
+
+
+def _one_line_reader(unit, read) -> bool:
+    """``def _t2n(x): return x.detach().cpu().numpy()``: a helper whose whole body returns its parameter read to the
+    host. It syncs wherever it is called with a device tensor, and the call site (a runner's
+    ``np.split(_t2n(values), n)``) is where the per-step read shows: reported there too, besides its own line."""
+    body = [st for st in unit.node.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    return len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None \
+        and any(x is read for x in ast.walk(body[0].value))
 
 
 def _callee_names(ctx) -> set:
