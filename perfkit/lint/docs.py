@@ -82,14 +82,17 @@ def _where_rules_fire() -> list[str]:
         "calls runs once per iteration and is hot too), what a *training iteration loop* calls (a loop that calls a rollout collector — a function holding "
         "one step loop, no loop around it and no gradient step, or a wrapper calling one — and a learner, "
         "`collect_rollouts(agent, env); agent.learn()`: the collector's tail and the learner run once per "
-        "rollout), a function that steps its envs once outside any loop of its own (a sampler's handler called "
+        "rollout; the loop's own lines too — `buffer_items[2].mean().item()` each iteration — when the learner "
+        "reaches a gradient step; so are those of a loop that calls a learning agent's update by name, "
+        "`agent.update_net(buffer)`, in a learner process fed by workers: hot, not proven), a function that steps its envs once outside any loop of its own (a sampler's handler called "
         "once per env step — `self.env.step(a)` or an MDP's `self.mdp.step(a)`; not a check, a benchmark or a "
         "measurement of one step — and a loop that calls such a function, a rollout loop too: mushroom-rl's "
         "`while ...: sample = self._step(); ...; self.agent.fit(dataset)`), "
         "and every function those call, transitively, **across the linted files**: "
         "the files given on the command line form one project whose own imports (absolute and relative) are "
         "resolved, so a NaN check, a logger's per-step method or a buffer's `add` defined in another module is hot "
-        "when a step calls it. Calls resolve through plain and imported functions, `self.method()` (the class, its "
+        "when a step calls it. Calls resolve through plain and imported functions (also through an imported package's "
+        "attributes, `pkg.utils.conjugate_gradient(...)`: its re-exports or its submodule), `self.method()` (the class, its "
         "bases and its subclasses' overrides), objects whose class the code states (`self.buf = Buffer(...)`, a "
         "parameter annotated `buf: Buffer`, also through a type alias `OnPolicy = PPO`; annotated with a class "
         "from outside the project, `rollout_buffer: RolloutBuffer`, any project subclass of it), local names "
@@ -102,7 +105,8 @@ def _where_rules_fire() -> list[str]:
         "project class named like a storage that defines it), and an abstract method inherited by the stated "
         "class (`self.storage: ReplayStorageType`, a typing-only subclass of `BaseStorage`: the concrete "
         "subclasses of the class declaring it). A lambda bound to `self.attr` (in `__init__`) is hot where a "
-        "hot method calls `self.attr(...)`. An `@overload` signature stands for the def that follows it. A hot "
+        "hot method calls `self.attr(...)`. Reading a `@property` of a learning agent (a class that makes gradient "
+        "steps) in its hot methods runs the getter (`self.temperature`). An `@overload` signature stands for the def that follows it. A hot "
         "function of any name that makes one gradient step itself (`backward()` or an optimizer's `step()` outside "
         "any loop of its own) is a proven per-step path. A `from .module import *` of a linted "
         "module binds what it exports (`__all__`, else its public names: its imports — `t` for torch — classes "
@@ -122,9 +126,11 @@ def _where_rules_fire() -> list[str]:
         "what came before), "
         "`self` attributes assigned tensors in any method of the class or its bases (in other modules too) and "
         "`register_buffer` buffers, parameters annotated as tensors (or passed tensors by hot callers, or named "
-        "like `actions`/`obs`/`dones`), TensorDict values (`td[\"obs\"]`, `td.get(...)`), results of tensor "
+        "like `actions`/`obs`/`dones`; a parameter declared `Any` holds the host data every hot caller passes), "
+        "the names of nested tuple targets (`(dist, v), _ = f(x)`), TensorDict values (`td[\"obs\"]`, `td.get(...)`), results of tensor "
         "methods and operators, returns of project functions and of methods of objects whose class is in "
-        "another linted module (the annotation first, then what the method returns), and the outputs of "
+        "another linted module (the annotation first, then what the method returns), what calling an object of a "
+        "project class returns (`self.holder()`: its `forward` or `__call__`), and the outputs of "
         "`env.step()` / `env.reset()` (a device tensor in a torch module, unknown in one that imports gym or "
         "gymnasium, host data where the code always reads it with NumPy: `if np.isscalar(done):`). Annotations "
         "are read through the project's type aliases (`GymEnv = Union[gym.Env, gymnasium.Env]`), and a tuple "
@@ -140,7 +146,7 @@ def _where_rules_fire() -> list[str]:
         "results, the results of predicates (`is_*(x)`, `has_*(x)`); inside `if isinstance(x, np.ndarray):` (or "
         "the `else` of an `isinstance(x, torch.Tensor)` test, or the matching side of a conditional expression "
         "or of `and`/`or`) `x` is host data, and an `isinstance(x, torch.Tensor)` branch on a value inferred to "
-        "be host data is dead.",
+        "be host data is dead; an `isinstance(x, torch.Tensor)` test on a host tensor leaves it on the host.",
         "",
     ]
 
@@ -151,8 +157,10 @@ def _where_a_tensor_lives() -> list[str]:
         "## Where a tensor lives",
         "",
         "The linter reads code as it runs on the GPU machine. A factory without `device=` (`torch.zeros(n)`, "
-        "`torch.tensor(data)`, a `dtype=torch.bool` mask, `torch.cat` of such tensors) makes a host tensor there, "
-        "and reading a host tensor never syncs: no finding. Unless the process sets a default device: "
+        "`torch.tensor(data)`, a `dtype=torch.bool` mask, `torch.cat` / `torch.stack` of such tensors or of a list "
+        "of host items, `default_collate` of host samples) makes a host tensor there; its `.to(device)`, "
+        "`.to(**kw)` with a keyword dict naming a device (`self.tpdv = dict(dtype=..., device=d)`) or `.cuda()` "
+        "is the upload (PK109), and reading a host tensor never syncs: no finding. Unless the process sets a default device: "
         "`torch.set_default_device(\"cuda\")` or Genesis' `gs.init(...)` called in a linted module makes the "
         "factories of every module of its process device tensors: the modules linked to it by imports, either way "
         "(not the other scripts of a folder of single-file scripts; a string naming the call sets nothing). A `register_buffer` buffer is a device tensor whatever it was made "
@@ -166,7 +174,9 @@ def _where_a_tensor_lives() -> list[str]:
         "`if x.is_cuda: return ...`, and what a caller copied with `x.cpu()` into a parameter annotated `Tensor`. "
         "A `done` / `reset` typed a tensor only by its name or by an env of unknown type, tested whole "
         "(`if done or reset:`), is a Python flag: a batched mask's truth value raises. The reset of an env that the "
-        "same function steps with NumPy actions returns NumPy data, and a local dict's key holds what was last "
+        "same function steps with NumPy actions (read to the host by their own form — `x.item()`, `.cpu().numpy()`, "
+        "an agent's `select_action` returning them — even when bound further down the loop than the reset) "
+        "returns NumPy data, and a local dict's key holds what was last "
         "written there (`info[\"td\"] = x.to(\"cpu\")`).",
         "",
     ]
@@ -189,7 +199,9 @@ def _confidence() -> list[str]:
         "calls once per iteration or on a function that steps its envs once. A call of a converter that copies "
         "its argument to the host in its tensor branch (`to_numpy(x)`: `if isinstance(x, torch.Tensor): return "
         "x.cpu().numpy()`) is reported where it is called, since only the call site shows the argument's type: "
-        "high for a device tensor, medium for an argument of unknown type or declared tensor-or-host. A truth "
+        "high for a device tensor, medium for an argument of unknown type or declared tensor-or-host; so is a call "
+        "of a one-line helper returning its parameter read to the host (`def _t2n(x): return "
+        "x.detach().cpu().numpy()`), besides the helper's own line. A truth "
         "test that may be a None or flag check — `if self.x:` where `self.x` is also set to None or a constant, "
         "or declared `Optional[Tensor]`; `if mask:` on a parameter defaulting to None — is medium, on any path. "
         "The measured precision "
