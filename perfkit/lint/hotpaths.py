@@ -492,8 +492,24 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
 
 
 def _iteration_span(hp: HotPaths, unit: Unit, node):
+    """The loop's own lines run once per iteration, but for the blocks under a periodic test (`if it % 10 == 0:`,
+    a log every N iterations): split around them."""
     first = node.test.lineno if isinstance(node, ast.While) else node.body[0].lineno
-    hp.iter_spans.setdefault(unit, []).append((first, node.end_lineno))
+    cold = sorted((n.body[0].lineno, n.end_lineno) for n in ast.walk(node)
+                  if isinstance(n, ast.If) and _periodic(n.test))
+    spans, at = [], first
+    for a, b in cold:
+        if a > at:
+            spans.append((at, a - 1))
+        at = max(at, b + 1)
+    if at <= node.end_lineno:
+        spans.append((at, node.end_lineno))
+    hp.iter_spans.setdefault(unit, []).extend(spans)
+
+
+def _periodic(test) -> bool:
+    """``it % 10 == 0``, ``not step % n``, ``(i + 1) % log_interval == 0 and verbose``: every N iterations."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
 
 
 def _reaches_gradient_step(unit: Unit, memo: dict, depth: int = 3) -> bool:
