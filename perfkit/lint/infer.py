@@ -152,6 +152,7 @@ def _union_kind(kinds: set) -> str | None:
     return TENSOR if kinds and kinds <= TORCH else None
 
 
+_ITEMS_OF: set = set()  # units whose returned tuples are being typed (recursion guard)
 _EXPANDING: set = set()  # type aliases being expanded (`A = Union[A, int]` must not recurse for ever)
 
 
@@ -602,6 +603,8 @@ class Typer:
                 return
             k = self.kind(value)
             items = self._tuple_returns(value, len(target.elts)) if k != NDARRAY else None  # (a host env's step)
+            if items is None and k in TORCH:
+                items = self._returned_items(value, len(target.elts), k)
             self._unbind_nested(target, pos)  # `(dist, v), _ = f(x)`: what the inner names hold is not known here
             if items is not None:  # `a, b = self.f(x)` with `def f(...) -> tuple[torch.Tensor, np.ndarray]`
                 for t, k in zip(target.elts, items):
@@ -659,6 +662,37 @@ class Typer:
                         self._attrs[target.attr] = join_kinds((old, k))
                 elif target.attr not in self._attrs or old in (CPU, HOST, None):
                     self._attrs[target.attr] = k
+
+    def _returned_items(self, value, n: int, k: str):
+        """The kinds of the items of ``value`` (a tensor kind ``k`` as a whole), a call of project functions every
+        ``return`` of which is a tuple display of ``n`` items (``return loss, dict(kl=kl.item())``): a position that
+        every return fills with host data is host data, one with a tensor that tensor, the others ``k``."""
+        if not isinstance(value, ast.Call) or self.mod.project is None or self.unit.is_module:
+            return None
+        targets = self.mod.project.resolve_call(self.mod, self.unit, value)
+        if not targets or len(targets) > 4:
+            return None
+        per = [[] for _ in range(n)]
+        for u in targets:
+            if u.mod is None or not isinstance(u.node, FUNC_DEFS) or u in _ITEMS_OF:
+                return None
+            rets = [r.value for r in unit_nodes(u) if type(r) is ast.Return]
+            if not rets or not all(isinstance(r, ast.Tuple) and len(r.elts) == n
+                                   and not any(isinstance(x, ast.Starred) for x in r.elts) for r in rets):
+                return None
+            _ITEMS_OF.add(u)
+            try:
+                t = typer_for(u.mod, u)
+                for r in rets:
+                    for i, x in enumerate(r.elts):
+                        per[i].append(t.kind(x))
+            finally:
+                _ITEMS_OF.discard(u)
+        out = []
+        for kinds in per:
+            j = join_kinds(kinds)
+            out.append(j if j is not None and (j in TORCH or all(x is not None for x in kinds)) else k)
+        return out
 
     def _tuple_returns(self, value, n: int):
         """The kinds of the items of ``value``, a call of project functions whose return annotations all say

@@ -434,3 +434,50 @@ def test_a_helper_doing_more_than_reading_keeps_its_one_finding(tmp_path):
                        "        y = x.detach().cpu().numpy()\n        return y.reshape(-1)\n")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/runner.py": src})
     assert not [f for f in got if f[1] in (16, 17)], got
+
+
+def test_a_training_loops_periodic_log_stays_cold(tmp_path):
+    # `if it % 10 == 0: print(loss.item())` in the iteration loop: once every N iterations, not every one
+    src = _RUN.replace("            print(exp_r)\n",
+                       "            if args.it % 10 == 0:\n                print(buffer_items[0].sum().item())\n")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/agent.py": _AGENT, "pkg/run.py": src})
+    assert ("run.py", 7, "PK101", "high") in got, got
+    assert not [f for f in got if f[0] == "run.py" and f[1] == 10], got
+
+
+# -- the items of a returned tuple: a loss and a dict of host statistics ---------------------------------------------
+
+_SPINUP = """
+    import torch
+
+    class PPO:
+        def __init__(self, pi, opt, target_kl):
+            self.pi, self.opt, self.target_kl = pi, opt, target_kl
+
+        def compute_loss_pi(self, data):
+            logp = torch.log_softmax(self.pi(data), -1)
+            kl = (data - logp).mean()
+            return -logp.mean(), dict(kl=kl.item())
+
+        def update(self, data):
+            for i in range(80):
+                loss_pi, pi_info = self.compute_loss_pi(data)
+                if pi_info["kl"] > 1.5 * self.target_kl:
+                    break
+                self.opt.zero_grad()
+                loss_pi.backward()
+                self.opt.step()
+    """
+
+
+def test_a_dict_of_host_statistics_returned_beside_a_loss_is_host_data(tmp_path):
+    # SpinningUp's `loss_pi, pi_info = compute_loss_pi(data)`: the function returns a tensor, so every unpacked name
+    # was typed a tensor, and `pi_info["kl"] > target` (a Python float from `.item()`) read as a truth value
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/ppo.py": _SPINUP})
+    assert not [f for f in got if f[2] == "PK103"], got
+
+
+def test_a_device_statistic_returned_beside_a_loss_is_still_a_tensor(tmp_path):
+    src = _SPINUP.replace("dict(kl=kl.item())", "kl").replace('pi_info["kl"]', "pi_info")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/ppo.py": src})
+    assert ("ppo.py", 16, "PK103", "high") in got, got
