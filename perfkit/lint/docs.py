@@ -200,7 +200,7 @@ def _confidence() -> list[str]:
         "its argument to the host in its tensor branch (`to_numpy(x)`: `if isinstance(x, torch.Tensor): return "
         "x.cpu().numpy()`) is reported where it is called, since only the call site shows the argument's type: "
         "high for a device tensor, medium for an argument of unknown type or declared tensor-or-host; so is a call "
-        "of a one-line helper returning its parameter read to the host (`def _t2n(x): return "
+        "of a one-line helper returning its parameter converted to host data (`def _t2n(x): return "
         "x.detach().cpu().numpy()`), besides the helper's own line. A truth "
         "test that may be a None or flag check — `if self.x:` where `self.x` is also set to None or a constant, "
         "or declared `Optional[Tensor]`; `if mask:` on a parameter defaulting to None — is medium, on any path. "

@@ -742,12 +742,15 @@ def host_reads(unit) -> dict:
 
 
 def _one_line_reader(unit, read) -> bool:
-    """``def _t2n(x): return x.detach().cpu().numpy()``: a helper whose whole body returns its parameter read to the
-    host. It syncs wherever it is called with a device tensor, and the call site (a runner's
+    """``def _t2n(x): return x.detach().cpu().numpy()``: a helper whose whole body returns its parameter converted to
+    host data (NumPy, a list). It syncs wherever it is called with a device tensor, and the call site (a runner's
     ``np.split(_t2n(values), n)``) is where the per-step read shows: reported there too, besides its own line."""
     body = [st for st in unit.node.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
-    return len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None \
-        and any(x is read for x in ast.walk(body[0].value))
+    if not (len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None):
+        return False
+    v = body[0].value  # a conversion to host data: `.cpu().numpy()` / `.tolist()` (not a compute helper's `.item()`)
+    return read.func.attr in ("cpu", "tolist") and isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+        and v.func.attr in ("numpy", "tolist") and any(x is read for x in ast.walk(v))
 
 
 def _callee_names(ctx) -> set:
