@@ -481,3 +481,40 @@ def test_a_device_statistic_returned_beside_a_loss_is_still_a_tensor(tmp_path):
     src = _SPINUP.replace("dict(kl=kl.item())", "kl").replace('pi_info["kl"]', "pi_info")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/ppo.py": src})
     assert ("ppo.py", 16, "PK103", "high") in got, got
+
+
+# -- a host tensor written or copied into a device buffer ----------------------------------------------------------
+
+_STORE = """
+    import numpy as np
+    import torch
+
+    class RolloutBuffer:
+        def __init__(self, n, device):
+            self.obs = torch.zeros(n, 4, device=device)
+            self.actions = torch.zeros(n, dtype=torch.long, device=device)
+            self.host = torch.zeros(n, 4)
+
+        def add(self, t, obs, n_actions):
+            self.obs[t] = torch.as_tensor(obs)
+            self.actions[t] = torch.randint(n_actions, ())
+            self.obs.copy_(torch.from_numpy(np.zeros((4,))))
+            self.host[t] = torch.as_tensor(obs)
+            self.obs.copy_(torch.from_numpy(np.zeros((4,))), non_blocking=True)
+    """
+
+
+def test_a_host_tensor_written_into_a_device_buffer_is_an_upload(tmp_path):
+    # `self.obs[t] = torch.as_tensor(next_obs)` and an explorer's host random action stored into the device rollout
+    # (ElegantRL's `self.p0s[i] = th.normal(...)`): blocking copies from pageable host memory, every step (before:
+    # only the reverse direction, a device result written into a host buffer, was read)
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/storage.py": _STORE})
+    assert {(f[1], f[2]) for f in got} >= {(12, "PK109"), (13, "PK109"), (14, "PK109")}, got
+    assert not [f for f in got if f[1] in (15, 16)], got  # host into host; a non-blocking copy
+
+
+def test_host_writes_under_a_framework_default_device_are_not_uploads(tmp_path):
+    # Genesis' gs.init (called by the user's script) makes device-less factories device tensors
+    src = _STORE.replace("import numpy as np\n", "import numpy as np\n    import genesis as gs\n")
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/storage.py": src})
+    assert not [f for f in got if f[2] == "PK109"], got
