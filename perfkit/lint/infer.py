@@ -762,6 +762,16 @@ class Typer:
             got.discard(None)
         return got
 
+    def made_here(self, e) -> bool:
+        """``e``'s kind comes from this unit's own code, or from what every hot call passes its parameter (a hint
+        that one call passes a host tensor, another a value of unknown kind, says little of where it lives)."""
+        if not isinstance(e, ast.Name) or self.unit.is_module:
+            return True
+        pos = (e.lineno, e.col_offset)
+        if not any(b[0] == (0, 0) for b in self._reaching(self._binds_at(e.id, pos), pos)):
+            return True
+        return passed_kind(self.mod, self.unit, e.id) is not None  # every hot call passes a known kind
+
     def _made_on_host(self, e) -> bool:
         """``e`` is read to the host by its own form (``x.item()``, ``x.cpu().numpy()``, ``x.tolist()``, a NumPy
         call), or is a local name every assignment of which is: the action a gym loop steps with, bound further down
@@ -1155,6 +1165,15 @@ class Typer:
                 return TENSOR if ok in DEVICE else CPU if ok == CPU else None
             if bk == CPU and m == "to" and any(kw.arg is None and self._device_dict(kw.value) for kw in e.keywords):
                 return TENSOR  # x.to(**self.tpdv) with `self.tpdv = dict(dtype=torch.float32, device=device)`
+            if bk in TORCH and m == "to":
+                dev = [a for a in list(e.args[:1]) + [kw.value for kw in e.keywords if kw.arg == "device"]
+                       if isinstance(a, ast.Attribute) and a.attr == "device"]
+                if dev:  # x.to(y.device): where y lives
+                    yk = self.kind(dev[0].value)
+                    if yk == CPU and self.made_here(dev[0].value):
+                        return CPU
+                    if yk in DEVICE:
+                        return TENSOR
             if bk in TORCH:
                 return _method_kind(bk, m, e)
             if bk == WARP:

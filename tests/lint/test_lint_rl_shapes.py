@@ -518,3 +518,42 @@ def test_host_writes_under_a_framework_default_device_are_not_uploads(tmp_path):
     src = _STORE.replace("import numpy as np\n", "import numpy as np\n    import genesis as gs\n")
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/storage.py": src})
     assert not [f for f in got if f[2] == "PK109"], got
+
+
+# -- .to(x.device): where x lives --------------------------------------------------------------------------------
+
+_TO_DEVICE_OF = """
+    import torch
+
+    class DQN:
+        def __init__(self, q, opt, device):
+            self.q, self.opt, self.device = q, opt, device
+
+        def update(self, batch):
+            reward = torch.tensor(batch["reward"])
+            state = torch.tensor(batch["state"]).to(self.device)
+            next_value = self.q(state).max(-1).values
+            next_value = next_value.to(reward.device)
+            same = reward.to(reward.device)
+            y = reward + 0.99 * next_value
+            loss = (self.q(state).max(-1).values - y.to(state.device)).pow(2).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+    """
+
+
+def test_a_device_tensor_moved_to_a_host_tensors_device_is_a_download(tmp_path):
+    # machin's `next_value.to(reward.device)` with the reward batch on the host: a device-to-host copy every update,
+    # and the target built from it goes back up with `.to(state.device)`
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/dqn.py": _TO_DEVICE_OF})
+    assert ("dqn.py", 12, "PK102", "high") in got, got
+    assert ("dqn.py", 15, "PK109", "high") in got, got
+    assert not [f for f in got if f[1] == 13], got  # host to host
+
+
+def test_a_device_tensor_moved_to_a_device_tensors_device_stays(tmp_path):
+    src = _TO_DEVICE_OF.replace('reward = torch.tensor(batch["reward"])',
+                                'reward = torch.tensor(batch["reward"], device=self.device)')
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/dqn.py": src})
+    assert not [f for f in got if f[1] in (12, 13, 15)], got

@@ -299,6 +299,9 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
         non_blocking = is_true(kwarg(node, "non_blocking"))
         if conf and _cpu_target(node) and not non_blocking:
             ctx.report("PK102", node, what="`.to('cpu')`", confidence=conf)
+        elif conf and not non_blocking and _host_device_of(ctx, node):
+            # `next_value.to(reward.device)` with `reward` a host tensor (a CPU replay buffer's batch): to the host
+            ctx.report("PK102", node, what="`.to(x.device)` of a host tensor `x`", confidence=conf)
         elif k == CPU and not non_blocking and not _cpu_target(node) and ctx.kind(node) in DEVICE:
             ctx.report("PK109", node, what="`.to(device)` of a host tensor")
     elif m == "cuda":
@@ -328,6 +331,15 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
         base = recv.id if isinstance(recv, ast.Name) else recv.attr if isinstance(recv, ast.Attribute) else ""
         if base in _LOGGER_NAMES and any(_dev(ctx, a) for a in node.args):
             ctx.report("PK105", node, what=f"`{base}.{m}` of a tensor")
+
+
+def _host_device_of(ctx, node: ast.Call) -> bool:
+    """``.to(x.device)`` / ``.to(device=x.device)`` where ``x`` is a host tensor."""
+    for a in list(node.args[:1]) + [kw.value for kw in node.keywords if kw.arg == "device"]:
+        if isinstance(a, ast.Attribute) and a.attr == "device" and ctx.kind(a.value) == CPU \
+                and ctx.typer.made_here(a.value):
+            return True
+    return False
 
 
 def _copy_into_host(ctx, node: ast.Call, k):
