@@ -214,7 +214,9 @@ def _confidence() -> list[str]:
         "",
         "Loop rules (PK301–PK303) fire only when the loop body launches device work with the loop variable "
         "(indexes a device tensor with it, or passes it to a tensor op): loops over seeds, agents (`num_agents`, "
-        "`self.agents`: not envs), action heads, RNN-state tuples, NumPy arrays or sequential CPU envs stay quiet. "
+        "`self.agents`: not envs), action heads, RNN-state tuples, NumPy arrays or sequential CPU envs stay quiet, and so "
+        "does a recursion over a rollout's time steps (`for t in reversed(range(len(rewards)))`, `for step in "
+        "range(rewards.size(0))`: a loop variable named like a time step over a tensor's length). "
         "Allocation rules skip first-call initialisation: `if x is None:`, and `if not X:` when the block sets "
         "`X` up (assigns it, or the attribute a `hasattr` asks for) or `X` is an init flag (`self._initialized`) "
         "— not `if not cfg.deterministic:` around a per-step `torch.randn`. PK203 skips a forward pass's "

@@ -557,3 +557,35 @@ def test_a_device_tensor_moved_to_a_device_tensors_device_stays(tmp_path):
                                 'reward = torch.tensor(batch["reward"], device=self.device)')
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/dqn.py": src})
     assert not [f for f in got if f[1] in (12, 13, 15)], got
+
+
+# -- loops over time steps are not loops over envs ----------------------------------------------------------------
+
+_RETURNS = """
+    import torch
+
+    class Learner:
+        def __init__(self, opt, rff):
+            self.opt, self.rff = opt, rff
+
+        def update(self, rewards: torch.Tensor, continues: torch.Tensor, values: torch.Tensor):
+            vals = [values[-1:]]
+            for t in reversed(range(len(continues))):
+                vals.append(rewards[t] + continues[t] * vals[-1])
+            for step in range(rewards.size(0)):
+                rewards[step] = self.rff.update(rewards[step])
+            for i in range(rewards.shape[0]):
+                rewards[i] = rewards[i].clamp(0, 1)
+            loss = torch.cat(vals).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+    """
+
+
+def test_a_recursion_over_time_steps_is_no_loop_over_envs(tmp_path):
+    # sheeprl's lambda-returns `for t in reversed(range(len(continues)))`, rllte's reward filter `for step in
+    # range(rewards.size(0))`: sequential over a rollout's steps (labelled wrong as PK301 in blind5)
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/learner.py": _RETURNS})
+    assert not [f for f in got if f[2] == "PK301" and f[1] in (10, 12)], got
+    assert ("learner.py", 14, "PK301", "high") in got, got  # an index loop over the rows stays one

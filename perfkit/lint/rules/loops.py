@@ -187,11 +187,33 @@ class _Probe:
         self.found = (rule_id, node, fields)
 
 
+# a loop variable that counts time steps: a recursion over a rollout's steps (returns, a reward filter), not envs
+_TIME_VAR = re.compile(r"^(t|tt|ts|step|steps|timestep|time_step|time|k_step)$")
+
+
+def _over_time(ctx, it, target) -> bool:
+    """``for t in reversed(range(len(rewards)))`` (a backward recursion: returns, GAE, lambda-returns) or a loop
+    variable named like a time step over a tensor's length (``for step in range(rewards.size(0))``): sequential over
+    the rollout's steps, which a batched op over envs cannot replace. A count named like envs (``num_envs``) stays a
+    loop over envs."""
+    if isinstance(it, ast.Call) and is_builtin(ctx, it, "reversed") and it.args and isinstance(it.args[0], ast.Call) \
+            and is_builtin(ctx, it.args[0], "range"):
+        return True
+    if not (isinstance(target, ast.Name) and _TIME_VAR.match(target.id)):
+        return False
+    if isinstance(it, ast.Call) and is_builtin(ctx, it, "range") and it.args:
+        bound = it.args[1] if len(it.args) >= 2 else it.args[0]
+        return not _ENV_COUNT.match(last_name(bound) or "")
+    return False
+
+
 def _report_if_per_index(ctx, it, body, target):
     probe = _Probe(ctx)
     _check_iter(probe, it, it)
     if probe.found and _device_work_per_index(ctx, body, _names(target)):
         rule_id, node, fields = probe.found
+        if rule_id == "PK301" and _over_time(ctx, it, target):
+            return
         ctx.report(rule_id, node, **fields)
 
 
