@@ -589,3 +589,26 @@ def test_a_recursion_over_time_steps_is_no_loop_over_envs(tmp_path):
     got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/learner.py": _RETURNS})
     assert not [f for f in got if f[2] == "PK301" and f[1] in (10, 12)], got
     assert ("learner.py", 14, "PK301", "high") in got, got  # an index loop over the rows stays one
+
+
+_PIECES = """
+    import torch
+    import torch.nn.functional as F
+
+    class Encoder:
+        def forward(self, obs: torch.Tensor, nvec):
+            parts = [F.one_hot(o, int(n)) for o, n in zip(torch.split(obs.long(), 1, dim=1), nvec)]
+            for i, row in enumerate(obs.unbind(-1)):
+                parts.append(F.one_hot(row, 3))
+            for i, row in enumerate(torch.split(obs, 1)):
+                parts.append(F.one_hot(row, 3))
+            return torch.cat(parts, -1)
+    """
+
+
+def test_pieces_along_a_feature_dimension_are_no_rows_over_envs(tmp_path):
+    # rllte's MultiDiscrete preprocessing iterates `th.split(obs, 1, dim=1)`: one one-hot per observation component
+    # (labelled wrong as PK303 in blind5); pieces along dim 0 are rows, still reported
+    got = findings(tmp_path, {"pkg/__init__.py": "", "pkg/enc.py": _PIECES})
+    assert not [f for f in got if f[2] == "PK303" and f[1] in (7, 8)], got
+    assert ("enc.py", 10, "PK303", "medium") in got or ("enc.py", 10, "PK303", "high") in got, got

@@ -168,10 +168,33 @@ def _check_iter(ctx, it, where):
     if name and _ENV_CONTAINER.search(name):
         ctx.report("PK302", where, what=f"`{name}`")
         return True
-    if ctx.kind(it) in DEVICE and not _returns_tuple(ctx, it):
+    if ctx.kind(it) in DEVICE and not _returns_tuple(ctx, it) and not _pieces_along_other_dim(ctx, it):
         ctx.report("PK303", where)
         return True
     return False
+
+
+# torch functions / tensor methods returning a tuple of pieces along `dim`, and where `dim` sits positionally
+_PIECES = {"split": (2, 1), "chunk": (2, 1), "tensor_split": (2, 1), "unbind": (1, 0)}
+
+
+def _pieces_along_other_dim(ctx, it) -> bool:
+    """``torch.split(obs, 1, dim=1)``, ``x.unbind(-1)``, ``x.chunk(3, dim=1)``: a few pieces along a feature
+    dimension (one per observation component), not the rows of the env dimension."""
+    if not isinstance(it, ast.Call):
+        return False
+    f = it.func
+    q = ctx.qual(f) or ""
+    if q.startswith("torch.") and q.rsplit(".", 1)[-1] in _PIECES:
+        pos = _PIECES[q.rsplit(".", 1)[-1]][0]
+    elif isinstance(f, ast.Attribute) and f.attr in _PIECES and ctx.kind(f.value) in DEVICE:
+        pos = _PIECES[f.attr][1]
+    else:
+        return False
+    dim = next((kw.value for kw in it.keywords if kw.arg == "dim"), it.args[pos] if len(it.args) > pos else None)
+    if isinstance(dim, ast.UnaryOp) and isinstance(dim.op, ast.USub) and isinstance(dim.operand, ast.Constant):
+        return True  # dim=-1: the last dimension, features
+    return isinstance(dim, ast.Constant) and isinstance(dim.value, int) and dim.value != 0
 
 
 class _Probe:
