@@ -530,6 +530,10 @@ def _reaches_gradient_step(unit: Unit, memo: dict, depth: int = 3) -> bool:
     return found
 
 
+# a call of a learner-named function on a line (`agent.update_net(buffer)`, `self.learn()`): a cheap filter
+_LEARNER_CALL_TEXT = re.compile(r"\b(?:\w*_)?(?:update|train|learn|optimi[sz]e|fit)(?:_\w*)?\s*\(")
+
+
 def learner_call_loops(hp: HotPaths, project):
     """A loop whose body calls a learning agent's update by name (``agent.update_net(buffer)``, ``self.learn()``: a
     learner-named method of a class that makes gradient steps) is a training iteration loop, though it collects no
@@ -543,7 +547,7 @@ def learner_call_loops(hp: HotPaths, project):
     for mod in project.mods:
         if not any(w in mod.text for w in ("update", "train", "learn", "optimi", "fit")):
             continue
-        for unit in mod.units:
+        for unit in sorted(mod.units_matching(_LEARNER_CALL_TEXT), key=lambda u: u.lineno):
             if unit.kernel or unit.is_module or unit in hp.collectors:
                 continue
             if unit.cls is not None and any(id(c) in learners for c in project.class_chain(unit.cls)):
