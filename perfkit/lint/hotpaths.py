@@ -531,7 +531,7 @@ def _reaches_gradient_step(unit: Unit, memo: dict, depth: int = 3) -> bool:
 
 
 # a call of a learner-named function on a line (`agent.update_net(buffer)`, `self.learn()`): a cheap filter
-_LEARNER_CALL_TEXT = re.compile(r"\b(?:\w*_)?(?:update|train|learn|optimi[sz]e|fit)(?:_\w*)?\s*\(")
+_LEARNER_CALL_TEXT = re.compile(r"(?:update|train|learn|optimi[sz]e|fit)\w*\s*\(")
 
 
 def learner_call_loops(hp: HotPaths, project):
@@ -545,25 +545,24 @@ def learner_call_loops(hp: HotPaths, project):
         return
     reaches: dict = {}
     for mod in project.mods:
-        if not any(w in mod.text for w in ("update", "train", "learn", "optimi", "fit")):
+        if not _LEARNER_CALL_TEXT.search(mod.text):
             continue
         for unit in sorted(mod.units_matching(_LEARNER_CALL_TEXT), key=lambda u: u.lineno):
             if unit.kernel or unit.is_module or unit in hp.collectors:
                 continue
             if unit.cls is not None and any(id(c) in learners for c in project.class_chain(unit.cls)):
                 continue
-            loops = []
-            for n in unit_nodes(unit):
-                if not isinstance(n, _LOOPS) or id(n) in hp.loops:
-                    continue
-                for c in ast.walk(n):
-                    if isinstance(c, ast.Call) and _LEARNER_NAME.search(_call_name(c)) and any(
-                            u.cls is not None and any(id(k) in learners for k in project.class_chain(u.cls))
-                            and _reaches_gradient_step(u, reaches) for u in resolve_call(mod, unit, c)):
-                        loops.append(n)
-                        break
+            nodes = unit_nodes(unit)
+            lines = [c.lineno for c in nodes if type(c) is ast.Call and _LEARNER_NAME.search(_call_name(c)) and any(
+                u.cls is not None and any(id(k) in learners for k in project.class_chain(u.cls))
+                and _reaches_gradient_step(u, reaches) for u in resolve_call(mod, unit, c))]
+            if not lines:
+                continue
+            loops = [n for n in nodes if isinstance(n, _LOOPS) and id(n) not in hp.loops
+                     and any(n.lineno <= x <= n.end_lineno for x in lines)]
             for node in loops:
-                if not any(o is not node and o in ast.walk(node) for o in loops) and not any(
+                if not any(o is not node and node.lineno <= o.lineno and o.end_lineno <= node.end_lineno
+                           and any(o.lineno <= x <= o.end_lineno for x in lines) for o in loops) and not any(
                         a <= node.lineno and node.end_lineno <= b for a, b in hp.iter_spans.get(unit, ())):
                     _iteration_span(hp, unit, node)
 

@@ -109,6 +109,9 @@ def _listed(e) -> list:
 
 def says_nothing(mod: ModuleInfo, ann) -> bool:
     """``x: Any`` / ``x: object``: the annotation declares nothing; the parameter holds what its callers pass."""
+    last = ann.id if type(ann) is ast.Name else ann.attr if type(ann) is ast.Attribute else None
+    if last not in ("Any", "object"):
+        return False
     return (mod.qual(ann) or dotted(ann)) in ("typing.Any", "Any", "object", "typing_extensions.Any")
 
 
