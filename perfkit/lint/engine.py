@@ -113,10 +113,10 @@ def _line(node) -> int:
 
 
 def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_proven: bool = False,
-               cold_spans=(), lambda_spans=()):
+               cold_spans=(), lambda_spans=(), iter_spans=()):
     """Dispatch every node of ``unit`` to the checks registered for its type."""
     table = NODE_CHECKS
-    failing = error_path(unit) if unit_hot or loop_spans else ()
+    failing = error_path(unit) if unit_hot or loop_spans or iter_spans else ()
     for node in unit_nodes(unit):
         checks = table.get(type(node))
         if not checks:
@@ -140,6 +140,9 @@ def _walk_unit(ctx: Context, unit: Unit, unit_hot: bool, loop_spans: list, unit_
             line = _line(node)
             in_loop = any(s <= line <= e for s, e in loop_spans)
             hot, proven = hot or in_loop, proven or in_loop
+        if iter_spans and not hot:  # a training iteration loop's own lines: once per iteration, hot (not proven)
+            line = _line(node)
+            hot = any(s <= line <= e for s, e in iter_spans)
         if cold_spans and hot:
             line = _line(node)
             if any(s <= line <= e for s, e in cold_spans):
@@ -187,9 +190,9 @@ def check_module(mod: ModuleInfo, dirs, hp: HotPaths, options: Options) -> list:
         for fn, wanted in unit_checks:
             if wanted is None or unit in wanted:
                 fn(ctx)
-        if hot or cold_node_checks or unit in hp.loop_units or unit in hp.lambda_spans:
+        if hot or cold_node_checks or unit in hp.loop_units or unit in hp.lambda_spans or unit in hp.iter_spans:
             _walk_unit(ctx, unit, hot, hp.loop_spans.get(unit, ()), proven, hp.cold_spans.get(unit, ()),
-                       hp.lambda_spans.get(unit, ()))
+                       hp.lambda_spans.get(unit, ()), hp.iter_spans.get(unit, ()))
     out.sort(key=Violation.sort_key)
     return out
 

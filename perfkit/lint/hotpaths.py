@@ -72,6 +72,9 @@ class HotPaths:
     lambda_spans: dict = field(default_factory=dict)
     # functions of any name that make one gradient step outside any loop of their own: proven where hot
     gradient_steps: set = field(default_factory=set)
+    # unit -> [(first, last line)] of training iteration loops (see iteration_loops): their own lines run once per
+    # iteration, hot but not proven
+    iter_spans: dict = field(default_factory=dict)
 
 
 _STEP_TEXT = re.compile(r"(\.step|env_step|step_env|envs_step|step_envs|step_and_maybe_reset|env_steps)\s*\(")
@@ -469,6 +472,7 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
         hp.collectors |= wrappers
     names = {u.name for u in hp.collectors}
     pattern = _names_pattern(names, r"\b")
+    reaches: dict = {}
     for mod in project.mods:
         if not pattern.search(mod.text):
             continue
@@ -481,6 +485,86 @@ def iteration_loops(hp: HotPaths, project, seeds: list, proven: list):
                 if id(node) not in hp.loops and not any(o is not node and o in ast.walk(node) for o in calling):
                     seeds.extend(u for c in ast.walk(node) if isinstance(c, ast.Call)
                                  for u in resolve_call(mod, unit, c))
+                    if any(isinstance(c, ast.Call) and _LEARNER_NAME.search(_call_name(c)) and any(
+                            _reaches_gradient_step(u, reaches) for u in resolve_call(mod, unit, c))
+                           for c in ast.walk(node)):  # (a learner that learns: not a viewer's `update_*()`)
+                        _iteration_span(hp, unit, node)
+
+
+def _iteration_span(hp: HotPaths, unit: Unit, node):
+    """The loop's own lines run once per iteration, but for the blocks under a periodic test (`if it % 10 == 0:`,
+    a log every N iterations): split around them."""
+    first = node.test.lineno if isinstance(node, ast.While) else node.body[0].lineno
+    cold = sorted((n.body[0].lineno, n.end_lineno) for n in ast.walk(node)
+                  if isinstance(n, ast.If) and _periodic(n.test))
+    spans, at = [], first
+    for a, b in cold:
+        if a > at:
+            spans.append((at, a - 1))
+        at = max(at, b + 1)
+    if at <= node.end_lineno:
+        spans.append((at, node.end_lineno))
+    hp.iter_spans.setdefault(unit, []).extend(spans)
+
+
+def _periodic(test) -> bool:
+    """``it % 10 == 0``, ``not step % n``, ``(i + 1) % log_interval == 0 and verbose``: every N iterations."""
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test))
+
+
+def _reaches_gradient_step(unit: Unit, memo: dict, depth: int = 3) -> bool:
+    """``unit`` makes a gradient step, itself or through the functions it calls (``depth`` calls deep):
+    ``update_net`` -> ``update_objectives`` -> ``optimizer_backward`` -> ``loss.backward()``."""
+    key = (unit, depth)
+    if key in memo:
+        return memo[key]
+    memo[key] = False  # cycle guard
+    if unit.kernel or unit.mod is None or not isinstance(unit.node, FUNC_DEFS):
+        return False
+    nodes = unit_nodes(unit)
+    found = any(_is_gradient_step(n) for n in nodes)
+    if not found and depth > 0:
+        found = any(_reaches_gradient_step(u, memo, depth - 1) for n in nodes if isinstance(n, ast.Call)
+                    for u in resolve_call(unit.mod, unit, n))
+    memo[key] = found
+    return found
+
+
+# a call of a learner-named function on a line (`agent.update_net(buffer)`, `self.learn()`): a cheap filter
+_LEARNER_CALL_TEXT = re.compile(r"(?:update|train|learn|optimi[sz]e|fit)\w*\s*\(")
+
+
+def learner_call_loops(hp: HotPaths, project):
+    """A loop whose body calls a learning agent's update by name (``agent.update_net(buffer)``, ``self.learn()``: a
+    learner-named method of a class that makes gradient steps) is a training iteration loop, though it collects no
+    rollout of its own (a learner process fed by workers): its own lines — the per-iteration reads of the rollout it
+    trains on, `buffer_items[2].mean().item()` — run once per update, hot (not proven). The innermost such loop; not
+    inside the learner's own class (its update loops are per-update already)."""
+    learners = learner_classes(project)
+    if not learners:
+        return
+    reaches: dict = {}
+    for mod in project.mods:
+        if not _LEARNER_CALL_TEXT.search(mod.text):
+            continue
+        for unit in sorted(mod.units_matching(_LEARNER_CALL_TEXT), key=lambda u: u.lineno):
+            if unit.kernel or unit.is_module or unit in hp.collectors:
+                continue
+            if unit.cls is not None and any(id(c) in learners for c in project.class_chain(unit.cls)):
+                continue
+            nodes = unit_nodes(unit)
+            lines = [c.lineno for c in nodes if type(c) is ast.Call and _LEARNER_NAME.search(_call_name(c)) and any(
+                u.cls is not None and any(id(k) in learners for k in project.class_chain(u.cls))
+                and _reaches_gradient_step(u, reaches) for u in resolve_call(mod, unit, c))]
+            if not lines:
+                continue
+            loops = [n for n in nodes if isinstance(n, _LOOPS) and id(n) not in hp.loops
+                     and any(n.lineno <= x <= n.end_lineno for x in lines)]
+            for node in loops:
+                if not any(o is not node and node.lineno <= o.lineno and o.end_lineno <= node.end_lineno
+                           and any(o.lineno <= x <= o.end_lineno for x in lines) for o in loops) and not any(
+                        a <= node.lineno and node.end_lineno <= b for a, b in hp.iter_spans.get(unit, ())):
+                    _iteration_span(hp, unit, node)
 
 
 def stepping_loops(hp: HotPaths, project, seeds: list, proven: list):
@@ -549,7 +633,16 @@ def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
         units.add(unit)
         mod = unit.mod
         captured = capture_spans(unit)
+        props = learner_properties(unit)
         for node in unit_nodes(unit):
+            if props and type(node) is ast.Attribute and type(node.value) is ast.Name \
+                    and node.value.id == unit.self_name and node.attr in props:
+                for callee in props[node.attr]:  # `self.temperature` runs the property's getter
+                    if calls is not None:
+                        calls.setdefault(callee, [])
+                    if callee not in units:
+                        todo.append(callee)
+                continue
             if isinstance(node, ast.Call):
                 if captured and any(a <= node.lineno <= b for a, b in captured):
                     continue  # recorded once into a CUDA graph, replayed with capture_launch: not per-step Python
@@ -566,6 +659,32 @@ def spread(hp: HotPaths, seeds, into: set | None = None) -> HotPaths:
                 if spans:
                     hp.cold_spans[callee] = spans
     return hp
+
+
+def learner_properties(unit: Unit) -> dict:
+    """{name: [getter units]} of the ``@property`` getters of a learning agent (a class that makes gradient steps,
+    :func:`learner_classes`), for a method of it: reading ``self.temperature`` in its update runs the getter
+    (pfrl's SAC ``temperature``: ``float(self.temperature_holder())``, every gradient step). Not ``cached_property``
+    (computed once), nor the properties of other classes (an env's or a struct's, whose reads are mostly set-up)."""
+    cls = unit.cls
+    if cls is None or not unit.self_name or unit.mod is None or unit.mod.project is None:
+        return {}
+    got = cls.__dict__.get("_learner_properties")
+    if got is None:
+        got = {}
+        project = unit.mod.project
+        chain = project.class_chain(cls)
+        names = {n for c in chain for n, u in c.methods.items() if _is_property(u)}
+        if names:
+            learners = learner_classes(project)
+            if any(id(c) in learners for c in chain + project.subclasses(cls)):
+                got = {n: [u for u in project.methods_of(cls, n) if _is_property(u)] for n in sorted(names)}
+        cls._learner_properties = got
+    return got
+
+
+def _is_property(unit: Unit) -> bool:
+    return any(dotted(d) in ("property", "builtins.property") for d in getattr(unit.node, "decorator_list", ()))
 
 
 def _passed(callee: Unit, call: ast.Call, caller: Unit):
@@ -682,6 +801,8 @@ def find_hot_project(project, directives_of, hot_patterns=(), all_functions=Fals
         by_name += n
     stepping_loops(hp, project, seeds, proven)
     iteration_loops(hp, project, seeds, proven)
+    if not all_functions:
+        learner_call_loops(hp, project)
     cold = _setup_only(project, by_name)
     seeds += [u for u in by_name if u not in cold]
     spread(hp, seeds)

@@ -98,6 +98,23 @@ _TDICT_PARAM = re.compile(r"^(tensordict|td|tensordict_out|next_tensordict|tenso
                           r"tensordict_in|td_in)$")
 
 
+def _listed(e) -> list:
+    """The items a list / tuple display or a comprehension builds (``[a, b]``, ``[f(x) for x in xs]``)."""
+    if isinstance(e, (ast.List, ast.Tuple)):
+        return list(e.elts)
+    if isinstance(e, (ast.ListComp, ast.GeneratorExp)):
+        return [e.elt]
+    return []
+
+
+def says_nothing(mod: ModuleInfo, ann) -> bool:
+    """``x: Any`` / ``x: object``: the annotation declares nothing; the parameter holds what its callers pass."""
+    last = ann.id if type(ann) is ast.Name else ann.attr if type(ann) is ast.Attribute else None
+    if last not in ("Any", "object"):
+        return False
+    return (mod.qual(ann) or dotted(ann)) in ("typing.Any", "Any", "object", "typing_extensions.Any")
+
+
 def _union_members(t) -> list:
     """``A | B | C`` -> [A, B, C]."""
     if isinstance(t, ast.BinOp) and isinstance(t.op, ast.BitOr):
@@ -138,6 +155,7 @@ def _union_kind(kinds: set) -> str | None:
     return TENSOR if kinds and kinds <= TORCH else None
 
 
+_ITEMS_OF: set = set()  # units whose returned tuples are being typed (recursion guard)
 _EXPANDING: set = set()  # type aliases being expanded (`A = Union[A, int]` must not recurse for ever)
 
 
@@ -331,6 +349,11 @@ class Typer:
     # -- the unit's local names --------------------------------------------------------------
     def _param_kind(self, a):
         u = self.unit
+        if a.annotation is not None and says_nothing(self.mod, a.annotation):
+            # `x: Any`: what every hot call passes when that is host data (`default_collate(...)`); the declaration
+            # still keeps guesses away (a device tensor passed or a name like `obs` types nothing here)
+            hint = passed_kind(self.mod, u, a.arg) if self._attrs is None else None
+            return hint if hint in HOSTISH else None
         if a.annotation is not None:
             k = annotation_kind(self.mod, a.annotation)
             if k in DEVICE and self._attrs is None and mixed_union(self.mod, a.annotation):
@@ -562,6 +585,17 @@ class Typer:
         if old is None or (old == BOOL and kind == TENSOR) or (old in HOSTISH and kind in DEVICE):
             self.env[name] = kind
 
+    def _unbind_nested(self, target, pos):
+        """Bind the names of the tuples nested in ``target`` (``(a, b), c = ...``) to an unknown kind: a use after it
+        must not reach back past it (``b = b.cpu()`` read as its own result)."""
+        for t in target.elts:
+            if isinstance(t, ast.Starred):
+                t = t.value
+            if isinstance(t, (ast.Tuple, ast.List)):
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        self._set(n.id, None, pos)
+
     def _bind(self, target, value, pos=(0, 0)):
         if isinstance(target, ast.Name):
             self._set(target.id, self.kind(value), pos)
@@ -572,6 +606,9 @@ class Typer:
                 return
             k = self.kind(value)
             items = self._tuple_returns(value, len(target.elts)) if k != NDARRAY else None  # (a host env's step)
+            if items is None and k in TORCH:
+                items = self._returned_items(value, len(target.elts), k)
+            self._unbind_nested(target, pos)  # `(dist, v), _ = f(x)`: what the inner names hold is not known here
             if items is not None:  # `a, b = self.f(x)` with `def f(...) -> tuple[torch.Tensor, np.ndarray]`
                 for t, k in zip(target.elts, items):
                     if isinstance(t, ast.Name):
@@ -629,6 +666,37 @@ class Typer:
                 elif target.attr not in self._attrs or old in (CPU, HOST, None):
                     self._attrs[target.attr] = k
 
+    def _returned_items(self, value, n: int, k: str):
+        """The kinds of the items of ``value`` (a tensor kind ``k`` as a whole), a call of project functions every
+        ``return`` of which is a tuple display of ``n`` items (``return loss, dict(kl=kl.item())``): a position that
+        every return fills with host data is host data, one with a tensor that tensor, the others ``k``."""
+        if not isinstance(value, ast.Call) or self.mod.project is None or self.unit.is_module:
+            return None
+        targets = self.mod.project.resolve_call(self.mod, self.unit, value)
+        if not targets or len(targets) > 4:
+            return None
+        per = [[] for _ in range(n)]
+        for u in targets:
+            if u.mod is None or not isinstance(u.node, FUNC_DEFS) or u in _ITEMS_OF:
+                return None
+            rets = [r.value for r in unit_nodes(u) if type(r) is ast.Return]
+            if not rets or not all(isinstance(r, ast.Tuple) and len(r.elts) == n
+                                   and not any(isinstance(x, ast.Starred) for x in r.elts) for r in rets):
+                return None
+            _ITEMS_OF.add(u)
+            try:
+                t = typer_for(u.mod, u)
+                for r in rets:
+                    for i, x in enumerate(r.elts):
+                        per[i].append(t.kind(x))
+            finally:
+                _ITEMS_OF.discard(u)
+        out = []
+        for kinds in per:
+            j = join_kinds(kinds)
+            out.append(j if j is not None and (j in TORCH or all(x is not None for x in kinds)) else k)
+        return out
+
     def _tuple_returns(self, value, n: int):
         """The kinds of the items of ``value``, a call of project functions whose return annotations all say
         ``tuple[A, B, ...]`` with ``n`` items (one list for every function the call may run), else None."""
@@ -675,6 +743,8 @@ class Typer:
                     k = reach[0][1] if len(reach) == 1 else join_kinds(b[1] for b in reach)
                     if k in (NDARRAY, HOST, HOSTSEQ):
                         return k
+                    if k == CPU and best[3] == TENSOR:
+                        return CPU  # a host tensor is a torch.Tensor: the test says nothing of its device
                 return best[3]
             if best is not None and reach:  # rebound inside the narrowed block on some path: the narrowing
                 # holds for the value from before it (`else: if c: x = np.array(x)` ... `torch.tensor(x)`)
@@ -690,10 +760,52 @@ class Typer:
             self._host_env_recvs = got = set()  # while computing
             for n in unit_nodes(self.unit) if ".step(" in self.mod.text else ():
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" \
-                        and n.args and self.kind(n.args[0]) in HOSTISH:
+                        and n.args and (self.kind(n.args[0]) in HOSTISH or self._made_on_host(n.args[0])):
                     got.add(dotted(n.func.value))
             got.discard(None)
         return got
+
+    def made_here(self, e) -> bool:
+        """``e``'s kind comes from this unit's own code, or from what every hot call passes its parameter (a hint
+        that one call passes a host tensor, another a value of unknown kind, says little of where it lives)."""
+        if not isinstance(e, ast.Name) or self.unit.is_module:
+            return True
+        pos = (e.lineno, e.col_offset)
+        if not any(b[0] == (0, 0) for b in self._reaching(self._binds_at(e.id, pos), pos)):
+            return True
+        return passed_kind(self.mod, self.unit, e.id) is not None  # every hot call passes a known kind
+
+    def _made_on_host(self, e) -> bool:
+        """``e`` is read to the host by its own form (``x.item()``, ``x.cpu().numpy()``, ``x.tolist()``, a NumPy
+        call), or is a local name every assignment of which is: the action a gym loop steps with, bound further down
+        the loop than the ``env.reset()`` above it, which is typed first (``obs, _ = env.reset()`` before
+        ``action = policy(obs).item()`` and ``env.step(action)``)."""
+        def host(v, mod, unit, deep=True) -> bool:
+            if isinstance(v, ast.Call):
+                if isinstance(v.func, ast.Attribute) and v.func.attr in ("item", "numpy", "tolist"):
+                    return True
+                if (mod.qual(v.func) or "").startswith("numpy."):
+                    return True
+                # a project function or method every return of which reads to the host in its own form (an
+                # agent's `select_action` ending in `.cpu().numpy()`)
+                targets = mod.project.resolve_call(mod, unit, v) if deep and mod.project is not None \
+                    and not unit.is_module else []
+                if not targets or len(targets) > 4:
+                    return False
+                for t in targets:
+                    rets = [n.value for n in unit_nodes(t) if type(n) is ast.Return] if t.mod is not None \
+                        and isinstance(t.node, FUNC_DEFS) else []
+                    if not rets or not all(r is not None and host(r, t.mod, t, False) for r in rets):
+                        return False
+                return True
+            return isinstance(v, ast.Constant) and v.value is not None
+        if host(e, self.mod, self.unit):
+            return True
+        if not isinstance(e, ast.Name) or self.unit.is_module:
+            return False
+        values = [n.value for n in unit_nodes(self.unit) if type(n) is ast.Assign
+                  and any(isinstance(t, ast.Name) and t.id == e.id for t in n.targets)]
+        return bool(values) and all(host(v, self.mod, self.unit) for v in values)
 
     def _binds_at(self, name, pos) -> list:
         """The bindings of ``name`` in scope at ``pos`` (not those of a comprehension that does not hold it)."""
@@ -737,7 +849,8 @@ class Typer:
         a = self.unit.node.args
         for p in a.posonlyargs + a.args + a.kwonlyargs:
             if p.arg == name:
-                return p.annotation is not None and not mixed_union(self.mod, p.annotation)
+                return p.annotation is not None and not mixed_union(self.mod, p.annotation) \
+                    and not says_nothing(self.mod, p.annotation)
         return False
 
     def _lambdas(self) -> dict:
@@ -947,6 +1060,58 @@ class Typer:
             return self.kind(e.value)
         return None
 
+    def _instance_call_kind(self, func):
+        """``self.holder()``: calling an object of a project class (``self.holder = TemperatureHolder()``) runs its
+        ``forward`` (an ``nn.Module``) or ``__call__``: what that returns."""
+        cls = self.mod.project.receiver_class(self.mod, self.unit, func)
+        if cls is None or isinstance(cls, list):
+            return None
+        for name in ("forward", "__call__"):
+            u = self.mod.project.method(cls, name)
+            if u is not None and u.mod is not None:
+                return return_kind(u.mod, u)
+        return None
+
+    def _device_dict(self, e) -> bool:
+        """``e`` is a dict of keyword arguments that names a device other than the host: ``dict(device=d, ...)``,
+        ``{"device": d}``, or a local name / ``self`` attribute assigned one (in any method of the class)."""
+        def names_device(v) -> bool:
+            if isinstance(v, ast.Call) and dotted(v.func) == "dict":
+                dev = [kw.value for kw in v.keywords if kw.arg == "device"]
+            elif isinstance(v, ast.Dict):
+                dev = [val for key, val in zip(v.keys, v.values)
+                       if isinstance(key, ast.Constant) and key.value == "device"]
+            else:
+                return False
+            return bool(dev) and not (isinstance(dev[0], ast.Constant) and dev[0].value in ("cpu", None))
+
+        if names_device(e):
+            return True
+        if isinstance(e, ast.Name) and not self.unit.is_module:
+            return any(names_device(n.value) for n in unit_nodes(self.unit) if type(n) is ast.Assign
+                       and any(isinstance(t, ast.Name) and t.id == e.id for t in n.targets))
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == self.unit.self_name \
+                and self.unit.self_name and self.unit.cls is not None:
+            for c in self.mod.class_chain(self.unit.cls):
+                for u in c.methods.values():
+                    for n in unit_nodes(u):
+                        if type(n) is ast.Assign and names_device(n.value) and any(
+                                isinstance(t, ast.Attribute) and t.attr == e.attr and isinstance(t.value, ast.Name)
+                                and t.value.id == u.self_name for t in n.targets):
+                            return True
+        return False
+
+    def _device_items(self, e) -> bool:
+        """``e`` is a device tensor, or a list built here of items one of which is (``[f(x) for x in xs]``, or a
+        local name assigned such a list)."""
+        if self.kind(e) in DEVICE:
+            return True
+        values = [e]
+        if isinstance(e, ast.Name) and not self.unit.is_module:
+            values = [n.value for n in unit_nodes(self.unit) if type(n) is ast.Assign
+                      and any(isinstance(t, ast.Name) and t.id == e.id for t in n.targets)]
+        return any(self.kind(x) in DEVICE for v in values for x in _listed(v))
+
     def _call_kind(self, e: ast.Call):
         k = self._call_kind_of(e)
         if k == CPU and not (self.mod.qual(e.func) or "").startswith("torch.") and any(
@@ -963,11 +1128,15 @@ class Typer:
         if q:
             if q.startswith("torch."):
                 k = _torch_call_kind(self.mod, q, e)
+                if k == CPU and q.rsplit(".", 1)[-1] in _COLLATE and e.args and self._device_items(e.args[0]):
+                    return TENSOR  # default_collate(list_of_device_tensors) stacks them on their device
                 if k in DEVICE and e.args and not any(kw.arg == "device" for kw in e.keywords):
                     args = [x for a in e.args for x in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
                     arg_kinds = [self.kind(a) for a in args]  # torch.cat([a, b]): the listed tensors
                     if CPU in arg_kinds and not any(a in DEVICE for a in arg_kinds):
                         return CPU  # torch.prod(host_tensor) stays on the host
+                    if q.rsplit(".", 1)[-1] in _JOINING and e.args and self.kind(e.args[0]) == HOSTSEQ:
+                        return CPU  # torch.stack([torch.as_tensor(b) for b in batch]): host items, a host result
                 return k
             if q.startswith("warp."):
                 name = q[5:]
@@ -997,6 +1166,17 @@ class Typer:
                 # `t.linspace(...).type_as(q_dist)` lives where q_dist does (unknown: it may be on the GPU)
                 ok = self.kind(e.args[0])
                 return TENSOR if ok in DEVICE else CPU if ok == CPU else None
+            if bk == CPU and m == "to" and any(kw.arg is None and self._device_dict(kw.value) for kw in e.keywords):
+                return TENSOR  # x.to(**self.tpdv) with `self.tpdv = dict(dtype=torch.float32, device=device)`
+            if bk in TORCH and m == "to":
+                dev = [a for a in list(e.args[:1]) + [kw.value for kw in e.keywords if kw.arg == "device"]
+                       if isinstance(a, ast.Attribute) and a.attr == "device"]
+                if dev:  # x.to(y.device): where y lives
+                    yk = self.kind(dev[0].value)
+                    if yk == CPU and self.made_here(dev[0].value):
+                        return CPU
+                    if yk in DEVICE:
+                        return TENSOR
             if bk in TORCH:
                 return _method_kind(bk, m, e)
             if bk == WARP:
@@ -1039,6 +1219,10 @@ class Typer:
                     kinds = {return_kind(t.mod, t) if t.mod is not None else None for t in targets}
                     if len(kinds) == 1 and None not in kinds:
                         return kinds.pop()
+                if not targets:
+                    k = self._instance_call_kind(func)
+                    if k is not None:
+                        return k
         elif isinstance(func, ast.Name):
             name = func.id
             if name in self.mod.classes:
@@ -1129,8 +1313,16 @@ _LEGACY_CPU_CONSTRUCTORS = frozenset({"Tensor", "FloatTensor", "DoubleTensor", "
                                       "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"})
 
 
+# torch functions joining a sequence of tensors into one (the first argument)
+_JOINING = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"})
+# torch.utils.data's collation: stacks a list of samples (NumPy arrays, numbers, tensors) into batched tensors
+_COLLATE = frozenset({"default_collate", "default_convert"})
+
+
 def _torch_call_kind(mod, q: str, e: ast.Call):
     name = q.rsplit(".", 1)[-1]
+    if name in _COLLATE and q.startswith("torch.utils.data."):
+        return CPU  # a batch collated from host samples (see _call_kind_of: device samples stay on the device)
     if q.count(".") > 1 and not q.startswith(_TORCH_TENSOR_SUBMODULES):
         return None  # torch.jit.is_scripting(), torch.cuda.current_stream(), torch._C._foo(), ...
     if q.count(".") == 1 and name in _LEGACY_CPU_CONSTRUCTORS and not mod.sets_default_device:

@@ -266,7 +266,9 @@ class Project:
         obj = self.symbol(mod, head)
         for attr in rest:
             if isinstance(obj, ModuleInfo):
-                obj = self.symbol(obj, attr)
+                # `pkg.utils.fn`: a name the package module binds, else its submodule (`import pkg` makes
+                # `pkg.utils` reachable once anything imported it, as a training script's `import pkg` does)
+                obj = self.symbol(obj, attr) or self.by_name.get(f"{obj.modname}.{attr}")
             elif isinstance(obj, ClassInfo):
                 u = self.method(obj, attr)
                 obj = [u] if u else None
@@ -563,6 +565,14 @@ class Project:
             if base.id in mod.aliases or base.id in mod.rel_imports:
                 obj = self.resolve_expr(mod, f)
                 return obj if isinstance(obj, list) else []
+        elif isinstance(base, ast.Attribute):  # `pkg.utils.fn(x)` through an imported package
+            head = dotted(base)
+            head = head.split(".", 1)[0] if head else None
+            if head is not None and (head in mod.aliases or head in mod.rel_imports) and head not in mod.classes \
+                    and not (unit.self_name and head == unit.self_name):
+                obj = self.resolve_expr(mod, f)
+                if isinstance(obj, list):
+                    return obj
         if isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id == "super" \
                 and unit.cls is not None:
             for c in self.class_chain(unit.cls)[1:]:

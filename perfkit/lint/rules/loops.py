@@ -168,10 +168,33 @@ def _check_iter(ctx, it, where):
     if name and _ENV_CONTAINER.search(name):
         ctx.report("PK302", where, what=f"`{name}`")
         return True
-    if ctx.kind(it) in DEVICE and not _returns_tuple(ctx, it):
+    if ctx.kind(it) in DEVICE and not _returns_tuple(ctx, it) and not _pieces_along_other_dim(ctx, it):
         ctx.report("PK303", where)
         return True
     return False
+
+
+# torch functions / tensor methods returning a tuple of pieces along `dim`, and where `dim` sits positionally
+_PIECES = {"split": (2, 1), "chunk": (2, 1), "tensor_split": (2, 1), "unbind": (1, 0)}
+
+
+def _pieces_along_other_dim(ctx, it) -> bool:
+    """``torch.split(obs, 1, dim=1)``, ``x.unbind(-1)``, ``x.chunk(3, dim=1)``: a few pieces along a feature
+    dimension (one per observation component), not the rows of the env dimension."""
+    if not isinstance(it, ast.Call):
+        return False
+    f = it.func
+    q = ctx.qual(f) or ""
+    if q.startswith("torch.") and q.rsplit(".", 1)[-1] in _PIECES:
+        pos = _PIECES[q.rsplit(".", 1)[-1]][0]
+    elif isinstance(f, ast.Attribute) and f.attr in _PIECES and ctx.kind(f.value) in DEVICE:
+        pos = _PIECES[f.attr][1]
+    else:
+        return False
+    dim = next((kw.value for kw in it.keywords if kw.arg == "dim"), it.args[pos] if len(it.args) > pos else None)
+    if isinstance(dim, ast.UnaryOp) and isinstance(dim.op, ast.USub) and isinstance(dim.operand, ast.Constant):
+        return True  # dim=-1: the last dimension, features
+    return isinstance(dim, ast.Constant) and isinstance(dim.value, int) and dim.value != 0
 
 
 class _Probe:
@@ -187,11 +210,33 @@ class _Probe:
         self.found = (rule_id, node, fields)
 
 
+# a loop variable that counts time steps: a recursion over a rollout's steps (returns, a reward filter), not envs
+_TIME_VAR = re.compile(r"^(t|tt|ts|step|steps|timestep|time_step|time|k_step)$")
+
+
+def _over_time(ctx, it, target) -> bool:
+    """``for t in reversed(range(len(rewards)))`` (a backward recursion: returns, GAE, lambda-returns) or a loop
+    variable named like a time step over a tensor's length (``for step in range(rewards.size(0))``): sequential over
+    the rollout's steps, which a batched op over envs cannot replace. A count named like envs (``num_envs``) stays a
+    loop over envs."""
+    if isinstance(it, ast.Call) and is_builtin(ctx, it, "reversed") and it.args and isinstance(it.args[0], ast.Call) \
+            and is_builtin(ctx, it.args[0], "range"):
+        return True
+    if not (isinstance(target, ast.Name) and _TIME_VAR.match(target.id)):
+        return False
+    if isinstance(it, ast.Call) and is_builtin(ctx, it, "range") and it.args:
+        bound = it.args[1] if len(it.args) >= 2 else it.args[0]
+        return not _ENV_COUNT.match(last_name(bound) or "")
+    return False
+
+
 def _report_if_per_index(ctx, it, body, target):
     probe = _Probe(ctx)
     _check_iter(probe, it, it)
     if probe.found and _device_work_per_index(ctx, body, _names(target)):
         rule_id, node, fields = probe.found
+        if rule_id == "PK301" and _over_time(ctx, it, target):
+            return
         ctx.report(rule_id, node, **fields)
 
 

@@ -116,7 +116,8 @@ register(Rule(
 register(Rule(
     id="PK109", name="blocking-host-to-device", category="sync",
     summary="blocking host-to-device copies: `torch.tensor(data, device='cuda')` (or inside `with torch.device(d):`), "
-    "`.to(device)` / `.cuda()` of host data",
+    "`.to(device)` / `.cuda()` of host data, a host tensor written or copied into a GPU tensor (`gpu_buf[i] = "
+    "host_t`, `gpu_buf.copy_(host_t)`)",
     message="{what} copies host data to the GPU synchronously; build constants once in `__init__`, or stage them in a "
     "pinned buffer and copy with `non_blocking=True`",
     rationale="Creating a device tensor from Python data (or moving a pageable CPU tensor) is a synchronous copy that "
@@ -298,6 +299,9 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
         non_blocking = is_true(kwarg(node, "non_blocking"))
         if conf and _cpu_target(node) and not non_blocking:
             ctx.report("PK102", node, what="`.to('cpu')`", confidence=conf)
+        elif conf and not non_blocking and _host_device_of(ctx, node):
+            # `next_value.to(reward.device)` with `reward` a host tensor (a CPU replay buffer's batch): to the host
+            ctx.report("PK102", node, what="`.to(x.device)` of a host tensor `x`", confidence=conf)
         elif k == CPU and not non_blocking and not _cpu_target(node) and ctx.kind(node) in DEVICE:
             ctx.report("PK109", node, what="`.to(device)` of a host tensor")
     elif m == "cuda":
@@ -329,13 +333,28 @@ def _method(ctx, node: ast.Call, f: ast.Attribute):
             ctx.report("PK105", node, what=f"`{base}.{m}` of a tensor")
 
 
+def _host_device_of(ctx, node: ast.Call) -> bool:
+    """``.to(x.device)`` / ``.to(device=x.device)`` where ``x`` is a host tensor."""
+    for a in list(node.args[:1]) + [kw.value for kw in node.keywords if kw.arg == "device"]:
+        if isinstance(a, ast.Attribute) and a.attr == "device" and ctx.kind(a.value) == CPU \
+                and ctx.typer.made_here(a.value):
+            return True
+    return False
+
+
 def _copy_into_host(ctx, node: ast.Call, k):
     """``cpu_buf.copy_(t)``: a device tensor copied into a host tensor, a blocking device-to-host copy (with
     ``non_blocking=True`` into pinned memory it is not)."""
     nb = kwarg(node, "non_blocking") if len(node.args) < 2 else node.args[1]
-    if k != CPU or not node.args or (nb is not None and not (isinstance(nb, ast.Constant) and nb.value is False)):
+    if k not in DEVICE and k != CPU or not node.args or (
+            nb is not None and not (isinstance(nb, ast.Constant) and nb.value is False)):
         return  # non_blocking=True, or a flag (`non_blocking=on_cuda`): asynchronous where it matters
     src = node.args[0]
+    if k in DEVICE:  # `gpu_buf.copy_(host_t)`: a blocking copy from pageable host memory
+        if ctx.kind(src) == CPU and not _device_scope(ctx) and not _default_device_framework(ctx.mod) \
+                and isinstance(node.func.value, (ast.Name, ast.Attribute)):
+            ctx.report("PK109", node, what="`.copy_()` of a host tensor into a GPU tensor")
+        return
     sk = ctx.kind(src)
     if sk in DEVICE:
         conf = "high"
@@ -658,6 +677,13 @@ def _int_index(ctx, p) -> bool:
     return isinstance(p, (ast.Name, ast.Attribute)) and ctx.kind(p) == HOST
 
 
+def _default_device_framework(mod) -> bool:
+    """A module of a framework whose initialisation sets torch's default device for the process, wherever it is
+    called (Genesis' ``gs.init``: a library on Genesis never calls it, its user's script does): its factories without
+    ``device=`` may make device tensors."""
+    return "genesis" in getattr(mod, "_roots", ())
+
+
 @check(ast.Assign)
 def index_writes(ctx, node: ast.Assign):
     for t in node.targets:
@@ -668,6 +694,13 @@ def index_writes(ctx, node: ast.Assign):
             ctx.report("PK102", t, what="writing a GPU tensor into a CPU tensor (`cpu_buf[i] = t`)")
             continue
         if not isinstance(t, ast.Subscript) or ctx.kind(t.value) not in DEVICE:
+            continue
+        if isinstance(node.value, (ast.Call, ast.Name, ast.Attribute)) and isinstance(t.value, (ast.Name, ast.Attribute)) \
+                and ctx.kind(node.value) == CPU and not _device_scope(ctx) and not _default_device_framework(ctx.mod):
+            # `self.obs[t] = torch.as_tensor(next_obs)`, an explorer's host random action stored into the device
+            # rollout: a blocking copy from pageable host memory, behind the queued kernels (into a buffer the code
+            # names: an item of a TensorDict may live on the host with its dict)
+            ctx.report("PK109", t, what="writing a host tensor into a GPU tensor (`gpu_buf[i] = host_t`)")
             continue
         parts = _index_parts(t.slice)
         masks = [p for p in parts if _is_mask(ctx, p)]
@@ -734,10 +767,23 @@ def host_reads(unit) -> dict:
             continue
         typer = typer or typer_for(unit.mod, unit)
         pos = (root.lineno, root.col_offset)
-        if not any(r[0] == root.id and r[1] <= pos <= r[2] and r[3] in DEVICE for r in typer.refine):
+        if not any(r[0] == root.id and r[1] <= pos <= r[2] and r[3] in DEVICE for r in typer.refine) \
+                and not _one_line_reader(unit, n):
             continue  # read whatever the argument is: the callee's own finding says it
         out[root.id] = n.func.attr
     return out
+
+
+def _one_line_reader(unit, read) -> bool:
+    """``def _t2n(x): return x.detach().cpu().numpy()``: a helper whose whole body returns its parameter converted to
+    host data (NumPy, a list). It syncs wherever it is called with a device tensor, and the call site (a runner's
+    ``np.split(_t2n(values), n)``) is where the per-step read shows: reported there too, besides its own line."""
+    body = [st for st in unit.node.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if not (len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None):
+        return False
+    v = body[0].value  # a conversion to host data: `.cpu().numpy()` / `.tolist()` (not a compute helper's `.item()`)
+    return read.func.attr in ("cpu", "tolist") and isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+        and v.func.attr in ("numpy", "tolist") and any(x is read for x in ast.walk(v))
 
 
 def _callee_names(ctx) -> set:
