@@ -262,6 +262,7 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None,
     unattributed: dict[str, dict[str, Any]] = {}
     by_step: dict[str, dict[int, int]] = {}  # site -> {step: runtime syncs made there}
     no_stack_steps: list[int] = []  # the steps of the runtime syncs the profiler gave no stack
+    framed_steps: dict[str, dict[int, int]] = {}  # site -> {step: runtime syncs outside the hooks with a stack there}
 
     def at(site: str, idx: int, n: int = 1) -> None:
         d = by_step.setdefault(site, {})
@@ -288,6 +289,8 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None,
         site = f"{relpath(frame[0])}:{frame[1]}" if frame else NO_STACK
         if frame:
             at(site, step_idx)
+            fs = framed_steps.setdefault(site, {})
+            fs[step_idx] = fs.get(step_idx, 0) + 1
         else:
             no_stack_steps.append(step_idx)
         u = unattributed.setdefault(site, {"site": site, "function": frame[2] if frame else "", "count": 0, "apis": {},
@@ -314,7 +317,7 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None,
         m = take(site, n)
         # a runtime call the profiler gave no Python stack: matched to what perfkit reported there, by
         # count, step by step where the reports' steps are known (a report and its sync share a step)
-        framed = dict(by_step.get(site, {}))
+        framed = dict(framed_steps.get(site, {}))  # (not the hooked calls' syncs at the same line)
         want = (reported_steps or {}).get(site) or {None: n - m}
         m_free = 0
         for idx, k in sorted(want.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):

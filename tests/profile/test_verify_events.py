@@ -242,3 +242,13 @@ def test_a_runtime_sync_without_a_stack_is_matched_to_a_report_of_its_own_step()
     # a report with no frameless sync in its step stays a report without one
     w = analyze(evs, reported={"/w/a.py:1": 2}, reported_steps={"/w/a.py:1": {10: 1, 11: 1}})
     assert w["reported_without_runtime_sync"] == 1 and w["unattributed"] == 2
+
+
+def test_a_hooked_call_at_a_reported_line_does_not_stand_in_for_the_reports_own_sync():
+    """A line with a hooked .item() and a runtime-reported sync (the same line, two ops): the hooked
+    call's sync is the hook's; the frameless one is matched to the report."""
+    evs = _window(steps=1, per_step=1, gpu_copies=False)  # .item() at /w/train.py:40, hooked, step 10
+    evs.append(Ev("cudaStreamSynchronize", 1060.0, 1061.0))  # frameless, step 10
+    v = analyze(evs, reported={"/w/train.py:40": 1}, reported_steps={"/w/train.py:40": {10: 1}})
+    assert (v["unattributed"], v["runtime_reported"], v["reported_without_runtime_sync"]) == (0, 1, 0)
+    assert v["by_step"]["/w/train.py:40"] == {10: 2}
