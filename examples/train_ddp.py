@@ -130,6 +130,16 @@ def train(args, rank: int, world: int, device: torch.device) -> dict:
     seed = args.seed + rank
     torch.manual_seed(seed)
     env = make_env(args.env, args.num_envs, backend=args.env_backend, device=device, seed=seed)
+    try:
+        return train_on(env, args, rank, world, seed)
+    finally:
+        # MuJoCo's rollout threads end here, while the interpreter is alive: a 2-rank gloo run on the
+        # CPU aborted once at exit ("terminate called without an active exception") after training
+        env.close()
+
+
+def train_on(env, args, rank: int, world: int, seed: int) -> dict:
+    """The training loop on this rank's ``env`` (:func:`train` makes it and closes it)."""
     if env.device.type == "cpu":
         torch.set_num_threads(1)  # tiny tensors: MuJoCo's rollout threads use the cores better (as train.py)
     ppo = PPO(env.obs_dim, env.act_dim, env.num_envs, device=env.device, cfg=PPOConfig(num_steps=args.num_steps), seed=seed)

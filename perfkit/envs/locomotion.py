@@ -163,6 +163,9 @@ class LocomotionEnv:
         """Clear backend state beyond qpos/qvel (e.g. solver warm start) where ``mask_col``."""
 
     # ------------------------------------------------------------------ public API
+    def close(self) -> None:
+        """Release what the physics backend holds beyond memory (MuJoCo's rollout threads); nothing here."""
+
     def reset(self) -> torch.Tensor:
         """Reset every world; returns the observation buffer ``[num_envs, obs_dim]``."""
         with torch.no_grad():
