@@ -112,10 +112,6 @@ class GpuSteps:
         if self.nvtx_mode == "sampled":
             self.segclock.nvtx_off()
 
-    def note_sync(self) -> None:
-        if self.verifier is not None:
-            self.verifier.note_sync()
-
     def stop(self) -> None:
         if self.verifier is not None:
             self.verifier.stop()

@@ -221,11 +221,10 @@ class PhaseSink(Sink):
     allocation and stream events count only while ``sampling()`` says a step is sampled (phase
     ``sampled``). Warm-up and steady syncs are also kept in the clock's trail."""
 
-    def __init__(self, clock: StepClock, sampling: Callable[[], bool], on_sync: Callable[[], None] | None = None):
+    def __init__(self, clock: StepClock, sampling: Callable[[], bool]):
         super().__init__()
         self.clock = clock
         self.sampling = sampling
-        self.on_sync = on_sync
         self.chains: dict[tuple, tuple] = {}  # (kind, op, file, line) -> the chain back to user code, first seen in steady state if ever
         self.per_sample: dict[tuple, dict[int, int]] = {}  # sampled kinds: site key -> {sampled step: events}
 
@@ -267,8 +266,6 @@ class PhaseSink(Sink):
             if i:  # not set-up
                 trail = clock.trail
                 trail[key] = trail.get(key, 0) + n
-            if self.on_sync is not None:
-                self.on_sync()
 
 
 def step_wrapper(orig: Callable) -> Callable:

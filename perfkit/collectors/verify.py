@@ -76,7 +76,6 @@ class Verifier:
         self.end_idx: int | None = None  # the boundary the window closed at (None: open, or it ended with the run)
         self._step_rf: Any = None
         self._result: dict[str, Any] | None = None
-        self.hooked = 0
         self.reported: dict[str, int] = {}  # "file:line" -> syncs the runtime reported there outside the hooks
         self.reported_steps: dict[str, dict[int, int]] = {}  # the same, by step
         self._idx: int | None = None  # the step whose range is open
@@ -103,10 +102,6 @@ class Verifier:
             self.reported[key] = self.reported.get(key, 0) + 1
             by = self.reported_steps.setdefault(key, {})
             by[self._idx] = by.get(self._idx, 0) + 1
-
-    def note_sync(self) -> None:
-        if self.prof is not None:
-            self.hooked += 1
 
     def boundary(self, idx: int, period: int | None = None) -> None:
         """A step boundary: close the step range that ends here and open the next (whole steps only);

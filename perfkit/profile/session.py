@@ -121,7 +121,7 @@ class Session:
                                           name_segments=cfg.segment_names, step_methods=tuple(cfg.step_methods))
         self.gpu = GpuSteps(self.segclock, timing_every=cfg.timing_every, nvtx=cfg.nvtx, verify=verify,
                             verify_steps=cfg.verify_steps, timeline_limit=MAX_TIMELINE)
-        self.sink = _steps.PhaseSink(self.clock, lambda: self.sampler.active, self.gpu.note_sync)
+        self.sink = _steps.PhaseSink(self.clock, lambda: self.sampler.active)
         self.meter = SelfMeter()  # perfkit's own cost (the record's self block)
         self.scheduler = StepScheduler(cfg, self.clock, self.segclock, self.schedule, self.sampler, self.gpu,
                                        self.discovery, self.rules, self.patcher, self.meter, self._see_env, self.notes)
