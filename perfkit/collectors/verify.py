@@ -76,8 +76,8 @@ class Verifier:
         self.end_idx: int | None = None  # the boundary the window closed at (None: open, or it ended with the run)
         self._step_rf: Any = None
         self._result: dict[str, Any] | None = None
-        self.reported: dict[str, int] = {}  # "file:line" -> syncs the runtime reported there outside the hooks
-        self.reported_steps: dict[str, dict[int, int]] = {}  # the same, by step
+        # "file:line" -> {step: syncs the runtime reported there outside the hooks}
+        self.reported_steps: dict[str, dict[int, int]] = {}
         self._idx: int | None = None  # the step whose range is open
 
     def start(self, idx: int) -> None:
@@ -99,7 +99,6 @@ class Verifier:
         """A sync the runtime reported outside every hook (perfkit counted it at ``site``)."""
         if self._step_rf is not None:  # inside the window's steps, where analyze() looks
             key = f"{relpath(site[0])}:{site[1]}"
-            self.reported[key] = self.reported.get(key, 0) + 1
             by = self.reported_steps.setdefault(key, {})
             by[self._idx] = by.get(self._idx, 0) + 1
 
@@ -130,7 +129,8 @@ class Verifier:
             self._step_rf = None
         prof, self.prof = self.prof, None
         prof.__exit__(None, None, None)
-        self._result = analyze(prof.events(), self.reported, self.reported_steps)
+        reported = {site: sum(by.values()) for site, by in self.reported_steps.items()}
+        self._result = analyze(prof.events(), reported, self.reported_steps)
         self._result["ended_with_run"] = self.end_idx is None
 
     def result(self) -> dict[str, Any]:
@@ -312,18 +312,19 @@ def analyze(events: Iterable[Any], reported: dict[str, int] | None = None,
         m = take(site, n)
         # a runtime call the profiler gave no Python stack: matched to what perfkit reported there, by
         # count, step by step where the reports' steps are known (a report and its sync share a step)
-        framed = dict(framed_steps.get(site, {}))  # (not the hooked calls' syncs at the same line)
-        want = (reported_steps or {}).get(site) or {None: n - m}
+        by = (reported_steps or {}).get(site)
+        framed = framed_steps.get(site, {})  # (not the hooked calls' syncs at the same line)
+        # (step, how many of its frameless syncs this site may take): its reports' steps, less the syncs
+        # with a stack it made there; with no steps known, any step's, up to what is left unmatched
+        wants = ([(i, k - framed.get(i, 0)) for i, k in sorted(by.items())] if by
+                 else [(j, n - m) for j in sorted(pool)])
         m_free = 0
-        for idx, k in sorted(want.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
-            need = k - framed.pop(idx, 0) if idx is not None else k
-            for j in ([idx] if idx is not None else sorted(pool)):
-                g = min(max(0, need), pool.get(j, 0), n - m - m_free)
-                if g:
-                    pool[j] -= g
-                    at(site, j, g)
-                    m_free += g
-                    need -= g
+        for j, need in wants:
+            g = min(need, pool.get(j, 0), n - m - m_free)
+            if g > 0:
+                pool[j] -= g
+                at(site, j, g)
+                m_free += g
         take(NO_STACK, m_free)
         m += m_free
         n_un -= m
