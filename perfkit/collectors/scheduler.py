@@ -21,8 +21,7 @@ from perfkit.collectors.gpu_steps import GpuSteps
 from perfkit.collectors.patches import Patcher
 from perfkit.collectors.sampling import SampleSchedule, Sampler
 from perfkit.collectors.segment_rules import SegmentRules
-from perfkit.collectors import self_cost
-from perfkit.collectors.self_cost import SelfMeter
+from perfkit.collectors.self_cost import SelfMeter, device_sync_event_us
 from perfkit.collectors.steps import Boundary, Discovery, StepClock
 from perfkit.collectors.timing import SegmentClock
 
@@ -145,6 +144,6 @@ class StepScheduler:
             self.notes.append(f"name-rule segments could not be applied: {type(e).__name__}: {e}")
         self.rules.finish_policy_discovery()  # (none found without torch)
         # the program has made its device ready by now: price its runtime-reported syncs on the device
-        device_price = self_cost.device_sync_event_us(sys.modules.get("torch"))
+        device_price = device_sync_event_us(sys.modules.get("torch"))
         if device_price is not None:
             self.meter.per_call_us["sync_event"] = device_price

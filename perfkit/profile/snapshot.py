@@ -150,7 +150,7 @@ def build_run(snap: Snapshot) -> Run:
 
         ver = dict(snap.verify)
         first = run.extra[EXTRA_RATE_WINDOW]["first_step"] if window else snap.warmup_steps + 1
-        agreed = agreement(ver, run.findings, first, _warmup_typical(snap))
+        agreed = agreement(ver, run.findings, first, _warmup_typical(snap, n_steps))
         ver.pop("by_step", None)  # per site and step: read here, too long for the record
         if agreed is not None:
             ver["agreement"] = agreed
@@ -311,7 +311,7 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
             elif closed > 0:
                 typical = -(-closed // (steady - 1))
             elif warm:
-                typical = -(-warm // max(1, warm_steps))
+                typical = _per_step_cap(warm, warm_steps)
             else:  # synced only after the last step began, never before: teardown
                 teardown.append({"op": k7[1], "path": relpath(k7[2]), "line": k7[3], "count": tail})
                 continue
@@ -326,16 +326,22 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
     return out, setup, teardown
 
 
-def _warmup_typical(snap: Snapshot) -> dict[str, int]:
-    """Per site ("path:line") that synced in the warm-up, its events in a typical warm-up step (rounded
-    up): the cap :func:`_sync_counts` puts on a last step whose site never synced in a closed steady step."""
+def _per_step_cap(events: int, steps: int) -> int:
+    """Events in a typical step of ``steps`` holding ``events``, rounded up: what an open-ended last step
+    may count at a site (:func:`_sync_counts`)."""
+    return -(-events // max(1, steps))
+
+
+def _warmup_typical(snap: Snapshot, n_steps: int) -> dict[str, int]:
+    """Per site ("path:line") that synced in the warm-up, its events in a typical warm-up step: the cap
+    :func:`_sync_counts` puts on a last step whose site never synced in a closed steady step."""
     warm: dict[str, int] = {}
     for (kind, _op, fn, line, _func, _thread, _would, phase), (cnt, _nbytes, _segs) in snap.syncs.counts.items():
         if kind == "sync" and phase == "warmup":
             key = f"{relpath(fn)}:{line}"
             warm[key] = warm.get(key, 0) + cnt
-    steps = max(1, snap.warmup_steps)
-    return {k: -(-n // steps) for k, n in warm.items()}
+    warm_steps = min(snap.warmup_steps, n_steps)
+    return {k: _per_step_cap(n, warm_steps) for k, n in warm.items()}
 
 
 def _sampled_rates(snap: Snapshot) -> dict[tuple, float]:
