@@ -17,6 +17,9 @@ its parents). Command-line options override them; they override the defaults bel
     runtime = ["my_tensor_lib"]          # more packages treated like torch (findings never sit inside them)
     sync_source = "auto"                 # "auto": on CUDA the runtime reports each sync (torch's sync-debug
                                          # mode); "hooks": Python hooks decide from each call, as on a CPU
+    sync_counting = "auto"               # "periods": once a few whole periods of the loop agree, count syncs
+                                         # on one period in every few; "every-step"; "auto": periods on CUDA
+                                         # where the runtime reports the syncs (never under --verify)
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
+
+
+SYNC_COUNTING = ("auto", "periods", "every-step")
 
 
 class ConfigError(ValueError):
@@ -53,6 +59,7 @@ class Config:
     user_code_only: bool = False
     runtime: tuple[str, ...] = ()
     sync_source: str = "auto"  # "auto" | "hooks" (perfkit.collectors.hub.sync_source)
+    sync_counting: str = "auto"  # "auto" | "periods" | "every-step" (perfkit.collectors.sync_gate)
     timeline_steps: int = 8
     verify_steps: int = 64
     source: str | None = None  # the pyproject.toml it came from
@@ -131,6 +138,11 @@ def from_dict(d: dict[str, Any], source: str = "<config>") -> Config:
         if d["sync_source"] not in ("auto", "hooks"):
             raise ConfigError(f"{source}: [tool.perfkit] sync_source must be 'auto' or 'hooks', got {d['sync_source']!r}")
         cfg.sync_source = d["sync_source"]
+    if "sync_counting" in d:
+        if d["sync_counting"] not in SYNC_COUNTING:
+            raise ConfigError(f"{source}: [tool.perfkit] sync_counting must be one of {', '.join(map(repr, SYNC_COUNTING))}, "
+                              f"got {d['sync_counting']!r}")
+        cfg.sync_counting = d["sync_counting"]
     if "nvtx" in d:
         if d["nvtx"] not in ("auto", "always", "off"):
             raise ConfigError(f"{source}: [tool.perfkit] nvtx must be 'auto', 'always' or 'off', got {d['nvtx']!r}")

@@ -53,6 +53,7 @@ EXTRA_POLICY_CLASSES = "policy_classes"  # the modules found as the policy -> re
 EXTRA_RATE_WINDOW = "rate_window"  # {period, steps, first_step}: syncs' rates are over whole periods of the loop -> report
 EXTRA_SYNC_WAIT = "sync_wait"  # {site: {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}} -> cost model
 EXTRA_LOOP_OPS = "loop_ops"  # {site: torch calls per loop iteration} -> cost model
+EXTRA_SYNC_COUNTING = "sync_counting"  # {mode, paused, period, blocks, block_steps, counted_steps}: syncs counted on whole periods -> report
 EXTRA_SYNC_SOURCE = "sync_source"  # "runtime" (CUDA's own sync reports) | "hooks" (each hook decides) -> console
 EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"  # the CUDA caching allocator's own count on the sampled steps (where no whole periods were counted) -> report
 EXTRA_CUDA_ALLOCATOR_PERIODS = "cuda_allocator_periods"  # {allocs_per_step, learner_allocs_per_step, periods, steps}: that count over whole periods -> console, budget, report

@@ -22,6 +22,9 @@ from perfkit.cli.program_args import ProgramCommand
 @click.option("--max-allocs-per-step", type=click.FloatRange(min=0), default=None,
               help="Exit with status 2 when the allocations per step exceed N.")
 @click.option("--verify", is_flag=True, help="GPU: count the CUDA runtime's own syncs (torch.profiler/CUPTI) and report unattributed ones.")
+@click.option("--sync-counting", type=click.Choice(["auto", "periods", "every-step"]), default=None,
+              help="Count syncs on every steady step, or on whole periods of the loop once a few agree (one in "
+                   "every 8; the default on CUDA, except with --verify). Default: [tool.perfkit] sync_counting, else auto.")
 @click.option("--step-fn", default=None, metavar="MOD:CLASS.METHOD", help="What one env step is (default: auto-detected).")
 @click.option("--warmup-steps", type=click.IntRange(min=0), default=None, help="Steps kept apart from steady state (default 5).")
 @click.option("--num-envs", type=click.IntRange(min=1), default=None, metavar="N",
@@ -31,7 +34,7 @@ from perfkit.cli.program_args import ProgramCommand
 @click.option("-q", "--quiet", is_flag=True, help="No console summary.")
 @click.argument("target_and_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_fn, warmup_steps, num_envs, module, quiet,
+def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, sync_counting, step_fn, warmup_steps, num_envs, module, quiet,
             target_and_args):
     """Run SCRIPT [ARGS...] (or -m MODULE [ARGS...]) in-process and profile it.
 
@@ -73,6 +76,10 @@ def profile(ctx, output, max_syncs_per_step, max_allocs_per_step, verify, step_f
     check_output(out_path, output, program_inputs(target, args, module is not None), note=" (the script was not run)")
     max_syncs = max_syncs_per_step if max_syncs_per_step is not None else cfg.max_syncs_per_step
     max_allocs = max_allocs_per_step if max_allocs_per_step is not None else cfg.max_allocs_per_step
+    if sync_counting is not None:
+        from dataclasses import replace
+
+        cfg = replace(cfg, sync_counting=sync_counting)
     kwargs = dict(config=cfg, verify=verify)
     if step_fn:
         kwargs["step_fn"] = step_fn

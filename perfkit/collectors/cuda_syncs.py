@@ -79,6 +79,7 @@ class RuntimeSyncs:
         self._report = report
         self._inside = inside_hook
         self._count_in_hook = count_in_hook
+        self._set_mode: Callable = lambda mode: None
         self.installed = False
 
     def install(self, patcher: Any, torch: Any) -> bool:
@@ -111,8 +112,20 @@ class RuntimeSyncs:
                     pass
 
         patcher.on_undo(restore)
+        self._set_mode = torch.cuda.set_sync_debug_mode
         self.installed = True
         return True
+
+    def pause(self) -> bool:
+        """Turn the runtime's detection off (no warning, no cost at a sync) until :meth:`resume`."""
+        try:
+            _quietly(self._set_mode, 0)
+        except Exception:  # pragma: no cover - the mode could be set on install: it can be set again
+            return False
+        return True
+
+    def resume(self) -> None:
+        _quietly(self._set_mode, "warn")
 
     def _showwarnmsg(self, original: Callable) -> Callable:
         """``warnings._showwarnmsg`` that keeps the runtime's sync reports and passes every other on."""

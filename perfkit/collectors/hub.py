@@ -51,6 +51,9 @@ class _ThreadState(threading.local):
 tls = _ThreadState()
 
 sinks: list[Any] = []  # objects with .add(kind, op, site, segment, thread, nbytes, would)
+# the sinks the sync hooks report to: the same sinks, except while counting syncs is paused
+# (:func:`pause_syncs`: empty, so every sync hook passes its call straight through)
+sync_sinks: list[Any] = []
 # callables ``(site, t0, t1)`` told the host time spent inside each real (not would-sync) sync call made
 # on the main thread: perf_counter() before and after the original (syncs are rare: two clock reads each)
 wait_listeners: list[Callable[[tuple, float, float], None]] = []
@@ -214,7 +217,7 @@ def _runtime_sync(frame: FrameType) -> None:
     mode runs every op from its own frame). perfkit's own syncs run inside its hooks or its scheduler,
     where ``tls.depth`` > 0, and never get here."""
     frame = outside_perfkit(frame)
-    if frame is None or not sinks or is_compiling():
+    if frame is None or not sync_sinks or is_compiling():
         return
     site = emit("sync", sync_label(frame, _known_label), frame)
     note = verify_note
@@ -254,7 +257,7 @@ def api_sync_hook(orig: Callable, op: str) -> Callable:
 
     @wraps(orig)
     def hook(*args, **kwargs):
-        if not sinks or state.depth or is_compiling():
+        if not sync_sinks or state.depth or is_compiling():
             return orig(*args, **kwargs)
         caller = direct_caller(sys._getframe(1))
         return sync_call(orig, op, caller, args, kwargs, would=count_cpu, confirm=False)
@@ -314,6 +317,32 @@ def fixes() -> dict[str, str]:
     return {label: op.fix for label, op in sync_ops().items()}
 
 
+def pause_syncs() -> bool:
+    """Stop counting syncs (:mod:`.sync_gate`): the sync hooks pass every call through and the runtime's
+    detection is off. Only while one sink is active (a :func:`perfkit.budget` block inside a session
+    counts every sync); False where it cannot pause."""
+    global syncs_paused
+    with _lock:
+        if len(sinks) != 1:
+            return False
+        if runtime is not None and not runtime.pause():
+            return False
+        sync_sinks.clear()
+        syncs_paused = True
+        return True
+
+
+def resume_syncs() -> None:
+    """Count syncs again (every active sink; the runtime's detection back on where it was)."""
+    global syncs_paused
+    with _lock:
+        if syncs_paused and runtime is not None:
+            runtime.resume()
+        syncs_paused = False
+        sync_sinks[:] = sinks
+
+
+syncs_paused = False
 _installed = 0
 _patcher: Patcher | None = None
 _installed_families: set[str] = set()
@@ -336,6 +365,7 @@ def acquire(sink: Any, count_cpu_tensors: bool | None = None) -> None:
         _bind_is_compiling()
         install_available()
         sinks.append(sink)
+        resume_syncs()  # a new sink counts every sync it sees
 
 
 def install_available() -> None:
@@ -378,6 +408,7 @@ def release(sink: Any) -> None:
             sinks.remove(sink)
         except ValueError:
             pass
+        resume_syncs()
         _installed -= 1
         if _installed <= 0:
             _installed = 0

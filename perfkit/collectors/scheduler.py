@@ -19,10 +19,11 @@ from typing import Any, Callable
 from perfkit.collectors import hub
 from perfkit.collectors.gpu_steps import GpuSteps
 from perfkit.collectors.patches import Patcher
-from perfkit.collectors.sampling import SampleSchedule, Sampler
+from perfkit.collectors.sampling import SampleSchedule, Sampler, loop_period
 from perfkit.collectors.segment_rules import SegmentRules
 from perfkit.collectors.self_cost import SelfMeter, device_sync_event_us
 from perfkit.collectors.steps import Boundary, Discovery, StepClock
+from perfkit.collectors.sync_gate import SyncGate
 from perfkit.collectors.timing import SegmentClock
 
 POLL_EVERY = 128  # steady-state steps between checks for newly imported libraries to hook
@@ -36,7 +37,7 @@ class StepScheduler:
 
     def __init__(self, config: Any, clock: StepClock, segclock: SegmentClock, schedule: SampleSchedule,
                  sampler: Sampler, gpu: GpuSteps, discovery: Discovery, rules: SegmentRules, patcher: Patcher,
-                 meter: SelfMeter, on_env: Callable[[Any], None], notes: list[str]):
+                 meter: SelfMeter, gate: SyncGate, on_env: Callable[[Any], None], notes: list[str]):
         self.config = config
         self.clock = clock
         self.segclock = segclock
@@ -47,6 +48,7 @@ class StepScheduler:
         self.rules = rules
         self.patcher = patcher
         self.meter = meter
+        self.gate = gate
         self.on_env = on_env
         self.notes = notes
         clock.on_boundary = self.on_boundary
@@ -77,6 +79,11 @@ class StepScheduler:
         special = self._steady(now, idx, sampled)
         if schedule.next > idx:
             special = min(special, schedule.next)
+        gate = self.gate  # counting syncs on whole periods: where the next one begins or ends
+        gate.at(idx, idx > self.config.warmup_steps, loop_period(self.segclock.learner_steps))
+        gate_next = gate.next_boundary(idx)
+        if gate_next is not None and gate_next > idx:
+            special = min(special, gate_next)
         if sampled or not self.timed(idx) or not self.timed(idx + 1):
             special = idx + 1
         self.segclock.time_span(self.timed(idx))

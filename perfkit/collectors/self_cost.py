@@ -56,12 +56,13 @@ def _best_in_scratch_sink(fn: Any, calls: int = CALLS, rounds: int = ROUNDS) -> 
     from perfkit.collectors import hub
     from perfkit.collectors.hub import Sink
 
-    saved = list(hub.sinks)
-    hub.sinks[:] = [Sink()]
+    saved, saved_sync = list(hub.sinks), list(hub.sync_sinks)
+    hub.sinks[:] = hub.sync_sinks[:] = [Sink()]
     try:
         return _best(fn, calls, rounds)
     finally:
         hub.sinks[:] = saved
+        hub.sync_sinks[:] = saved_sync
 
 
 def calibrate(torch: Any) -> dict[str, float]:

@@ -49,7 +49,7 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
 
     ``when(args, kwargs)`` says whether this particular call syncs (e.g. ``torch.where`` with one
     argument); ``chain`` marks ops whose result may feed ``.numpy()/.tolist()`` on the same line."""
-    sinks, state = hub.sinks, tls
+    sinks, state = hub.sync_sinks, tls  # empty while counting syncs is paused
     consumes = op in _CHAIN_CONSUMERS
 
     @wraps(orig)
@@ -160,7 +160,7 @@ def _getitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
     (copied to the device), or a host index tensor into a device tensor (copied too). This hook runs
     for every index in the program, so the indices that never sync (ints, slices and tuples of them)
     leave after a type check."""
-    sinks, state = hub.sinks, tls
+    sinks, state = hub.sync_sinks, tls  # empty while counting syncs is paused
     ndarray = _ndarray()
 
     @wraps(orig)
@@ -253,7 +253,7 @@ def _setitem_hook(orig: Callable, Tensor: type, bool_dtypes: tuple) -> Callable:
     tensor or into a single element is copied host-to-device (see module doc). ``t[bool_mask] = scalar``
     (masked_fill_), writes into slices and rows, and device values through an index tensor are not
     counted. Slices leave at once."""
-    sinks, state = hub.sinks, tls
+    sinks, state = hub.sync_sinks, tls  # empty while counting syncs is paused
     ndarray = _ndarray()
 
     @wraps(orig)
@@ -321,7 +321,7 @@ def _to_hook(orig: Callable, torch: Any) -> Callable:
     tensor, unless non_blocking (:func:`copy_op`), empty, or already there. On a CPU-only run (every
     tensor on the host) only the literal string ``"cpu"`` counts (would-sync): ``x.to(self.device)`` is
     a no-op on a GPU run, where the tensor already lives on the device."""
-    sinks, state = hub.sinks, tls
+    sinks, state = hub.sync_sinks, tls  # empty while counting syncs is paused
     Tensor, dtype_t = torch.Tensor, torch.dtype
     # a machine with no CUDA: every tensor lives on the host, so only a device given as a string can be
     # the literal "cpu" that counts; every other .to() (a dtype, a device object, another tensor) leaves
@@ -378,7 +378,7 @@ def _says_cpu(caller: Any) -> bool:
 def _copy_hook(orig: Callable) -> Callable:
     """``dst.copy_(src)`` between host and device (:func:`copy_op`). (Between two CPU tensors nothing is
     counted: a CPU-only run cannot tell which of them would live on the GPU.)"""
-    sinks, state = hub.sinks, tls
+    sinks, state = hub.sync_sinks, tls  # empty while counting syncs is paused
 
     @wraps(orig)
     def copy_(self, src, *args, **kwargs):
@@ -405,7 +405,7 @@ def _copy_hook(orig: Callable) -> Callable:
 def _cuda_hook(orig: Callable) -> Callable:
     """``cpu_tensor.cuda()`` without ``non_blocking=True``: a host-to-device copy and a stream sync
     (nothing for a tensor already there or an empty one)."""
-    sinks, state = hub.sinks, tls
+    sinks, state = hub.sync_sinks, tls  # empty while counting syncs is paused
 
     @wraps(orig)
     def cuda(self, *args, **kwargs):
@@ -445,7 +445,7 @@ def _tensor_hook(orig: Callable, Tensor: type) -> Callable:
     """``torch.tensor(data, device=cuda)``: a blocking host-to-device copy of Python data (none when the
     data holds no element). On a CPU-only run any ``device=`` counts (would-sync): it names the device
     the data would be copied to on a GPU."""
-    sinks, state = hub.sinks, tls
+    sinks, state = hub.sync_sinks, tls  # empty while counting syncs is paused
 
     @wraps(orig)
     def tensor(*args, **kwargs):

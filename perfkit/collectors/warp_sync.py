@@ -19,7 +19,7 @@ from perfkit.collectors.patches import originals as _originals
 
 
 def _array_hook(orig: Callable, op: str) -> Callable:
-    sinks, state = hub.sinks, tls
+    sinks, state = hub.sync_sinks, tls  # empty while counting syncs is paused
 
     @wraps(orig)
     def hook(self, *args, **kwargs):

@@ -39,6 +39,7 @@ from perfkit.collectors.segment_rules import SegmentRules
 from perfkit.collectors import self_cost
 from perfkit.collectors.self_cost import SelfMeter
 from perfkit.collectors.streams import StreamMonitor
+from perfkit.collectors.sync_gate import SyncGate
 from perfkit.collectors.sync_wait import SyncWaits
 from perfkit.collectors.timing import SegmentClock
 from perfkit.config import Config
@@ -123,8 +124,11 @@ class Session:
                             verify_steps=cfg.verify_steps, timeline_limit=MAX_TIMELINE)
         self.sink = _steps.PhaseSink(self.clock, lambda: self.sampler.active)
         self.meter = SelfMeter()  # perfkit's own cost (the record's self block)
+        # which steady steps count syncs (the mode is decided on enter, once the hooks say how syncs are seen)
+        self.gate = SyncGate("every-step", lambda: self.sink.counts, hub.pause_syncs, hub.resume_syncs)
         self.scheduler = StepScheduler(cfg, self.clock, self.segclock, self.schedule, self.sampler, self.gpu,
-                                       self.discovery, self.rules, self.patcher, self.meter, self._see_env, self.notes)
+                                       self.discovery, self.rules, self.patcher, self.meter, self.gate, self._see_env,
+                                       self.notes)
         self.sync_waits = SyncWaits(self.clock, self.scheduler.timed)
         self.comm = CommCollector(self.clock, self.scheduler.timed)  # torch.distributed: segment comm, ranks
 
@@ -152,6 +156,7 @@ class Session:
         if not hub.sinks:  # the first sink decides how syncs are counted (hub.sync_source)
             hub.sync_source = self.config.sync_source
         hub.acquire(self.sink, self._count_cpu)
+        self.gate.mode = self._sync_counting()
         hub.wait_listeners.append(self.sync_waits.on_wait)
         try:
             self.rules.install()
@@ -206,8 +211,19 @@ class Session:
             tls.depth -= 1
         return self.run
 
+    def _sync_counting(self) -> str:
+        """The gate's mode: the config's, "auto" being whole periods where the CUDA runtime reports the
+        syncs; every step under --verify (it compares each step's count with the runtime's)."""
+        mode = self.config.sync_counting
+        if self.gpu.verify_wanted:
+            return "every-step"
+        if mode == "auto":
+            return "periods" if hub.installed_sync_source == "runtime" else "every-step"
+        return mode
+
     def _teardown(self) -> None:
         global _active
+        self.gate.stop()
         _segments.on_transition = None
         self.clock.on_end = None
         try:
@@ -252,7 +268,7 @@ class Session:
             warmup_steps=self.config.warmup_steps, step_detection=detection, num_envs=self.num_envs,
             env=dict(self.env_info), clock=self.clock.summary(self.t_start), syncs=self.sink.summary(),
             segments=self.segclock.summary(), gpu=self.gpu.summary(), sampling=sampling, schedule=schedule,
-            waits=self.sync_waits.summary(), notes=self.notes + ([ts] if ts else []),
+            waits=self.sync_waits.summary(), gate=self.gate.summary(), notes=self.notes + ([ts] if ts else []),
             step_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.discovery.step_classes],
             policy_classes=[f"{c.__module__}.{c.__qualname__}" for c in self.rules.policy_classes],
             sync_source=hub.installed_sync_source, verify=self.gpu.verify_result(),

@@ -18,6 +18,8 @@ Counting definitions the record follows (``perfkit.run/3``, as /2):
   a sync's rate is counted over whole periods: the steady steps cut at the start to k periods ending
   with the last step (:func:`rate_window`), and ``count = per_step * steps``. Syncs before the first step are setup. Setup and teardown are kept apart (``outside_steps``),
   never per-step costs. Warm-up events are in neither count;
+* where counting syncs paused (:mod:`perfkit.collectors.sync_gate`: on CUDA, once a few whole periods of
+  the loop agreed), a sync's rate is its events over the whole periods counted (``extra.sync_counting``);
 * allocation, loop and stream findings come from the sampled steps (``sampling``), each standing for
   the steps until the next: ``per_step`` is their weighted mean — or, for an event whose sampled
   occurrences follow one period exactly (every 10th step), one over that period — and ``count`` is
@@ -32,11 +34,12 @@ from typing import Any
 from perfkit.record import (
     EXTRA_SYNC_SOURCE, EXTRA_CUDA_ALLOCATOR_ALLOCS, EXTRA_CUDA_ALLOCATOR_PERIODS, EXTRA_GPU_STEP_MS_MEAN, EXTRA_GPU_TIMED_STEPS,
     EXTRA_LOOP_OPS, EXTRA_NOTES, EXTRA_POLICY_CLASSES, EXTRA_RATE_WINDOW,
-    EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_SYNC_WAIT, EXTRA_VERIFY,
+    EXTRA_STEP_CLASSES, EXTRA_STEP_DETECTION, EXTRA_SYNC_COUNTING, EXTRA_SYNC_WAIT, EXTRA_VERIFY,
     EXTRA_WARP_TORCH_INTEROP, Finding, OutsideSteps, Run, SEGMENTS, SegmentStats, Timeline,
 )
 from perfkit.collectors.sampling import SampleSummary, ScheduleSummary
 from perfkit.collectors.steps import ClockSummary, SyncSummary
+from perfkit.collectors.sync_gate import AGREE, RECHECK, GateSummary
 from perfkit.collectors.sync_wait import WaitSummary
 from perfkit.collectors.timing import GpuSummary, SegmentSummary
 from perfkit.source import relpath, source_line
@@ -61,6 +64,7 @@ class Snapshot:
     sampling: SampleSummary = field(default_factory=SampleSummary)  # what the sampled steps counted
     schedule: ScheduleSummary = field(default_factory=ScheduleSummary)  # which steps were sampled, standing for what
     waits: WaitSummary = field(default_factory=WaitSummary)  # host time in each real sync and the work after it
+    gate: GateSummary = field(default_factory=GateSummary)  # which steady steps counted syncs
     notes: list[str] = field(default_factory=list)
     step_classes: list[str] = field(default_factory=list)
     policy_classes: list[str] = field(default_factory=list)
@@ -108,7 +112,8 @@ def build_run(snap: Snapshot) -> Run:
     findings, setup, teardown, loop_ops = _findings(snap, steady, n_steps, loops_mod)
     run.findings = findings
     run.outside_steps = OutsideSteps(setup=setup, teardown=teardown)  # teardown: after the last step's start
-    sync_wait = sync_wait_record(snap.waits.sites, len(times))
+    counted_share = _counted_share(snap.gate, snap.warmup_steps, n_steps)  # of the steady steps, those that counted syncs
+    sync_wait = sync_wait_record(snap.waits.sites, len(times) * counted_share)
     if sync_wait:
         run.extra[EXTRA_SYNC_WAIT] = sync_wait  # host time in each real sync, and the host work after it
     if loop_ops:
@@ -122,7 +127,9 @@ def build_run(snap: Snapshot) -> Run:
 
     n_timed = len(times)
     transitions = 2 * sum(snap.segments.calls.values()) / n_timed if n_timed else 0.0  # an entry and the way back
-    run.self = self_cost(snap.self_meter, transitions, run.syncs_per_step)
+    run.self = self_cost(snap.self_meter, transitions, run.syncs_per_step * counted_share)
+    if snap.gate.mode == "periods":
+        run.extra[EXTRA_SYNC_COUNTING] = _gate_record(snap.gate, snap.warmup_steps, n_steps)
     run.extra[EXTRA_STEP_DETECTION] = snap.step_detection
     if snap.step_classes:
         run.extra[EXTRA_STEP_CLASSES] = list(snap.step_classes)
@@ -160,6 +167,12 @@ def build_run(snap: Snapshot) -> Run:
             {"call": k[0], "path": relpath(k[1]), "line": k[2], "count": v} for k, v in snap.sampling.interop_sites.items()
         ]
     notes = list(snap.notes) + list(snap.sampling.notes)
+    if snap.gate.paused and snap.gate.blocks:
+        g = run.extra[EXTRA_SYNC_COUNTING]
+        notes.append(f"syncs were counted on {g['blocks']} whole periods of the loop ({g['block_steps']} of {steady} steady "
+                     f"steps; {g['period']} steps a period): once {AGREE} periods in a row agreed, one period in every "
+                     f"{RECHECK}; a site that syncs only outside them is not seen (--sync-counting every-step counts "
+                     "every step)")
     if not snap.clock.step_times and snap.clock.untimed_step_times:
         if snap.verify is not None and snap.verify.get("steps"):
             notes.append(f"every steady step ({len(snap.clock.untimed_step_times)}) was in the --verify window: its step "
@@ -298,9 +311,11 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
                 peak[k7] = m
             if cut and snap.warmup_steps < idx <= snap.warmup_steps + cut and key[7] == "steady":
                 early[k7] = early.get(k7, 0) + m
+    steps = steady or n_steps
+    if snap.gate.paused and snap.gate.blocks:
+        return _gated_rates(snap, per, steps, n_steps, teardown), setup, teardown
     out: dict[tuple, tuple[float, dict, int]] = {}
     warm_steps = min(snap.warmup_steps, n_steps)
-    steps = steady or n_steps
     for k7, (cnt, segs, tail, warm) in per.items():
         if not cnt:
             continue
@@ -324,6 +339,48 @@ def _sync_counts(snap: Snapshot, steady: int, n_steps: int) -> tuple[dict[tuple,
     setup.sort(key=lambda d: -d["count"])
     teardown.sort(key=lambda d: -d["count"])
     return out, setup, teardown
+
+
+def _on_steps(gate: GateSummary, warmup: int, n_steps: int) -> int:
+    """The steady steps that counted syncs (the gate's ranges, the last open one to the run's last step)."""
+    return sum(max(0, min(b if b is not None else n_steps, n_steps) - max(a, warmup + 1) + 1) for a, b in gate.on)
+
+
+def _counted_share(gate: GateSummary, warmup: int, n_steps: int) -> float:
+    """Of the steady steps, the share that counted syncs (1 where counting never paused)."""
+    steady = n_steps - warmup
+    if not gate.paused or steady <= 0:
+        return 1.0
+    return min(1.0, _on_steps(gate, warmup, n_steps) / steady)
+
+
+def _gate_record(gate: GateSummary, warmup: int, n_steps: int) -> dict[str, Any]:
+    return {"mode": gate.mode, "paused": gate.paused, "period": gate.period, "blocks": len(gate.blocks),
+            "block_steps": gate.block_steps, "counted_steps": _on_steps(gate, warmup, n_steps),
+            "agree": AGREE, "recheck": RECHECK}
+
+
+def _gated_rates(snap: Snapshot, per: dict[tuple, list], steps: int, n_steps: int,
+                 teardown: list[dict]) -> dict[tuple, tuple[float, dict, int]]:
+    """The sync rates where counting paused (:mod:`perfkit.collectors.sync_gate`): a site's events over the
+    whole periods counted, per step; a site seen only in other counted steps (a period cut short by the
+    run's end) over every step that counted, its events after the last step's start left out (a site with
+    none but those is teardown)."""
+    gate = snap.gate
+    in_blocks = gate.block_steps
+    on = _on_steps(gate, snap.warmup_steps, n_steps)
+    out: dict[tuple, tuple[float, dict, int]] = {}
+    for k7, (cnt, segs, tail, _warm) in per.items():
+        counted = gate.counts.get(k7)
+        if counted:
+            rate, segs = counted[0] / in_blocks, counted[1]
+        elif cnt > tail and on:
+            rate = (cnt - tail) / on
+        else:
+            teardown.append({"op": k7[1], "path": relpath(k7[2]), "line": k7[3], "count": tail})
+            continue
+        out[k7] = (rate, segs, int(round(rate * steps)))
+    return out
 
 
 def _per_step_cap(events: int, steps: int) -> int:

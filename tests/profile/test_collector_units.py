@@ -170,6 +170,7 @@ def test_the_scheduler_sees_special_boundaries_only_and_decides_timed_sampled_an
     from perfkit.collectors.sampling import SampleSchedule
     from perfkit.collectors.scheduler import StepScheduler
     from perfkit.collectors.self_cost import SelfMeter
+    from perfkit.collectors.sync_gate import SyncGate
     from perfkit.collectors.timing import SegmentClock
     from perfkit.config import Config
 
@@ -181,7 +182,8 @@ def test_the_scheduler_sees_special_boundaries_only_and_decides_timed_sampled_an
     sampler, meter, seen = _Sampler(), SelfMeter(), []
     sched = StepScheduler(cfg, clock, segclock, SampleSchedule(3, 31, 1.0, cfg.sample_steps), sampler,
                           GpuSteps(segclock, timing_every=3, nvtx="off", verify=False, verify_steps=20, timeline_limit=100),
-                          discovery, _Rules(), Patcher(), meter, seen.append, [])
+                          discovery, _Rules(), Patcher(), meter, SyncGate("every-step", dict, lambda: False, lambda: None),
+                          seen.append, [])
     assert clock.on_boundary == sched.on_boundary
     decided = []
     clock.on_boundary = lambda now, idx, env: decided.append((idx, sched.on_boundary(now, idx, env))) or decided[-1][1]

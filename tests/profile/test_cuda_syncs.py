@@ -225,6 +225,7 @@ def runtime_hub(monkeypatch):
     monkeypatch.setattr(hub, "runtime", rs)
     monkeypatch.setattr(hub, "count_cpu", False)
     monkeypatch.setattr(hub, "sinks", [sink])
+    monkeypatch.setattr(hub, "sync_sinks", [sink])
     try:
         yield hub, sink
     finally:

@@ -115,6 +115,7 @@ def test_a_sync_the_runtime_reports_is_priced_through_the_whole_warning_path(mon
     monkeypatch.setattr(warnings, "_showwarnmsg", rs._showwarnmsg(warnings._showwarnmsg))
     monkeypatch.setattr(hub, "installed_sync_source", "runtime")
     monkeypatch.setattr(hub, "sinks", [real])
+    monkeypatch.setattr(hub, "sync_sinks", [real])
     with warnings.catch_warnings():
         warnings.filterwarnings("always", message=MESSAGE, category=UserWarning)
         cost = self_cost._runtime_reported_sync()

@@ -1,0 +1,178 @@
+"""Which steady steps count syncs: every one, or — once the training loop has shown the same syncs in a
+few whole periods in a row — one whole period in every few.
+
+Counting a sync costs perfkit its event path at every sync: on a CUDA run the runtime's warning, Python's
+warnings machinery and the count (~7 µs on the H200; ~90 syncs a step on a manager-based env through
+rsl_rl is ~0.6 ms of a ~18 ms step, most of perfkit's steady cost there). An RL training loop repeats
+itself period by period (a rollout of ``num_steps`` env steps, then a learner update), so the syncs of a
+few whole periods say what every period does. :class:`SyncGate` (mode ``"periods"``):
+
+* counts every step until the loop's period is known (two learner updates) and then counts it in *blocks*
+  of one period (any ``period`` consecutive steps hold one learner update, wherever they start);
+* once ``AGREE`` blocks in a row agree (the same sites, each within :func:`agree`'s tolerance) it pauses
+  counting: :func:`perfkit.collectors.hub.pause_syncs` turns the runtime's detection off and the sync
+  hooks pass every call straight through;
+* then counts one block in every ``RECHECK`` blocks; a block that does not agree with the last counted one
+  keeps counting on until ``AGREE`` agree again;
+* the record's sync rates are those of the counted whole blocks (:meth:`summary`): events / steps.
+
+Mode ``"every-step"`` (the default off CUDA, under ``--verify``, with another sink active, or set by
+``[tool.perfkit] sync_counting``) never pauses: the rates are every steady step's. A loop without a
+learner update never pauses either (no period to count whole).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+AGREE = 3  # whole periods in a row that must agree before counting pauses
+RECHECK = 8  # once paused, one period counted in every RECHECK periods
+SITE_SLACK = 0.25  # a site's count may differ by this share of the larger (or by 2 events) ...
+TOTAL_SLACK = 0.10  # ... and a period's total by this share, for two periods to agree
+
+
+def agree(a: dict[tuple, int], b: dict[tuple, int]) -> bool:
+    """Whether two periods' ``{site: events}`` say the same: the same sites (with events), each count within
+    ``max(2, SITE_SLACK x the larger)`` of the other, the totals within ``TOTAL_SLACK``. (A data-dependent
+    site — rsl_rl's adaptive learning rate compares ``kl_mean`` twice only when the first holds — moves
+    a little from period to period; a site that appears or vanishes is a change of regime.)"""
+    if {k for k, n in a.items() if n} != {k for k, n in b.items() if n}:
+        return False
+    for k, n in a.items():
+        m = b.get(k, 0)
+        if abs(n - m) > max(2, SITE_SLACK * max(n, m)):
+            return False
+    ta, tb = sum(a.values()), sum(b.values())
+    return abs(ta - tb) <= TOTAL_SLACK * max(ta, tb)
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    """What the gate decided (:meth:`SyncGate.summary`): ``blocks``: the counted whole periods (first and
+    last step), ``counts``: ``{site key (7 fields): [events, {segment: events}]}`` over them, ``on``: the
+    steady step ranges syncs were counted in (the last open-ended: ``None``), ``paused``: whether counting
+    ever paused (else every steady step counted and the rates are the usual ones)."""
+
+    mode: str = "every-step"
+    period: int | None = None
+    paused: bool = False
+    blocks: list[tuple[int, int]] = field(default_factory=list)
+    counts: dict[tuple, list] = field(default_factory=dict)
+    on: list[tuple[int, int | None]] = field(default_factory=list)
+
+    @property
+    def block_steps(self) -> int:
+        return sum(b - a + 1 for a, b in self.blocks)
+
+
+def steady_syncs(counts: dict[tuple, list]) -> dict[tuple, tuple[int, dict]]:
+    """``{site key (7 fields): (events, {segment: events})}`` of the steady syncs in a sink's counts."""
+    out: dict[tuple, tuple[int, dict]] = {}
+    for key, (n, _nbytes, segs) in counts.items():
+        if key[0] == "sync" and key[7] == "steady":
+            out[key[:7]] = (n, dict(segs))
+    return out
+
+
+class SyncGate:
+    """Decides, at the scheduler's special boundaries, whether the steps from there on count syncs (see
+    module doc). ``counts()`` reads the session sink's counts; ``pause``/``resume`` switch counting."""
+
+    def __init__(self, mode: str, counts: Callable[[], dict[tuple, list]], pause: Callable[[], bool],
+                 resume: Callable[[], None]):
+        self.mode = mode
+        self._counts = counts
+        self._pause = pause
+        self._resume = resume
+        self.period: int | None = None
+        self.counting = True
+        self.paused_ever = False
+        self.block_start: int | None = None  # the first step of the block being counted (or skipped)
+        self._base: dict[tuple, tuple[int, dict]] = {}  # steady counts when the counted block began
+        self.last: dict[tuple, int] | None = None  # the last counted block's {site: events}
+        self.streak = 0  # counted blocks in a row that agreed with the one before
+        self.blocks: list[tuple[int, int]] = []
+        self.block_counts: dict[tuple, list] = {}
+        self.on: list[list] = []  # [first step, last step or None] while counting
+
+    def next_boundary(self, idx: int) -> int | None:
+        """The next step boundary the gate must see (None: none scheduled)."""
+        if self.block_start is None or self.period is None:
+            return None
+        return self.block_start + self.period if self.counting else self.block_start + RECHECK * self.period - self.period
+
+    def at(self, idx: int, steady: bool, period: int | None) -> None:
+        """Step ``idx`` begins (a special boundary); ``period``: the loop's confirmed period (None: not
+        known yet)."""
+        if not steady:
+            return
+        if not self.on:
+            self.on.append([idx, None])
+        if self.mode != "periods":
+            return
+        if self.period is None:
+            if period is None or period < 1:
+                return
+            self.period = period
+            self._begin_block(idx)
+            return
+        end = self.block_start + (self.period if self.counting else (RECHECK - 1) * self.period)
+        if idx < end:
+            return
+        if not self.counting:  # the skipped stretch is over: count one block
+            self._switch_on(idx)
+            self._begin_block(idx)
+            return
+        if idx > end:  # the boundary came late (a step not seen: cannot happen with the clock's schedule)
+            self._begin_block(idx)
+            return
+        self._close_block(idx)
+        if self.streak >= AGREE - 1:
+            if self._pause():
+                self.counting = False
+                self.paused_ever = True
+                self.on[-1][1] = idx - 1
+                self.block_start = idx
+                return
+        self._begin_block(idx)
+
+    def _begin_block(self, idx: int) -> None:
+        self.block_start = idx
+        self._base = steady_syncs(self._counts())
+
+    def _close_block(self, idx: int) -> None:
+        now = steady_syncs(self._counts())
+        block: dict[tuple, int] = {}
+        for k, (n, segs) in now.items():
+            n0, segs0 = self._base.get(k, (0, {}))
+            if n > n0:
+                block[k] = n - n0
+                acc = self.block_counts.setdefault(k, [0, {}])
+                acc[0] += n - n0
+                for sg, m in segs.items():
+                    d = m - segs0.get(sg, 0)
+                    if d:
+                        acc[1][sg] = acc[1].get(sg, 0) + d
+        self.blocks.append((self.block_start, idx - 1))
+        self.streak = self.streak + 1 if self.last is not None and agree(self.last, block) else 0
+        self.last = block
+
+    def _switch_on(self, idx: int) -> None:
+        self._resume()
+        self.counting = True
+        self.on.append([idx, None])
+
+    def stop(self) -> None:
+        """The session ends: counting is switched back on (the hooks are about to be removed)."""
+        if not self.counting:
+            self._resume()
+            self.counting = True
+
+    def summary(self) -> GateSummary:
+        return GateSummary(mode=self.mode, period=self.period, paused=self.paused_ever, blocks=list(self.blocks),
+                           counts={k: [v[0], dict(v[1])] for k, v in self.block_counts.items()},
+                           on=[(a, b) for a, b in self.on])
+
+
+__all__ = ["AGREE", "RECHECK", "GateSummary", "SyncGate", "agree", "steady_syncs"]
