@@ -14,7 +14,8 @@ few whole periods say what every period does. :class:`SyncGate` (mode ``"periods
   hooks pass every call straight through;
 * then counts one block in every ``RECHECK`` blocks; a block that does not agree with the last counted one
   keeps counting on until ``AGREE`` agree again;
-* the record's sync rates are those of the counted whole blocks (:meth:`summary`): events / steps.
+* the record's sync rates are the counted whole blocks', each standing for the steps it stands in for
+  (:meth:`GateSummary.rates`).
 
 Mode ``"every-step"`` (the default off CUDA, under ``--verify``, with another sink active, or set by
 ``[tool.perfkit] sync_counting``) never pauses: the rates are every steady step's. A loop without a
@@ -50,20 +51,44 @@ def agree(a: dict[tuple, int], b: dict[tuple, int]) -> bool:
 @dataclass(frozen=True)
 class GateSummary:
     """What the gate decided (:meth:`SyncGate.summary`): ``blocks``: the counted whole periods (first and
-    last step), ``counts``: ``{site key (7 fields): [events, {segment: events}]}`` over them, ``on``: the
-    steady step ranges syncs were counted in (the last open-ended: ``None``), ``paused``: whether counting
-    ever paused (else every steady step counted and the rates are the usual ones)."""
+    last step), ``block_counts``: per block ``{site key (7 fields): [events, {segment: events}]}``, ``on``:
+    the steady step ranges syncs were counted in (the last open-ended: ``None``), ``paused``: whether
+    counting ever paused (else every steady step counted and the rates are the usual ones)."""
 
     mode: str = "every-step"
     period: int | None = None
     paused: bool = False
     blocks: list[tuple[int, int]] = field(default_factory=list)
-    counts: dict[tuple, list] = field(default_factory=dict)
+    block_counts: list[dict[tuple, list]] = field(default_factory=list)
     on: list[tuple[int, int | None]] = field(default_factory=list)
 
     @property
     def block_steps(self) -> int:
         return sum(b - a + 1 for a, b in self.blocks)
+
+    def rates(self, last_step: int) -> dict[tuple, tuple[float, dict]]:
+        """``{site: (events per step, {segment: events})}`` over the steps from the first block to
+        ``last_step``: each block stands for itself and the uncounted steps before it (the stretch it
+        ended), the last also for the steps after it — every step stands in once, so a period early in
+        the run (resets bunched after a random start) weighs what it is, one period, and a recheck the
+        periods it checked."""
+        if not self.blocks:
+            return {}
+        weights, prev = [], None
+        for a, b in self.blocks:
+            weights.append(b - a + 1 + (a - prev - 1 if prev is not None else 0))
+            prev = b
+        weights[-1] += max(0, last_step - prev)
+        total = sum(weights)
+        out: dict[tuple, list] = {}
+        for (a, b), w, counts in zip(self.blocks, weights, self.block_counts):
+            scale = w / (b - a + 1)
+            for k, (n, segs) in counts.items():
+                e = out.setdefault(k, [0.0, {}])
+                e[0] += n * scale
+                for sg, m in segs.items():
+                    e[1][sg] = e[1].get(sg, 0) + m
+        return {k: (n / total, segs) for k, (n, segs) in out.items()}
 
 
 def steady_syncs(counts: dict[tuple, list]) -> dict[tuple, tuple[int, dict]]:
@@ -93,7 +118,7 @@ class SyncGate:
         self.last: dict[tuple, int] | None = None  # the last counted block's {site: events}
         self.streak = 0  # counted blocks in a row that agreed with the one before
         self.blocks: list[tuple[int, int]] = []
-        self.block_counts: dict[tuple, list] = {}
+        self.block_counts: list[dict[tuple, list]] = []  # per block: site -> [events, {segment: events}]
         self.on: list[list] = []  # [first step, last step or None] while counting
 
     def next_boundary(self, idx: int) -> int | None:
@@ -144,17 +169,14 @@ class SyncGate:
     def _close_block(self, idx: int) -> None:
         now = steady_syncs(self._counts())
         block: dict[tuple, int] = {}
+        counts: dict[tuple, list] = {}
         for k, (n, segs) in now.items():
             n0, segs0 = self._base.get(k, (0, {}))
             if n > n0:
                 block[k] = n - n0
-                acc = self.block_counts.setdefault(k, [0, {}])
-                acc[0] += n - n0
-                for sg, m in segs.items():
-                    d = m - segs0.get(sg, 0)
-                    if d:
-                        acc[1][sg] = acc[1].get(sg, 0) + d
+                counts[k] = [n - n0, {sg: m - segs0.get(sg, 0) for sg, m in segs.items() if m > segs0.get(sg, 0)}]
         self.blocks.append((self.block_start, idx - 1))
+        self.block_counts.append(counts)
         self.streak = self.streak + 1 if self.last is not None and agree(self.last, block) else 0
         self.last = block
 
@@ -171,8 +193,7 @@ class SyncGate:
 
     def summary(self) -> GateSummary:
         return GateSummary(mode=self.mode, period=self.period, paused=self.paused_ever, blocks=list(self.blocks),
-                           counts={k: [v[0], dict(v[1])] for k, v in self.block_counts.items()},
-                           on=[(a, b) for a, b in self.on])
+                           block_counts=list(self.block_counts), on=[(a, b) for a, b in self.on])
 
 
 __all__ = ["AGREE", "RECHECK", "GateSummary", "SyncGate", "agree", "steady_syncs"]

@@ -19,7 +19,8 @@ Counting definitions the record follows (``perfkit.run/3``, as /2):
   with the last step (:func:`rate_window`), and ``count = per_step * steps``. Syncs before the first step are setup. Setup and teardown are kept apart (``outside_steps``),
   never per-step costs. Warm-up events are in neither count;
 * where counting syncs paused (:mod:`perfkit.collectors.sync_gate`: on CUDA, once a few whole periods of
-  the loop agreed), a sync's rate is its events over the whole periods counted (``extra.sync_counting``);
+  the loop agreed), a sync's rate is its events in the whole periods counted, each standing for the
+  steps around it that were not counted (``extra.sync_counting``);
 * allocation, loop and stream findings come from the sampled steps (``sampling``), each standing for
   the steps until the next: ``per_step`` is their weighted mean — or, for an event whose sampled
   occurrences follow one period exactly (every 10th step), one over that period — and ``count`` is
@@ -171,8 +172,9 @@ def build_run(snap: Snapshot) -> Run:
         g = run.extra[EXTRA_SYNC_COUNTING]
         notes.append(f"syncs were counted on {g['blocks']} whole periods of the loop ({g['block_steps']} of {steady} steady "
                      f"steps; {g['period']} steps a period): once {AGREE} periods in a row agreed, one period in every "
-                     f"{RECHECK}; a site that syncs only outside them is not seen (--sync-counting every-step counts "
-                     "every step)")
+                     f"{RECHECK}; {g['sites_varying']} of {g['sites']} sites varied between them (their rates are "
+                     "estimates) and a site that syncs only outside them is not seen (--sync-counting every-step "
+                     "counts every step)")
     if not snap.clock.step_times and snap.clock.untimed_step_times:
         if snap.verify is not None and snap.verify.get("steps"):
             notes.append(f"every steady step ({len(snap.clock.untimed_step_times)}) was in the --verify window: its step "
@@ -355,25 +357,29 @@ def _counted_share(gate: GateSummary, warmup: int, n_steps: int) -> float:
 
 
 def _gate_record(gate: GateSummary, warmup: int, n_steps: int) -> dict[str, Any]:
+    """``extra.sync_counting``: how syncs were counted, and how many sites' counts differed between the
+    counted periods (their rates are estimates; the others' are exact for a loop that repeats)."""
+    sites = {k for counts in gate.block_counts for k in counts}
+    varying = sum(1 for k in sites if len({c.get(k, [0])[0] for c in gate.block_counts}) > 1)
     return {"mode": gate.mode, "paused": gate.paused, "period": gate.period, "blocks": len(gate.blocks),
             "block_steps": gate.block_steps, "counted_steps": _on_steps(gate, warmup, n_steps),
-            "agree": AGREE, "recheck": RECHECK}
+            "sites": len(sites), "sites_varying": varying, "agree": AGREE, "recheck": RECHECK}
 
 
 def _gated_rates(snap: Snapshot, per: dict[tuple, list], steps: int, n_steps: int,
                  teardown: list[dict]) -> dict[tuple, tuple[float, dict, int]]:
-    """The sync rates where counting paused (:mod:`perfkit.collectors.sync_gate`): a site's events over the
-    whole periods counted, per step; a site seen only in other counted steps (a period cut short by the
-    run's end) over every step that counted, its events after the last step's start left out (a site with
-    none but those is teardown)."""
+    """The sync rates where counting paused (:mod:`perfkit.collectors.sync_gate`): a site's events in the
+    whole periods counted, each standing for the steps it stands in for, per step
+    (:meth:`~perfkit.collectors.sync_gate.GateSummary.rates`); a site seen only in other counted steps
+    (before the first period, or in one cut short by the run's end) over every step that counted, its
+    events after the last step's start left out (a site with none but those is teardown)."""
     gate = snap.gate
-    in_blocks = gate.block_steps
+    rates = gate.rates(n_steps)
     on = _on_steps(gate, snap.warmup_steps, n_steps)
     out: dict[tuple, tuple[float, dict, int]] = {}
     for k7, (cnt, segs, tail, _warm) in per.items():
-        counted = gate.counts.get(k7)
-        if counted:
-            rate, segs = counted[0] / in_blocks, counted[1]
+        if k7 in rates:
+            rate, segs = rates[k7]
         elif cnt > tail and on:
             rate = (cnt - tail) / on
         else:

@@ -55,6 +55,18 @@ def test_two_periods_agree_within_the_tolerance_and_a_new_or_lost_site_is_a_chan
     assert not agree(a, {("x",): 12, ("y",): 8})  # half the syncs
 
 
+def test_each_counted_period_stands_for_the_steps_it_stands_in_for():
+    from perfkit.collectors.sync_gate import GateSummary
+
+    k = ("sync", ".item()", "f.py", 1, "f", None, False)
+    g = GateSummary(mode="periods", period=10, paused=True, blocks=[(1, 10), (11, 20), (81, 90)],
+                    block_counts=[{k: [10, {"reward": 10}]}, {}, {k: [20, {"reward": 20}]}])
+    # weights: 10, 10, and 60 skipped + 10 counted + 10 after the last = 80 of the 100 steps
+    rate, segs = g.rates(100)[k]
+    assert rate == pytest.approx((10 + 20 * 8) / 100)
+    assert segs == {"reward": 30}
+
+
 def test_once_periods_agree_counting_pauses_and_the_rates_stay_exact():
     calls = []
 
@@ -70,6 +82,7 @@ def test_once_periods_agree_counting_pauses_and_the_rates_stay_exact():
     # counted: the periods until AGREE agreed, then one in every RECHECK; far fewer than the run's
     assert g["blocks"] >= AGREE + 2 and g["counted_steps"] < run.steps / 2
     assert g["block_steps"] == g["blocks"] * ROLLOUT
+    assert g["sites"] == 2 and g["sites_varying"] == 0  # a loop that repeats: every rate exact
     assert _rate(run, "per step") == pytest.approx(1.0)
     assert _rate(run, "the update's sync") == pytest.approx(8 / ROLLOUT)
     (f,) = [f for f in run.findings_of("sync") if "per step" in f.code]
@@ -99,7 +112,7 @@ def test_a_site_that_appears_after_the_pause_is_seen_at_a_recheck_and_counting_r
         _loop(44, per_step)
     g = s.run.extra["sync_counting"]
     late = _rate(s.run, "late")
-    assert late > 0  # seen
+    assert late > 0 and g["sites_varying"] == 1  # seen, and said to be an estimate
     blocks = s.gate.blocks
     first_late = 5 + 20 * ROLLOUT + 1  # the first step of iteration 20 (5 warm-up steps)
     after = [b for b in blocks if b[0] >= first_late]
