@@ -41,11 +41,13 @@ def test_each_anti_pattern_owns_its_planted_branch_not_its_fix(pv):
 
     assert owned("env_loop", "actions[i].clamp_(-1.0, 1.0)") and not owned("env_loop", "actions.clamp_(-1.0, 1.0)")
     assert owned("nonzero_reset", "ep_return[finished] = 0.0") and not owned("nonzero_reset", "masked_fill_(done")
-    assert owned("cpu_numpy", "episodes_host += int(done_host.sum())")
+    assert owned("cpu_numpy", "host_counts[k] += int(done_host.sum())")
     assert owned("fresh_tensors", "torch.zeros(env.num_envs") and not owned("fresh_tensors", "ep_return.add_(reward)")
     assert owned("list_gather", "obs[[0, 1, 2, 3]]") and not owned("list_gather", "index_select")
     assert owned("item_log", ".item()") and owned("print_tensor", "torso height")
-    assert all(len(v) <= 2 for v in blocks.values())  # a branch, not the whole loop around it
+    assert owned("item_log", "term = reward if k == 0") and not owned("item_log", "plant.on_device.add_")
+    # a branch (its --plant-scale repetition and the planted lines), not the whole loop around it
+    assert all(len(v) <= 3 for v in blocks.values())
 
 
 def test_a_marked_loop_brings_its_body_and_other_files_are_not_the_scripts(pv, tmp_path):
