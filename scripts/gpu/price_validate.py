@@ -2,7 +2,7 @@
 """On the H200: validate the what-if prices against the measured gain of removing each planted
 anti-pattern of ``examples/train_naive.py``, one at a time, at 256 and 4096 envs (issue 12).
 
-    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330]
+    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330] [--plant-scale 64,print_tensor=160]
 
 About 6 minutes for both sizes together on the H200 (``--budget-s`` bounds the profiling and the
 measuring rounds: rounds stop when the next would pass it, after at least ``--min-rounds``).
@@ -15,6 +15,12 @@ measured, and ``env_loop`` (the loop fixed, ``--base-fix``), against which each 
 measured (arm ``env_loop+NAME``). Arms with the loop still planted are slow (tens of ms per step at
 4096 envs) and run ``--slow-iterations`` in the first ``--slow-rounds`` rounds only (their effect is
 large); the others run ``--iterations`` every round.
+
+**Plant scale.** At scale 1 each planted sync or allocation costs 0.01-0.35 ms of a ~5 ms step, below
+the run-to-run noise (2.5-8 % on the H200, ``reports/price-validation-h200``). Every run and profiled
+baseline therefore gets ``--plant-scale`` (default ``PLANT_SCALE``): ``train_naive.py`` repeats each
+planted anti-pattern but the per-env loop that many times a step, each extra sync after a slice of
+device work that its fix does too (the script's docstring). The scale is in the report.
 
 **Predicted** saving of a fix: each baseline is profiled once by ``perfkit profile`` (warm-up: the
 first iteration, as the script's own SPS leaves it out); the findings of the fix are those on the
@@ -84,6 +90,10 @@ from perfkit.record import EXTRA_SYNC_WAIT, Finding, Run  # noqa: E402
 NAIVE = ROOT / "examples" / "train_naive.py"
 FIXES = ("item_log", "nonzero_reset", "env_loop", "fresh_tensors", "print_tensor", "cpu_numpy", "list_gather")
 SLOW = "env_loop"  # an arm with this anti-pattern still planted runs --slow-iterations
+# train_naive.py --plant-scale for every run: ~1.3-2.5 ms saved per fix at 256 envs on the H200, where
+# one repetition of a planted sync saves ~20-40 us, an allocation ~4 us (three a repetition), a printed
+# tensor ~0.25 ms once an iteration of 32 steps (the module doc's numbers; see the issue-23 report)
+PLANT_SCALE = "64,print_tensor=160"
 TOLERANCE = 0.30
 SPS_RE = re.compile(r"^SPS:\s*([0-9.eE+-]+)\s*$", re.M)
 ANTI_RE = re.compile(r"#\s*ANTI-PATTERN\s+([a-z_]+)")
@@ -346,6 +356,8 @@ def script_args(a: argparse.Namespace, num_envs: int, fix: tuple[str, ...]) -> l
             args += [opt, str(v)]
     if fix:
         args += ["--fix", ",".join(fix)]
+    if a.plant_scale and a.plant_scale.strip() != "1":  # 1: the plain plant (a script without the option runs too)
+        args += ["--plant-scale", a.plant_scale]
     return args
 
 
@@ -438,6 +450,7 @@ class Validation:
             "config": {"sizes": self.sizes, "fixes": self.fixes, "base_fix": list(self.base_fix),
                        "iterations": a.iterations, "slow_iterations": a.slow_iterations, "num_steps": a.num_steps,
                        "backend": a.backend, "device": a.device, "env": a.env, "seed": a.seed,
+                       "plant_scale": a.plant_scale,
                        "budget_s": a.budget_s, "min_rounds": a.min_rounds, "max_rounds": a.max_rounds,
                        "slow_rounds": a.slow_rounds, "preload": None if a.no_preload else a.preload,
                        "tolerance": TOLERANCE},
@@ -595,7 +608,9 @@ def markdown(state: dict[str, Any]) -> str:
              "",
              f"Sizes {', '.join(map(str, cfg['sizes']))} envs; iterations {cfg['iterations']} "
              f"({cfg['slow_iterations']} with the per-env loop planted), num_steps {cfg['num_steps'] or 'default'}, "
-             f"backend {cfg['backend'] or 'auto'}; priced with "
+             f"backend {cfg['backend'] or 'auto'}; plant scale {cfg.get('plant_scale') or '1'} "
+             f"(`train_naive.py --plant-scale`: each planted anti-pattern but the per-env loop repeated that many "
+             f"times a step); priced with "
              f"{next((p['pricing_profile'] for p in (state.get('profiles') or {}).values()), '—')}; fresh process per run"
              f"{' (imports preloaded while the previous run ran)' if cfg['preload'] else ''}; tolerance ±30 %.", ""]
     lines += ["## Pricing models", "", "| model | status | worst error | judged cases | below noise |",
@@ -666,6 +681,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--env", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--plant-scale", default=PLANT_SCALE, help="train_naive.py --plant-scale for every run and "
+                    "profiled baseline: K or K,NAME=K2 (default: %(default)s; 1: the plain plant)")
     ap.add_argument("--profile", default=None, help="machine cost profile to price with (default: this machine's "
                     "cached one, else the reference)")
     ap.add_argument("--budget-s", type=float, default=330.0, help="profiling + measuring; rounds stop past it")

@@ -40,10 +40,10 @@ def test_each_anti_pattern_owns_its_planted_branch_not_its_fix(pv):
         return any(text in lines[i - 1] for i in blocks[name])
 
     assert owned("env_loop", "actions[i].clamp_(-1.0, 1.0)") and not owned("env_loop", "actions.clamp_(-1.0, 1.0)")
-    assert owned("nonzero_reset", "ep_return[finished] = 0.0") and not owned("nonzero_reset", "masked_fill_(done")
+    assert owned("nonzero_reset", "ep_return)[finished] = 0.0") and not owned("nonzero_reset", "masked_fill_(done")
     assert owned("cpu_numpy", "host_counts[k] += int(done_host.sum())")
     assert owned("fresh_tensors", "torch.zeros(env.num_envs") and not owned("fresh_tensors", "ep_return.add_(reward)")
-    assert owned("list_gather", "obs[[0, 1, 2, 3]]") and not owned("list_gather", "index_select")
+    assert owned("list_gather", "rows[[0, 1, 2, 3]]") and not owned("list_gather", "index_select")
     assert owned("item_log", ".item()") and owned("print_tensor", "torso height")
     assert owned("item_log", "term = reward if k == 0") and not owned("item_log", "plant.on_device.add_")
     # a branch (its --plant-scale repetition and the planted lines), not the whole loop around it
@@ -74,6 +74,21 @@ def test_groups_measure_the_loop_against_all_planted_and_the_rest_against_the_lo
     assert len(groups[1]["arms"]) == 6
     assert pv.schedule_arms(groups)[:3] == ["none", "env_loop", "env_loop+item_log"]
     assert pv.plan_groups(["item_log"], ()) == [{"base": "none", "arms": {"item_log": "item_log"}}]
+
+
+def test_every_arm_runs_at_the_plant_scale_and_scale_1_is_the_plain_script(pv):
+    a = pv.argparse.Namespace(seed=0, iterations=8, slow_iterations=3, num_steps=None, backend=None, device=None,
+                              env=None, plant_scale=pv.PLANT_SCALE)
+    for fix in [(), ("env_loop",), ("env_loop", "item_log")]:
+        args = pv.script_args(a, 256, fix)
+        assert args[args.index("--plant-scale") + 1] == pv.PLANT_SCALE
+    a.plant_scale = "1"
+    assert "--plant-scale" not in pv.script_args(a, 256, ("env_loop",))
+    spec = importlib.util.spec_from_file_location("train_naive", NAIVE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    scale = mod.parse_scale(pv.PLANT_SCALE)
+    assert scale["print_tensor"] == 160 and scale["item_log"] == 64 and "env_loop" not in scale
 
 
 def test_block_analysis_of_two_arms_and_two_rounds_by_hand(pv):
@@ -161,7 +176,7 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
 
     a = pv.argparse.Namespace(script=NAIVE, sizes="256", fixes="env_loop,item_log", base_fix="env_loop", profile=None,
                               iterations=8, slow_iterations=3, num_steps=None, backend=None, device=None, env=None,
-                              seed=0, budget_s=10.0, min_rounds=2, max_rounds=2, slow_rounds=2, no_preload=False,
+                              seed=0, plant_scale="1", budget_s=10.0, min_rounds=2, max_rounds=2, slow_rounds=2, no_preload=False,
                               preload="torch", out=tmp_path, report_dir="reports/price-validation-h200")
     v = pv.Validation(a, ["--out", str(tmp_path)])
     v.state["predicted"] = {"256/none": {"env_loop": {"as_priced": {"saved_ms": 4.0, "model": "loop"}}},
@@ -186,11 +201,12 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
 
 
 def test_the_cpu_path_on_train_naive(pv, tmp_path):
-    """Profile both baselines, measure two interleaved rounds in fresh processes, write every output."""
+    """Profile both baselines, measure two interleaved rounds in fresh processes, write every output;
+    every run and profiled baseline gets the plant scale."""
     out = tmp_path / "out"
     rc = pv.main(["--out", str(out), "--sizes", "8", "--fixes", "env_loop,item_log", "--backend", "mujoco",
                   "--num-steps", "2", "--iterations", "2", "--slow-iterations", "2", "--max-rounds", "2",
-                  "--preload", "torch"])
+                  "--preload", "torch", "--plant-scale", "2"])
     assert rc == 0, (out / "price-validation.md").read_text()
     res = json.loads((out / "price-validation-results.json").read_text())
     assert {(r["round"], r["arm"]) for r in res["runs"]} == {(r, a) for r in (1, 2)
@@ -203,6 +219,7 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
     assert loop["model"] is None and loop["saved_ms"] == 0 and loop["findings"][0].startswith("loop for-loop")
     assert item["model"] in (None, "alloc") and set(cases["item_log"]["predicted"]) == {"as_priced"}
     assert any(f.startswith("sync .item()") for f in item["findings"])
+    assert any(f.startswith("sync .item()") and " x2/step " in f for f in item["findings"])  # scale 2: two a step
     assert cases["item_log"]["baseline"] == "env_loop" and cases["env_loop"]["baseline"] == "none"
     for c in cases.values():
         assert c["measured"]["saved_ms"] is not None and c["measured"]["noise_ms"] >= 0
@@ -216,6 +233,7 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
     doc = read_validation(out / "price-validation.json")
     assert set(doc["models"]) <= {"alloc"}
     md = (out / "price-validation.md").read_text()
+    assert res["config"]["plant_scale"] == "2" and "plant scale 2 " in md
     for part in ("## Pricing models", "## Noise", "## Predicted vs measured saving", "| 8 | `item_log` | `env_loop` |"):
         assert part in md
     assert sorted(p.name for p in (out / "profiles").iterdir()) == ["n8-env_loop.json", "n8-none.json"]
