@@ -2,12 +2,13 @@
 """On the H200: validate the what-if prices against the measured gain of removing each planted
 anti-pattern of ``examples/train_naive.py``, one at a time, at 256 and 4096 envs (issue 12).
 
-    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330] [--plant-scale 128,print_tensor=320]
+    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330] [--plant-scale 96,print_tensor=320]
 
 ``--budget-s`` bounds the profiling and the measuring rounds: rounds stop when the next would pass
 it, after at least ``--min-rounds``. On the H200 a run takes ~10 s (most of it start-up), a profile
-~20 s: isolated, all fixes at 256 envs ~7 minutes for two rounds (7 profiles, 14 runs a round);
-``--fixes env_loop,item_log,cpu_numpy,fresh_tensors`` (every pricing model) ~5 minutes.
+~20 s: isolated, every fix at 256 envs takes ~7 minutes for two rounds (7 profiles, 14 runs a round);
+``--sizes 256 --fixes env_loop,item_log,cpu_numpy,fresh_tensors`` (a case for every pricing model)
+~4 minutes for two rounds; each size as much again.
 
 **Arms.** ``train_naive.py`` plants seven anti-patterns, each on its line marked ``# ANTI-PATTERN
 NAME`` inside an ``if``/``else`` whose other branch is the fix, and removes any with ``--fix NAME``.
@@ -106,9 +107,10 @@ UNSCALED = ("env_loop",)  # train_naive.py's --plant-scale scales every other an
 # train_naive.py --plant-scale (the module doc, "Plant scale"): at 256 envs on the H200 one repetition
 # of a planted sync saves ~20-40 us (its round trip and copy, less the fix's one launch) for ~40-75 us of
 # step, fresh_tensors' ~25 us (two launches, three allocations) for ~32 us, a printed tensor ~0.25 ms once
-# an iteration of 32 steps: x128 (x320 prints, 10 a step) makes each isolated effect ~2.5-5 ms on a
-# ~8-15 ms step, 20-35 % — five noise SDs up to 4-7 % noise (the last run's: 2.5-8 %)
-PLANT_SCALE = "128,print_tensor=320"
+# an iteration of 32 steps: x96 (x320 prints, 10 a step) makes each isolated effect ~2-4 ms on a ~8-13 ms
+# step, 22-30 % — five noise SDs up to 4.5-6 % noise (the last run's: 2.5-8 %). Below num_envs / 2 at
+# 256 envs (check_scale): a repetition loop of 128 would read as a per-env loop there.
+PLANT_SCALE = "96,print_tensor=320"
 TOLERANCE = 0.30
 SPS_RE = re.compile(r"^SPS:\s*([0-9.eE+-]+)\s*$", re.M)
 ANTI_RE = re.compile(r"#\s*ANTI-PATTERN\s+([a-z_]+)")
@@ -398,6 +400,24 @@ def plant_scale_of(a: argparse.Namespace, arm: str) -> str | None:
     if only:
         spec += "".join(f",{f}={1}" for f in FIXES if f != only and f not in UNSCALED)
     return spec
+
+
+def check_scale(spec: str, sizes: list[int], num_steps: int) -> None:
+    """ValueError when a repetition loop of ``--plant-scale`` could read as a per-env loop at one of
+    ``sizes``: perfkit finds a loop per-env when it runs at least ``num_envs / 2`` times a step and an
+    entry (its ``loop`` finding would then land on the planted branch and price it as a loop)."""
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        name, _, value = part.rpartition("=")
+        try:
+            k = int(value)
+        except ValueError:
+            raise ValueError(f"--plant-scale {spec!r}: {part!r} is not K or NAME=K") from None
+        per_step = k / num_steps if name == "print_tensor" else k  # printed once an iteration
+        for n in sizes:
+            if n >= 8 and per_step >= n / 2:
+                raise ValueError(f"--plant-scale {spec!r}: {part!r} repeats {per_step:g} times a step, at least half "
+                                 f"of {n} envs: perfkit would read the repetition as a per-env loop; keep it below "
+                                 f"{n // 2}")
 
 
 def script_args(a: argparse.Namespace, num_envs: int, arm: str) -> list[str]:
@@ -777,6 +797,10 @@ def main(argv: list[str] | None = None) -> int:
         log(f"{a.script} is not in this tree: nothing to validate against")
         (a.out / "price-validation-error.txt").write_text(f"{a.script} missing\n")
         return 1
+    try:
+        check_scale(a.plant_scale or "1", [int(x) for x in a.sizes.split(",") if x], a.num_steps or 32)
+    except ValueError as e:
+        ap.error(str(e))
     v = Validation(a, argv)
     n_runs = len(v.arms) * len(v.sizes)
     log(f"plan: {len(v.groups) * len(v.sizes)} profiled baselines, then rounds of {n_runs} plain runs "
