@@ -80,17 +80,19 @@ class PlantedWork:
     sync reads the result of a slice of real device work, :meth:`slice` (a per-env term computed from
     the observation: a few kernels in place on a preallocated buffer, no allocation), so that it waits
     on queued GPU work and not just a round trip; the fix branch computes the same slices and keeps the
-    result on the device. With scale 1 nothing here runs: the script is the plain planted one."""
+    result on the device. With scale 1 nothing here runs (no buffer is made): the plain planted script."""
 
     def __init__(self, scale: dict[str, int], num_envs: int, obs_dim: int, device):
         self.scale = scale
+        self.logged: list[float] = []  # the extra host reads of item_log (not the reward's)
+        if max(scale.values()) == 1:
+            return  # the plain plant: no buffer either
         self.term = torch.zeros((num_envs, obs_dim), device=device)  # the slice's output
         self.flag = torch.zeros(num_envs, dtype=torch.bool, device=device)  # a per-env flag from a slice
         self.tracker = torch.zeros(num_envs, device=device)  # another per-env tracker, reset where flagged
         self.on_device = torch.zeros(num_envs, device=device)  # the fixes: what the reads would have read
         self.means = torch.zeros(scale["item_log"], device=device)  # item_log's fix: the terms' means
         self.watched = torch.zeros((len(WATCHED_ENVS), obs_dim), device=device)
-        self.logged: list[float] = []  # the extra host reads of item_log (not the reward's)
 
     def extra(self, name: str) -> range:
         """The extra repetitions of anti-pattern ``name`` (none at scale 1)."""
