@@ -64,7 +64,8 @@ def parse_scale(text: str) -> dict[str, int]:
             continue
         name, _, value = part.rpartition("=")
         if name and name not in SCALED:
-            raise argparse.ArgumentTypeError(f"--plant-scale: {name!r} is not a scaled anti-pattern; expected one of {list(SCALED)}")
+            raise argparse.ArgumentTypeError(f"--plant-scale: {name!r} is not a scaled anti-pattern; expected one of "
+                                             f"{list(SCALED)}")
         try:
             k = int(value)
         except ValueError:

@@ -235,8 +235,8 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
 
     a = pv.argparse.Namespace(script=NAIVE, sizes="256", fixes="env_loop,item_log", base_fix="env_loop", profile=None,
                               iterations=8, slow_iterations=3, num_steps=None, backend=None, device=None, env=None,
-                              seed=0, plant_scale="1", isolate=False, budget_s=10.0, min_rounds=2, max_rounds=2, slow_rounds=2, no_preload=False,
-                              preload="torch", out=tmp_path, report_dir="reports/price-validation-h200")
+                              seed=0, plant_scale="1", isolate=False, budget_s=10.0, min_rounds=2, max_rounds=2,
+                              slow_rounds=2, no_preload=False, preload="torch", out=tmp_path, report_dir="reports/price-validation-h200")
     v = pv.Validation(a, ["--out", str(tmp_path)])
     v.state["predicted"] = {"256/none": {"env_loop": {"as_priced": {"saved_ms": 4.0, "model": "loop"}}},
                             "256/env_loop": {"item_log": {"as_priced": {"saved_ms": 0.5, "model": "round_trip"}}}}
