@@ -2,10 +2,13 @@
 """On the H200: validate the what-if prices against the measured gain of removing each planted
 anti-pattern of ``examples/train_naive.py``, one at a time, at 256 and 4096 envs (issue 12).
 
-    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330]
+    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330] [--plant-scale 96,print_tensor=320]
 
-About 6 minutes for both sizes together on the H200 (``--budget-s`` bounds the profiling and the
-measuring rounds: rounds stop when the next would pass it, after at least ``--min-rounds``).
+``--budget-s`` bounds the profiling and the measuring rounds: rounds stop when the next would pass
+it, after at least ``--min-rounds``. On the H200 a run takes ~10 s (most of it start-up), a profile
+~20 s: isolated, every fix at 256 envs takes ~7 minutes for two rounds (7 profiles, 14 runs a round);
+``--sizes 256 --fixes env_loop,item_log,cpu_numpy,fresh_tensors`` (a case for every pricing model)
+~4 minutes for two rounds; each size as much again.
 
 **Arms.** ``train_naive.py`` plants seven anti-patterns, each on its line marked ``# ANTI-PATTERN
 NAME`` inside an ``if``/``else`` whose other branch is the fix, and removes any with ``--fix NAME``.
@@ -15,6 +18,22 @@ measured, and ``env_loop`` (the loop fixed, ``--base-fix``), against which each 
 measured (arm ``env_loop+NAME``). Arms with the loop still planted are slow (tens of ms per step at
 4096 envs) and run ``--slow-iterations`` in the first ``--slow-rounds`` rounds only (their effect is
 large); the others run ``--iterations`` every round.
+
+**Plant scale.** At scale 1 each planted sync or allocation costs 0.01-0.35 ms of a ~5 ms step, below
+the run-to-run noise (2.5-8 % on the H200, ``reports/price-validation-h200``). The runs and profiled
+baselines of those fixes therefore get ``--plant-scale`` (default ``PLANT_SCALE``): ``train_naive.py``
+repeats each planted anti-pattern but the per-env loop that many times a step, each extra sync after
+a slice of device work that its fix does too (the script's docstring). The scale is in the report.
+
+**Isolated groups** (``--isolate``, the default). The noise is relative (SD of ``log T``), and in one
+group every planted effect adds to the shared baseline: with six effects of size ``E`` on a step
+``T0``, each is ``E / (T0 + 6E + the shared work) < 1/6`` of the baseline, so no scale brings each
+above five noise SDs where the noise is above ~3 %. So each fix but ``--base-fix`` has its own group
+of two arms, ``BASE@NAME`` (the base fixes applied, only NAME at the plant scale, the other
+anti-patterns planted as written) and ``BASE+NAME@NAME``, with its own profiled baseline; the loop's
+group (``none`` against ``env_loop``) runs at scale 1; the run-to-run noise of all groups of a size is
+pooled (their residual sums of squares added). ``--no-isolate``: the two groups above, every arm at
+the plant scale. The table gives each effect in noise SDs (*x noise*).
 
 **Predicted** saving of a fix: each baseline is profiled once by ``perfkit profile`` (warm-up: the
 first iteration, as the script's own SPS leaves it out); the findings of the fix are those on the
@@ -84,6 +103,14 @@ from perfkit.record import EXTRA_SYNC_WAIT, Finding, Run  # noqa: E402
 NAIVE = ROOT / "examples" / "train_naive.py"
 FIXES = ("item_log", "nonzero_reset", "env_loop", "fresh_tensors", "print_tensor", "cpu_numpy", "list_gather")
 SLOW = "env_loop"  # an arm with this anti-pattern still planted runs --slow-iterations
+UNSCALED = ("env_loop",)  # train_naive.py's --plant-scale scales every other anti-pattern
+# train_naive.py --plant-scale (the module doc, "Plant scale"): at 256 envs on the H200 one repetition
+# of a planted sync saves ~20-40 us (its round trip and copy, less the fix's one launch) for ~40-75 us of
+# step, fresh_tensors' ~25 us (two launches, three allocations) for ~32 us, a printed tensor ~0.25 ms once
+# an iteration of 32 steps: x96 (x320 prints, 10 a step) makes each isolated effect ~2-4 ms on a ~8-13 ms
+# step, 22-30 % — five noise SDs up to 4.5-6 % noise (the last run's: 2.5-8 %). Below num_envs / 2 at
+# 256 envs (check_scale): a repetition loop of 128 would read as a per-env loop there.
+PLANT_SCALE = "96,print_tensor=320"
 TOLERANCE = 0.30
 SPS_RE = re.compile(r"^SPS:\s*([0-9.eE+-]+)\s*$", re.M)
 ANTI_RE = re.compile(r"#\s*ANTI-PATTERN\s+([a-z_]+)")
@@ -117,18 +144,31 @@ def arm_name(fix: tuple[str, ...]) -> str:
 
 
 def arm_fix(name: str) -> tuple[str, ...]:
+    name = name.split("@")[0]
     return () if name == "none" else tuple(name.split("+"))
 
 
-def plan_groups(fixes: list[str], base_fix: tuple[str, ...]) -> list[dict[str, Any]]:
+def arm_scaled(name: str) -> str | None:
+    """The one anti-pattern an isolated arm (``FIXES@NAME``) runs at the plant scale; None: all of them."""
+    return name.partition("@")[2] or None
+
+
+def plan_groups(fixes: list[str], base_fix: tuple[str, ...], isolate: bool = False) -> list[dict[str, Any]]:
     """``[{"base": arm, "arms": {arm: the fix it adds}}]``: fixes in ``base_fix`` against all planted,
-    the others against ``base_fix`` applied."""
+    the others against ``base_fix`` applied — together, or with ``isolate`` each in its own group
+    (``"pooled": True``) whose two arms run only that anti-pattern at the plant scale (``@NAME``)."""
     groups = []
     first = {arm_name((f,)): f for f in fixes if f in base_fix}
     if first:
         groups.append({"base": "none", "arms": first})
     rest = {arm_name(tuple(base_fix) + (f,)): f for f in fixes if f not in base_fix}
-    if rest:
+    if isolate:  # every group pools its noise with the others of its size
+        for g in groups:
+            g["pooled"] = True
+    if rest and isolate:
+        base = arm_name(tuple(base_fix))
+        groups += [{"base": f"{base}@{f}", "arms": {f"{arm}@{f}": f}, "pooled": True} for arm, f in rest.items()]
+    elif rest:
         groups.append({"base": arm_name(tuple(base_fix)), "arms": rest})
     return groups
 
@@ -244,10 +284,12 @@ def predictions(run: Run, script: Path, fixes: list[str], profile: dict | None) 
 
 
 # ---- measurement statistics ------------------------------------------------------------------------
-def block_analysis(times: dict[str, list[float | None]], base: str) -> dict[str, Any]:
+def block_analysis(times: dict[str, list[float | None]], base: str,
+                   pooled: tuple[float, int] | None = None) -> dict[str, Any]:
     """Two-way (arm x round) additive model of ``log T`` over the rounds every arm completed: the
     pooled residual SD (run-to-run noise, relative), and per arm its saving against ``base`` with a
-    95 % interval. ``times``: arm -> step time (ms) per round, None where a run failed."""
+    95 % interval. ``times``: arm -> step time (ms) per round, None where a run failed. ``pooled``:
+    ``(sigma, dof)`` of several such groups together (:func:`pool`), used for the intervals instead."""
     arms = list(times)
     n = max((len(v) for v in times.values()), default=0)
     rounds = [r for r in range(n) if all(len(times[a]) > r and times[a][r] for a in arms)]
@@ -262,6 +304,8 @@ def block_analysis(times: dict[str, list[float | None]], base: str) -> dict[str,
     ss = sum((y[a][i] - arm_mean[a] - round_mean[i] + grand) ** 2 for a in arms for i in range(k))
     dof = (a_n - 1) * (k - 1)
     sigma = math.sqrt(ss / dof) if dof > 0 else None
+    if pooled is not None and pooled[0] is not None and pooled[1] > 0:
+        sigma, dof = pooled
     t = t975(dof) if dof > 0 else None
     out.update(sigma_rel=sigma, dof=dof, t=t)
     t_base = math.exp(arm_mean[base])
@@ -272,11 +316,20 @@ def block_analysis(times: dict[str, list[float | None]], base: str) -> dict[str,
              "saved_ms": t_base * (1.0 - math.exp(-d)), "gain": math.exp(d) - 1.0}
         if half is not None:
             lo, hi = t_base * (1.0 - math.exp(-(d - half))), t_base * (1.0 - math.exp(-(d + half)))
-            e.update(saved_lo_ms=lo, saved_hi_ms=hi, noise_ms=(hi - lo) / 2.0, judged=abs(d) > half)
+            e.update(saved_lo_ms=lo, saved_hi_ms=hi, noise_ms=(hi - lo) / 2.0, judged=abs(d) > half,
+                     effect_sd=abs(d) / sigma if sigma else None)
         else:
-            e.update(saved_lo_ms=None, saved_hi_ms=None, noise_ms=None, judged=False)
+            e.update(saved_lo_ms=None, saved_hi_ms=None, noise_ms=None, judged=False, effect_sd=None)
         out["arms"][a] = e
     return out
+
+
+def pool(blocks: list[dict[str, Any]]) -> tuple[float | None, int]:
+    """``(sigma, dof)`` of several groups' residuals together: each group's own arm x round model,
+    the residual sums of squares added (the same run-to-run noise assumed in each)."""
+    dof = sum(b["dof"] for b in blocks if b.get("sigma_rel") is not None)
+    ss = sum(b["sigma_rel"] ** 2 * b["dof"] for b in blocks if b.get("sigma_rel") is not None)
+    return (math.sqrt(ss / dof) if dof > 0 else None), dof
 
 
 def verdict(pred: float | None, meas: dict[str, Any] | None) -> tuple[str, float | None]:
@@ -337,7 +390,38 @@ _PRELOAD_CODE = (
 )
 
 
-def script_args(a: argparse.Namespace, num_envs: int, fix: tuple[str, ...]) -> list[str]:
+def plant_scale_of(a: argparse.Namespace, arm: str) -> str | None:
+    """The arm's ``--plant-scale``: ``--plant-scale`` as given, or for an isolated arm (``@NAME``) the
+    same with every other scaled anti-pattern back at 1 (train_naive.py reads the spec left to right)."""
+    spec = (a.plant_scale or "").strip()
+    only = arm_scaled(arm)
+    if not spec or spec == "1" or (a.isolate and not only):  # isolated: the loop's group runs the plain plant
+        return None
+    if only:
+        spec += "".join(f",{f}={1}" for f in FIXES if f != only and f not in UNSCALED)
+    return spec
+
+
+def check_scale(spec: str, sizes: list[int], num_steps: int) -> None:
+    """ValueError when a repetition loop of ``--plant-scale`` could read as a per-env loop at one of
+    ``sizes``: perfkit finds a loop per-env when it runs at least ``num_envs / 2`` times a step and an
+    entry (its ``loop`` finding would then land on the planted branch and price it as a loop)."""
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        name, _, value = part.rpartition("=")
+        try:
+            k = int(value)
+        except ValueError:
+            raise ValueError(f"--plant-scale {spec!r}: {part!r} is not K or NAME=K") from None
+        per_step = k / num_steps if name == "print_tensor" else k  # printed once an iteration
+        for n in sizes:
+            if n >= 8 and per_step >= n / 2:
+                raise ValueError(f"--plant-scale {spec!r}: {part!r} repeats {per_step:g} times a step, at least half "
+                                 f"of {n} envs: perfkit would read the repetition as a per-env loop; keep it below "
+                                 f"{n // 2}")
+
+
+def script_args(a: argparse.Namespace, num_envs: int, arm: str) -> list[str]:
+    fix = arm_fix(arm)
     slow = SLOW not in fix
     args = ["--num-envs", str(num_envs), "--seed", str(a.seed),
             "--iterations", str(a.slow_iterations if slow else a.iterations)]
@@ -346,6 +430,9 @@ def script_args(a: argparse.Namespace, num_envs: int, fix: tuple[str, ...]) -> l
             args += [opt, str(v)]
     if fix:
         args += ["--fix", ",".join(fix)]
+    scale = plant_scale_of(a, arm)
+    if scale:  # none at scale 1: the plain plant (a script without the option runs too)
+        args += ["--plant-scale", scale]
     return args
 
 
@@ -407,17 +494,17 @@ class Runner:
             self.pending = None
 
 
-def profile_arm(a: argparse.Namespace, num_envs: int, fix: tuple[str, ...], out: Path) -> tuple[Run, float]:
+def profile_arm(a: argparse.Namespace, num_envs: int, arm: str, out: Path) -> tuple[Run, float]:
     """The arm once under ``perfkit profile`` (warm-up: the script's first iteration)."""
-    path = out / "profiles" / f"n{num_envs}-{arm_name(fix)}.json"
+    path = out / "profiles" / f"n{num_envs}-{arm}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     warmup = a.num_steps or 32
     cmd = [sys.executable, "-m", "perfkit", "profile", "-q", "-o", str(path), "--warmup-steps", str(warmup),
-           str(a.script), *script_args(a, num_envs, fix)]
+           str(a.script), *script_args(a, num_envs, arm)]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=a.run_timeout_s * 2)
     if p.returncode != 0 or not path.exists():
-        raise RuntimeError(f"perfkit profile {a.script.name} {' '.join(script_args(a, num_envs, fix))} failed "
+        raise RuntimeError(f"perfkit profile {a.script.name} {' '.join(script_args(a, num_envs, arm))} failed "
                            f"(exit {p.returncode}):\n{p.stderr[-2000:]}")
     return Run.load(path), time.perf_counter() - t0
 
@@ -429,7 +516,7 @@ class Validation:
         self.fixes = [f for f in (a.fixes or ",".join(FIXES)).split(",") if f]
         self.base_fix = tuple(f for f in a.base_fix.split(",") if f)
         self.sizes = [int(s) for s in a.sizes.split(",") if s]
-        self.groups = plan_groups(self.fixes, self.base_fix)
+        self.groups = plan_groups(self.fixes, self.base_fix, isolate=a.isolate)
         self.arms = schedule_arms(self.groups)
         self.profile = load_profile(a.profile) if a.profile else None
         self.state: dict[str, Any] = {
@@ -438,6 +525,7 @@ class Validation:
             "config": {"sizes": self.sizes, "fixes": self.fixes, "base_fix": list(self.base_fix),
                        "iterations": a.iterations, "slow_iterations": a.slow_iterations, "num_steps": a.num_steps,
                        "backend": a.backend, "device": a.device, "env": a.env, "seed": a.seed,
+                       "plant_scale": a.plant_scale, "isolate": a.isolate,
                        "budget_s": a.budget_s, "min_rounds": a.min_rounds, "max_rounds": a.max_rounds,
                        "slow_rounds": a.slow_rounds, "preload": None if a.no_preload else a.preload,
                        "tolerance": TOLERANCE},
@@ -448,10 +536,9 @@ class Validation:
     def profile_baselines(self) -> None:
         for n in self.sizes:
             for g in self.groups:
-                fix = arm_fix(g["base"])
                 log(f"n={n}: profiling baseline '{g['base']}' under perfkit profile")
                 try:
-                    run, wall = profile_arm(self.a, n, fix, self.a.out)
+                    run, wall = profile_arm(self.a, n, g["base"], self.a.out)
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     self.fail(f"profile n={n} {g['base']}: {e}")
                     continue
@@ -496,9 +583,9 @@ class Validation:
                 t_round = time.perf_counter()
                 for i, (n, arm) in enumerate(plan):
                     nxt = plan[i + 1] if i + 1 < len(plan) else None
-                    args = script_args(self.a, n, arm_fix(arm))
+                    args = script_args(self.a, n, arm)
                     try:
-                        sps, wall = runner.run(args, script_args(self.a, nxt[0], arm_fix(nxt[1])) if nxt else None)
+                        sps, wall = runner.run(args, script_args(self.a, nxt[0], nxt[1]) if nxt else None)
                         failures = 0
                     except RuntimeError as e:
                         self.fail(f"round {rnd} n={n} {arm}: {e}")
@@ -528,19 +615,15 @@ class Validation:
     def analyse(self) -> None:
         cases, noise = [], []
         for n in self.sizes:
+            times_of = {g["base"]: self._times(n, g) for g in self.groups}
+            # isolated groups (two arms each) share one noise estimate per size: their residuals pooled
+            pooled = pool([block_analysis(times_of[g["base"]], g["base"]) for g in self.groups if g.get("pooled")])
             for g in self.groups:
-                times: dict[str, list[float | None]] = {}
-                for arm in [g["base"], *g["arms"]]:
-                    per_round: dict[int, float | None] = {}
-                    for r in self.state["runs"]:
-                        if r["num_envs"] == n and r["arm"] == arm:
-                            per_round[r["round"]] = r["step_ms"]
-                    last = max(per_round, default=0)
-                    times[arm] = [per_round.get(i) for i in range(1, last + 1)]
-                blocks = block_analysis(times, g["base"])
+                blocks = block_analysis(times_of[g["base"]], g["base"], pooled if g.get("pooled") else None)
                 noise.append({"num_envs": n, "baseline": g["base"], "arms": len(g["arms"]) + 1,
                               "rounds": blocks["rounds"], "sigma_rel": blocks["sigma_rel"], "dof": blocks["dof"],
-                              "t": blocks["t"], "baseline_step_ms": (blocks["arms"].get(g["base"]) or {}).get("step_ms")})
+                              "t": blocks["t"], "pooled": bool(g.get("pooled")),
+                              "baseline_step_ms": (blocks["arms"].get(g["base"]) or {}).get("step_ms")})
                 pred = self.state["predicted"].get(f"{n}/{g['base']}") or {}
                 for arm, fx in g["arms"].items():
                     meas = blocks["arms"].get(arm)
@@ -555,6 +638,18 @@ class Validation:
         self.state["cases"] = cases
         self.state["noise"] = noise
         self.state["models"] = {m: {k: v for k, v in s.items()} for m, s in model_status(cases).items()}
+
+    def _times(self, n: int, g: dict[str, Any]) -> dict[str, list[float | None]]:
+        """Arm -> step time (ms) per round of group ``g`` at ``n`` envs, None where a run failed."""
+        times: dict[str, list[float | None]] = {}
+        for arm in [g["base"], *g["arms"]]:
+            per_round: dict[int, float | None] = {}
+            for r in self.state["runs"]:
+                if r["num_envs"] == n and r["arm"] == arm:
+                    per_round[r["round"]] = r["step_ms"]
+            last = max(per_round, default=0)
+            times[arm] = [per_round.get(i) for i in range(1, last + 1)]
+        return times
 
     def data_doc(self) -> dict[str, Any]:
         """The ``perfkit.price-validation/1`` document for ``perfkit/data/price-validation.json``."""
@@ -582,6 +677,10 @@ def _ms(v: float | None) -> str:
     return "—" if v is None else f"{v:.3g}"
 
 
+def _x(v: float | None) -> str:
+    return "—" if v is None else f"{v:.1f}x"
+
+
 def _pct(v: float | None) -> str:
     return "—" if v is None else f"{v * 100:+.0f}%"
 
@@ -595,7 +694,10 @@ def markdown(state: dict[str, Any]) -> str:
              "",
              f"Sizes {', '.join(map(str, cfg['sizes']))} envs; iterations {cfg['iterations']} "
              f"({cfg['slow_iterations']} with the per-env loop planted), num_steps {cfg['num_steps'] or 'default'}, "
-             f"backend {cfg['backend'] or 'auto'}; priced with "
+             f"backend {cfg['backend'] or 'auto'}; plant scale {cfg.get('plant_scale') or '1'} "
+             f"(`train_naive.py --plant-scale`: each planted anti-pattern but the per-env loop repeated that many "
+             f"times a step{'; --isolate: each fix in its own group, only it scaled' if cfg.get('isolate') else ''}); "
+             f"priced with "
              f"{next((p['pricing_profile'] for p in (state.get('profiles') or {}).values()), '—')}; fresh process per run"
              f"{' (imports preloaded while the previous run ran)' if cfg['preload'] else ''}; tolerance ±30 %.", ""]
     lines += ["## Pricing models", "", "| model | status | worst error | judged cases | below noise |",
@@ -606,28 +708,30 @@ def markdown(state: dict[str, Any]) -> str:
         lines.append(f"| `{name}` | {status} | {_pct(s['error'])} | {s['judged']} | {s['below_noise']} |")
     lines += ["", "## Noise", "",
               "Per size and baseline: the rounds every arm completed, the run-to-run noise (pooled residual SD of "
-              "log step time, arm x round blocks), and the t quantile of the 95 % intervals below.", "",
+              "log step time, arm x round blocks; *pooled*: over the isolated groups of that size), and the t "
+              "quantile of the 95 % intervals below.", "",
               "| num_envs | baseline | arms | rounds | noise (SD) | dof | t | baseline ms/step |",
               "|---:|---|---:|---:|---:|---:|---:|---:|"]
     for z in state.get("noise") or []:
-        sd = "—" if z["sigma_rel"] is None else f"{z['sigma_rel'] * 100:.1f}%"
+        sd = "—" if z["sigma_rel"] is None else f"{z['sigma_rel'] * 100:.1f}%" + (" pooled" if z.get("pooled") else "")
         t = "—" if z["t"] is None else f"{z['t']:.2f}"
         lines.append(f"| {z['num_envs']} | `{z['baseline']}` | {z['arms']} | {z['rounds']} | {sd} | {z['dof']} | {t} | "
                      f"{_ms(z['baseline_step_ms'])} |")
     lines += ["", "## Predicted vs measured saving (ms per step, mean)", "",
               "Predicted: the what-if for fixing the fix's findings in the profiled baseline (as priced). Measured: "
               "baseline minus fixed mean step time, unprofiled, with its 95 % interval; *below noise* when the "
-              "interval holds zero (not judged).", "",
-              "| num_envs | fix | baseline | model | predicted | measured (95% CI) | error | verdict | predicted gain | "
-              "measured gain | findings priced |",
-              "|---:|---|---|---|---:|---:|---:|---|---:|---:|---|"]
+              "interval holds zero (not judged); *x noise*: the measured effect (log step time) over the noise SD.", "",
+              "| num_envs | fix | baseline | model | predicted | measured (95% CI) | x noise | error | verdict | "
+              "predicted gain | measured gain | findings priced |",
+              "|---:|---|---|---|---:|---:|---:|---:|---|---:|---:|---|"]
     for c in state.get("cases") or []:
         p = (c.get("predicted") or {}).get("as_priced") or {}
         meas = c.get("measured") or {}
         ci = (f"{_ms(meas.get('saved_ms'))} ({_ms(meas.get('saved_lo_ms'))}..{_ms(meas.get('saved_hi_ms'))})"
               if meas.get("saved_lo_ms") is not None else _ms(meas.get("saved_ms")))
         lines.append(f"| {c['num_envs']} | `{c['fix']}` | `{c['baseline']}` | {p.get('model') or '—'} | "
-                     f"{_ms(p.get('saved_ms'))} | {ci} | {_pct(p.get('error'))} | {p.get('verdict', 'no prediction')} | "
+                     f"{_ms(p.get('saved_ms'))} | {ci} | {_x(meas.get('effect_sd'))} | {_pct(p.get('error'))} | "
+                     f"{p.get('verdict', 'no prediction')} | "
                      f"{_pct(p.get('gain'))} | {_pct(meas.get('gain'))} | {'<br>'.join(p.get('findings') or []) or '—'} |")
     syncs = [c for c in state.get("cases") or [] if len(c.get("predicted") or {}) > 1]
     if syncs:
@@ -666,6 +770,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--env", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=True,
+                    help="each fix but --base-fix in its own group, whose two arms run only that anti-pattern at the "
+                    "plant scale, the loop's group at scale 1, the noise of a size pooled: effects no longer add up "
+                    "in one baseline; a profiled baseline and two runs a round per fix (default: on; --no-isolate: "
+                    "one baseline for all, every arm at the plant scale)")
+    ap.add_argument("--plant-scale", default=PLANT_SCALE, help="train_naive.py --plant-scale for every run and "
+                    "profiled baseline: K or K,NAME=K2 (default: %(default)s; 1: the plain plant)")
     ap.add_argument("--profile", default=None, help="machine cost profile to price with (default: this machine's "
                     "cached one, else the reference)")
     ap.add_argument("--budget-s", type=float, default=330.0, help="profiling + measuring; rounds stop past it")
@@ -686,6 +797,10 @@ def main(argv: list[str] | None = None) -> int:
         log(f"{a.script} is not in this tree: nothing to validate against")
         (a.out / "price-validation-error.txt").write_text(f"{a.script} missing\n")
         return 1
+    try:
+        check_scale(a.plant_scale or "1", [int(x) for x in a.sizes.split(",") if x], a.num_steps or 32)
+    except ValueError as e:
+        ap.error(str(e))
     v = Validation(a, argv)
     n_runs = len(v.arms) * len(v.sizes)
     log(f"plan: {len(v.groups) * len(v.sizes)} profiled baselines, then rounds of {n_runs} plain runs "

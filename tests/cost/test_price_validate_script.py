@@ -40,12 +40,14 @@ def test_each_anti_pattern_owns_its_planted_branch_not_its_fix(pv):
         return any(text in lines[i - 1] for i in blocks[name])
 
     assert owned("env_loop", "actions[i].clamp_(-1.0, 1.0)") and not owned("env_loop", "actions.clamp_(-1.0, 1.0)")
-    assert owned("nonzero_reset", "ep_return[finished] = 0.0") and not owned("nonzero_reset", "masked_fill_(done")
-    assert owned("cpu_numpy", "episodes_host += int(done_host.sum())")
+    assert owned("nonzero_reset", "ep_return)[finished] = 0.0") and not owned("nonzero_reset", "masked_fill_(done")
+    assert owned("cpu_numpy", "host_counts[k] += int(done_host.sum())")
     assert owned("fresh_tensors", "torch.zeros(env.num_envs") and not owned("fresh_tensors", "ep_return.add_(reward)")
-    assert owned("list_gather", "obs[[0, 1, 2, 3]]") and not owned("list_gather", "index_select")
+    assert owned("list_gather", "rows[[0, 1, 2, 3]]") and not owned("list_gather", "index_select")
     assert owned("item_log", ".item()") and owned("print_tensor", "torso height")
-    assert all(len(v) <= 2 for v in blocks.values())  # a branch, not the whole loop around it
+    assert owned("item_log", "term = reward if k == 0") and not owned("item_log", "plant.on_device.add_")
+    # a branch (its --plant-scale repetition and the planted lines), not the whole loop around it
+    assert all(len(v) <= 3 for v in blocks.values())
 
 
 def test_a_marked_loop_brings_its_body_and_other_files_are_not_the_scripts(pv, tmp_path):
@@ -72,6 +74,80 @@ def test_groups_measure_the_loop_against_all_planted_and_the_rest_against_the_lo
     assert len(groups[1]["arms"]) == 6
     assert pv.schedule_arms(groups)[:3] == ["none", "env_loop", "env_loop+item_log"]
     assert pv.plan_groups(["item_log"], ()) == [{"base": "none", "arms": {"item_log": "item_log"}}]
+
+
+def test_every_arm_runs_at_the_plant_scale_and_scale_1_is_the_plain_script(pv):
+    a = pv.argparse.Namespace(seed=0, iterations=8, slow_iterations=3, num_steps=None, backend=None, device=None,
+                              env=None, plant_scale=pv.PLANT_SCALE, isolate=False)
+    for arm in ("none", "env_loop", "env_loop+item_log"):
+        args = pv.script_args(a, 256, arm)
+        assert args[args.index("--plant-scale") + 1] == pv.PLANT_SCALE
+    a.plant_scale = "1"
+    assert "--plant-scale" not in pv.script_args(a, 256, "env_loop")
+    spec = importlib.util.spec_from_file_location("train_naive", NAIVE)
+    naive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(naive)
+    scale = naive.parse_scale(pv.PLANT_SCALE)  # the default, as train_naive.py reads it
+    assert scale["print_tensor"] == 320 and scale["item_log"] == 96 and "env_loop" not in scale
+    assert set(naive.SCALED) == set(pv.FIXES) - set(pv.UNSCALED)
+    # an isolated arm runs only its anti-pattern at the plant scale, the others planted as written;
+    # isolated, the loop's group runs the plain plant
+    a.plant_scale, a.isolate = pv.PLANT_SCALE, True
+    assert "--plant-scale" not in pv.script_args(a, 256, "none")
+    args = pv.script_args(a, 256, "env_loop+item_log@item_log")
+    assert args[args.index("--fix") + 1] == "env_loop+item_log".replace("+", ",")
+    assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "item_log": 96}
+    args = pv.script_args(a, 256, "env_loop@print_tensor")
+    assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "print_tensor": 320}
+
+
+def test_a_scale_that_would_read_as_a_per_env_loop_is_refused(pv, tmp_path):
+    pv.check_scale(pv.PLANT_SCALE, [256, 4096], 32)  # the default is clear at the GPU sizes
+    pv.check_scale("3,print_tensor=64", [8], 32)  # 2 prints a step at 8 envs
+    with pytest.raises(ValueError, match="per-env loop; keep it below 128"):
+        pv.check_scale("128", [256, 4096], 32)
+    with pytest.raises(ValueError, match="'print_tensor=160'"):
+        pv.check_scale("2,print_tensor=160", [8], 32)
+    with pytest.raises(ValueError, match="not K or NAME=K"):
+        pv.check_scale("item_log=x", [256], 32)
+    with pytest.raises(SystemExit):  # before anything runs
+        pv.main(["--out", str(tmp_path), "--sizes", "256", "--plant-scale", "128"])
+    assert not (tmp_path / "price-validation.md").exists()
+
+
+def test_isolated_groups_one_fix_each_with_their_noise_pooled(pv, tmp_path):
+    groups = pv.plan_groups(["env_loop", "item_log", "cpu_numpy"], ("env_loop",), isolate=True)
+    assert groups == [{"base": "none", "arms": {"env_loop": "env_loop"}, "pooled": True},
+                      {"base": "env_loop@item_log", "arms": {"env_loop+item_log@item_log": "item_log"}, "pooled": True},
+                      {"base": "env_loop@cpu_numpy", "arms": {"env_loop+cpu_numpy@cpu_numpy": "cpu_numpy"},
+                       "pooled": True}]
+    assert pv.arm_fix("env_loop+item_log@item_log") == ("env_loop", "item_log") and pv.arm_scaled("none") is None
+    # two isolated groups of two arms, three rounds: one pooled noise from both (dof 2 + 2)
+    a = pv.argparse.Namespace(script=NAIVE, sizes="256", fixes="item_log,cpu_numpy", base_fix="env_loop", profile=None,
+                              iterations=8, slow_iterations=3, num_steps=None, backend=None, device=None, env=None,
+                              seed=0, plant_scale="64", isolate=True, budget_s=10.0, min_rounds=2, max_rounds=3,
+                              slow_rounds=2, no_preload=False, preload="torch", out=tmp_path,
+                              report_dir="reports/price-validation-h200")
+    v = pv.Validation(a, ["--out", str(tmp_path), "--isolate"])
+    assert [g["base"] for g in v.groups] == ["env_loop@item_log", "env_loop@cpu_numpy"]
+    times = {"env_loop@item_log": [10.0, 10.4, 9.8], "env_loop+item_log@item_log": [7.0, 7.1, 6.9],
+             "env_loop@cpu_numpy": [9.0, 9.1, 9.3], "env_loop+cpu_numpy@cpu_numpy": [7.5, 7.4, 7.9]}
+    for arm, ts in times.items():
+        for rnd, t in enumerate(ts, 1):
+            v.state["runs"].append({"round": rnd, "num_envs": 256, "arm": arm, "step_ms": t, "sps": 256e3 / t})
+    v.write()
+    res = json.loads((tmp_path / "price-validation-results.json").read_text())
+    alone = [pv.block_analysis({b: times[b], f: times[f]}, b) for b, f in
+             (("env_loop@item_log", "env_loop+item_log@item_log"), ("env_loop@cpu_numpy", "env_loop+cpu_numpy@cpu_numpy"))]
+    sigma = math.sqrt(sum(x["sigma_rel"] ** 2 * x["dof"] for x in alone) / 4)
+    assert [(z["dof"], z["pooled"]) for z in res["noise"]] == [(4, True), (4, True)]
+    assert all(z["sigma_rel"] == pytest.approx(sigma) and z["t"] == 2.776 for z in res["noise"])
+    item = next(c for c in res["cases"] if c["fix"] == "item_log")["measured"]
+    d = math.log(times["env_loop@item_log"][0] * times["env_loop@item_log"][1] * times["env_loop@item_log"][2]
+                 / (7.0 * 7.1 * 6.9)) / 3
+    assert item["judged"] and item["effect_sd"] == pytest.approx(d / sigma)
+    md = (tmp_path / "price-validation.md").read_text()
+    assert "pooled |" in md and "only it scaled" in md and "x noise" in md
 
 
 def test_block_analysis_of_two_arms_and_two_rounds_by_hand(pv):
@@ -159,8 +235,8 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
 
     a = pv.argparse.Namespace(script=NAIVE, sizes="256", fixes="env_loop,item_log", base_fix="env_loop", profile=None,
                               iterations=8, slow_iterations=3, num_steps=None, backend=None, device=None, env=None,
-                              seed=0, budget_s=10.0, min_rounds=2, max_rounds=2, slow_rounds=2, no_preload=False,
-                              preload="torch", out=tmp_path, report_dir="reports/price-validation-h200")
+                              seed=0, plant_scale="1", isolate=False, budget_s=10.0, min_rounds=2, max_rounds=2,
+                              slow_rounds=2, no_preload=False, preload="torch", out=tmp_path, report_dir="reports/price-validation-h200")
     v = pv.Validation(a, ["--out", str(tmp_path)])
     v.state["predicted"] = {"256/none": {"env_loop": {"as_priced": {"saved_ms": 4.0, "model": "loop"}}},
                             "256/env_loop": {"item_log": {"as_priced": {"saved_ms": 0.5, "model": "round_trip"}}}}
@@ -184,15 +260,17 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
 
 
 def test_the_cpu_path_on_train_naive(pv, tmp_path):
-    """Profile both baselines, measure two interleaved rounds in fresh processes, write every output."""
+    """Profile both baselines, measure two interleaved rounds in fresh processes, write every output.
+    Isolated (the default): item_log's two arms and its profiled baseline run it at the plant scale,
+    the loop's group the plain plant; the noise of the size is pooled."""
     out = tmp_path / "out"
     rc = pv.main(["--out", str(out), "--sizes", "8", "--fixes", "env_loop,item_log", "--backend", "mujoco",
                   "--num-steps", "2", "--iterations", "2", "--slow-iterations", "2", "--max-rounds", "2",
-                  "--preload", "torch"])
+                  "--preload", "torch", "--plant-scale", "2"])
     assert rc == 0, (out / "price-validation.md").read_text()
     res = json.loads((out / "price-validation-results.json").read_text())
-    assert {(r["round"], r["arm"]) for r in res["runs"]} == {(r, a) for r in (1, 2)
-                                                            for a in ("none", "env_loop", "env_loop+item_log")}
+    assert {(r["round"], r["arm"]) for r in res["runs"]} == {
+        (r, a) for r in (1, 2) for a in ("none", "env_loop", "env_loop@item_log", "env_loop+item_log@item_log")}
     assert all(r["sps"] > 0 and r["step_ms"] == pytest.approx(8000 / r["sps"]) for r in res["runs"])
     cases = {c["fix"]: c for c in res["cases"]}
     loop, item = cases["env_loop"]["predicted"]["as_priced"], cases["item_log"]["predicted"]["as_priced"]
@@ -201,12 +279,19 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
     assert loop["model"] is None and loop["saved_ms"] == 0 and loop["findings"][0].startswith("loop for-loop")
     assert item["model"] in (None, "alloc") and set(cases["item_log"]["predicted"]) == {"as_priced"}
     assert any(f.startswith("sync .item()") for f in item["findings"])
-    assert cases["item_log"]["baseline"] == "env_loop" and cases["env_loop"]["baseline"] == "none"
+    assert any(f.startswith("sync .item()") and " x2/step " in f for f in item["findings"])  # scale 2: two a step
+    assert cases["item_log"]["baseline"] == "env_loop@item_log" and cases["env_loop"]["baseline"] == "none"
+    commands = {name: json.loads((out / "profiles" / f"n8-{name}.json").read_text())["command"]
+                for name in ("none", "env_loop@item_log")}
+    assert "--plant-scale" not in commands["none"]  # the loop's group: the plain plant
+    scaled = commands["env_loop@item_log"]
+    spec = scaled[scaled.index("--plant-scale") + 1].split(",")
+    assert spec[0] == "2" and "cpu_numpy=1" in spec and "item_log=1" not in spec  # only item_log scaled
     for c in cases.values():
         assert c["measured"]["saved_ms"] is not None and c["measured"]["noise_ms"] >= 0
         assert c["predicted"]["as_priced"]["verdict"] in ("below noise", "within ±30%", "over-predicted",
                                                           "under-predicted", "measured slower")
-    assert [z["rounds"] for z in res["noise"]] == [2, 2]
+    assert [(z["rounds"], z["dof"], z["pooled"]) for z in res["noise"]] == [(2, 2, True), (2, 2, True)]
     assert res["profiles"]["8/none"]["pricing_profile"].startswith("reference:")  # no probe profile cached here
     assert res["machine"]["device"] == "cpu"
     from perfkit.pricing.machine_profile import read_validation
@@ -214,9 +299,11 @@ def test_the_cpu_path_on_train_naive(pv, tmp_path):
     doc = read_validation(out / "price-validation.json")
     assert set(doc["models"]) <= {"alloc"}
     md = (out / "price-validation.md").read_text()
-    for part in ("## Pricing models", "## Noise", "## Predicted vs measured saving", "| 8 | `item_log` | `env_loop` |"):
+    assert res["config"]["plant_scale"] == "2" and "plant scale 2 " in md
+    for part in ("## Pricing models", "## Noise", "## Predicted vs measured saving",
+                 "| 8 | `item_log` | `env_loop@item_log` |"):
         assert part in md
-    assert sorted(p.name for p in (out / "profiles").iterdir()) == ["n8-env_loop.json", "n8-none.json"]
+    assert sorted(p.name for p in (out / "profiles").iterdir()) == ["n8-env_loop@item_log.json", "n8-none.json"]
 
 
 def test_variants_are_priced_with_the_profile_the_profiled_run_used(pv):

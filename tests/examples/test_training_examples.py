@@ -101,18 +101,51 @@ def test_lint_is_quiet_on_the_clean_code_and_finds_each_planted_line():
     assert len(findings) == len(EXPECTED) + 1, "no findings beyond the planted ones"
 
 
-def test_profile_finds_each_planted_anti_pattern_with_its_line(tmp_path):
-    record = tmp_path / "naive.json"
-    r = subprocess.run(
-        [sys.executable, "-m", "perfkit", "profile", "-o", str(record), "examples/train_naive.py",
-         "--num-envs", "8", "--iterations", "2", "--num-steps", "4", "--backend", "mujoco"],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    findings = json.loads(record.read_text())["findings"]
-    found = {(f["line"], f["kind"]) for f in findings if f["path"].endswith("examples/train_naive.py")}
+@pytest.fixture(scope="module")
+def naive_findings(tmp_path_factory):
+    """``perfkit profile`` of train_naive.py (CPU, MuJoCo, 8 envs) with the given extra args, once each:
+    its findings in the script."""
+    cache: dict[tuple[str, ...], list[dict]] = {}
+
+    def profile(*extra: str) -> list[dict]:
+        if extra not in cache:
+            record = tmp_path_factory.mktemp("naive") / "naive.json"
+            r = subprocess.run(
+                [sys.executable, "-m", "perfkit", "profile", "-o", str(record), "examples/train_naive.py",
+                 "--num-envs", "8", "--iterations", "2", "--num-steps", "4", "--backend", "mujoco", *extra],
+                cwd=ROOT, capture_output=True, text=True, timeout=240,
+            )
+            assert r.returncode == 0, r.stderr[-2000:]
+            cache[extra] = [f for f in json.loads(record.read_text())["findings"]
+                            if f["path"].endswith("examples/train_naive.py")]
+        return cache[extra]
+
+    return profile
+
+
+def test_profile_finds_each_planted_anti_pattern_with_its_line(naive_findings):
+    found = {(f["line"], f["kind"]) for f in naive_findings()}
     for name, line in _planted_lines().items():
         assert (line, EXPECTED[name][0]) in found, f"profile missed {name} at line {line}: {sorted(found)}"
+
+
+def test_plant_scale_multiplies_what_perfkit_counts_and_the_fixes_stay_clean(naive_findings):
+    """--plant-scale 3: three times the syncs and allocations a step at every planted site but the
+    per-env loop's (CPU would-sync counting: counts, not timings); fixed at that scale, the script
+    does the same device work with no sync or allocation of its own."""
+    def per_step(findings):
+        return {(f["line"], f["kind"], f["op"]): f["per_step"] for f in findings}
+
+    plain, scaled = per_step(naive_findings()), per_step(naive_findings("--plant-scale", "3"))
+    loop = _planted_lines()["env_loop"]
+    planted = {k: v for k, v in plain.items() if k[0] != loop}
+    assert {k[2] for k in planted} >= {".item()", ".nonzero()", "t[idx] = scalar", ".cpu()", "t[list]", "print(t)",
+                                       "torch.zeros"}
+    assert set(scaled) == set(plain)
+    for key, n in planted.items():
+        assert scaled[key] == pytest.approx(3 * n, rel=1e-4), key  # per_step is written to 6 decimals
+    assert scaled[(loop, "loop", "for-loop over envs")] == pytest.approx(plain[(loop, "loop", "for-loop over envs")])
+    assert naive_findings("--plant-scale", "3", "--fix", "all") == []
 
 
 def test_train_passes_a_zero_sync_budget_under_perfkit_profile(tmp_path):
