@@ -75,6 +75,7 @@ stage_causes() {  # the manager env: py-spy on whole runs (plain / perfkit) and 
     --rounds "${ROUNDS:-6}" --steps 48 --variants plain-again warn-only auto auto-nosample auto-untimed hooks-untimed \
     --json "$OUT/causes/sources.json" 2>&1 | tee -a "$OUT/causes/log.txt"
 }
+stage_onoff() { run_script onoff scripts/gpu/onoff.py > /dev/null; }  # the manager env in one process: plain/warn, then a session counting/paused, iteration by iteration
 stage_tdto() { run_script tdto scripts/gpu/tensordict_to.py; }  # TensorDict.to() of on-device data, plainly and in a session (py-spy's 3.4 ms/step line)
 stage_arms() { run_script arms scripts/gpu/overhead_arms.py --rounds "${ROUNDS:-2}"; }  # the manager env's whole run, perfkit's parts off in turn (+ GC in the timed window)
 stage_stacks()  { run_script stacks scripts/gpu/stacks.py --wheels .gpu4 --skip-overhead; }  # the manager env through rsl_rl, 4096 envs
