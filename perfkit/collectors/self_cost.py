@@ -92,6 +92,7 @@ def calibrate(torch: Any) -> dict[str, float]:
         if cheap is not None:
             out["hooked_call"] = cheap * 1e6
     out["segment_transition"] = _segment_transition(SegmentClock()) * 1e6
+    out["sync_emit"] = _emit_in_a_loop() * 1e6
     full = _hooked_sync(torch)
     if full is None:
         full = _warned_device_sync(torch)  # (None before the program has made its device ready)
@@ -110,6 +111,16 @@ def calibrate(torch: Any) -> dict[str, float]:
     # the event's frame is a program's (a sync is found at the program line that made it)
     out["sync_event"] = _best(_program_call("event(_getframe())", event=event, _getframe=sys._getframe)) * 1e6
     return {k: round(v, 4) for k, v in out.items()}
+
+
+def _emit_in_a_loop() -> float:
+    """Seconds :func:`perfkit.collectors.hub.emit` takes for a sync at a program line in a tight loop (into
+    a scratch sink): the part of a sync event's price the program's own runs measure again
+    (``hub.emit_time``; :func:`self_cost` puts the difference on the calibrated price)."""
+    from perfkit.collectors import hub
+
+    frame = _program_call("return getframe()", getframe=sys._getframe)()
+    return _best_in_scratch_sink(lambda: hub.emit("sync", ".item()", frame))
 
 
 def _segment_transition(clock: Any) -> float:
@@ -234,17 +245,22 @@ class SelfMeter:
         self.special_steps: dict[str, int] = {}
         self.per_call_us: dict[str, float] = {}
         self.record_s = 0.0
+        self.emit_base: tuple[int, float] = (0, 0.0)  # hub.emit_time when the session's calibration was done
 
     def special(self, kind: str, seconds: float) -> None:
         self.special_s[kind] = self.special_s.get(kind, 0.0) + seconds
         self.special_steps[kind] = self.special_steps.get(kind, 0) + 1
 
-    def snapshot(self, sampled_extra_s: float, sampled_steps: int, hooked_calls: int) -> dict[str, Any]:
+    def snapshot(self, sampled_extra_s: float, sampled_steps: int, hooked_calls: int,
+                 emitted: tuple[int, float] = (0, 0.0)) -> dict[str, Any]:
         """Plain data for the session's snapshot: with the sampled steps' time beyond a typical step, how
-        many steps were sampled and the hooked torch calls counted on them."""
+        many steps were sampled and the hooked torch calls counted on them; ``emitted``: ``hub.emit_time``
+        now (the run's sync events since :attr:`emit_base`, and the seconds spent finding their sites and
+        counting them)."""
         return {"startup_s": self.startup_s, "special_s": dict(self.special_s), "special_steps": dict(self.special_steps),
                 "sampled_extra_s": sampled_extra_s, "per_call_us": dict(self.per_call_us),
-                "hooked_calls_per_step": hooked_calls / sampled_steps if sampled_steps else None}
+                "hooked_calls_per_step": hooked_calls / sampled_steps if sampled_steps else None,
+                "emitted": [emitted[0] - self.emit_base[0], emitted[1] - self.emit_base[1]]}
 
 
 def self_cost(meter: dict[str, Any] | None, transitions_per_step: float, syncs_per_step: float) -> SelfCost | None:
@@ -253,6 +269,11 @@ def self_cost(meter: dict[str, Any] | None, transitions_per_step: float, syncs_p
     if not meter:
         return None
     per_call = dict(meter.get("per_call_us") or {})
+    n, seconds = (meter.get("emitted") or (0, 0.0))[:2]
+    if n and "sync_event" in per_call:  # the site-and-count part as this program ran it, not as the loop did
+        in_situ = seconds / n * 1e6
+        per_call["sync_emit_in_situ"] = round(in_situ, 4)
+        per_call["sync_event"] = round(per_call["sync_event"] + max(0.0, in_situ - per_call.get("sync_emit", 0.0)), 4)
     per_step = {"segment_transition": round(transitions_per_step, 4), "sync_event": round(syncs_per_step, 4)}
     hooked = meter.get("hooked_calls_per_step")
     if hooked is not None:

@@ -166,6 +166,7 @@ class Session:
                 _steps.install_step_fn(self.patcher, self.config.step_fn)
             # before the discovery window opens: its profile function would be timed with every call
             self.meter.per_call_us = self_cost.calibrate(self._torch)
+            self.meter.emit_base = tuple(hub.emit_time)  # the run's own sync events are counted from here
             if not self.discovery.start():
                 self.notes.append("another profiler was active: steps and name-ruled segments were not auto-detected")
             if self._torch is not None:
@@ -274,7 +275,7 @@ class Session:
             sync_source=hub.installed_sync_source, verify=self.gpu.verify_result(),
             machine=describe(), memory=process_memory(self._torch), fixes=hub.fixes(), alloc_fix=alloc.FIX,
             stream_fix=streams.FIX, loop_fix=loops.FIX, dist=self.comm.snapshot(),
-            self_meter=self.meter.snapshot(schedule.extra_s, sampling.counted, sampling.hooked_calls),
+            self_meter=self.meter.snapshot(schedule.extra_s, sampling.counted, sampling.hooked_calls, tuple(hub.emit_time)),
         )
 
     def _record(self, status: str, t_end: float) -> Run:

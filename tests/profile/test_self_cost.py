@@ -45,8 +45,13 @@ def test_every_record_has_a_plausible_self_block(tmp_path):
     own = s.run.self
     assert isinstance(own, SelfCost)
     assert own.startup_s > 0 and own.record_s > 0
-    assert set(own.per_call_us) == {"hooked_call", "segment_transition", "sync_event"}
+    assert set(own.per_call_us) == {"hooked_call", "segment_transition", "sync_event", "sync_emit", "sync_emit_in_situ"}
     assert all(v >= 0 for v in own.per_call_us.values())
+    # the site-and-count part as the program ran it replaces the calibration loop's price of it
+    pc = own.per_call_us
+    assert pc["sync_event"] >= s.meter.per_call_us["sync_event"]
+    assert pc["sync_event"] == pytest.approx(
+        s.meter.per_call_us["sync_event"] + max(0.0, pc["sync_emit_in_situ"] - pc["sync_emit"]), abs=2e-4)
     # the hooked calls are counted on the sampled steps: one slice read per step (the learner's calls aside)
     assert own.per_step["hooked_call"] >= 1
     assert own.per_step["sync_event"] == pytest.approx(s.run.syncs_per_step, abs=1e-3)
