@@ -19,7 +19,7 @@ from typing import Any, Callable
 from perfkit.collectors import hub
 from perfkit.collectors.gpu_steps import GpuSteps
 from perfkit.collectors.patches import Patcher
-from perfkit.collectors.sampling import SampleSchedule, Sampler, loop_period
+from perfkit.collectors.sampling import SampleSchedule, Sampler
 from perfkit.collectors.segment_rules import SegmentRules
 from perfkit.collectors.self_cost import SelfMeter, device_sync_event_us
 from perfkit.collectors.steps import Boundary, Discovery, StepClock
@@ -80,7 +80,7 @@ class StepScheduler:
         if schedule.next > idx:
             special = min(special, schedule.next)
         gate = self.gate  # counting syncs on whole periods: where the next one begins or ends
-        gate.at(idx, idx > self.config.warmup_steps, loop_period(self.segclock.learner_steps))
+        gate.at(idx, idx > self.config.warmup_steps, schedule.period)  # (from the first learner update on)
         gate_next = gate.next_boundary(idx)
         if gate_next is not None and gate_next > idx:
             special = min(special, gate_next)

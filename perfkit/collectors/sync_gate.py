@@ -7,8 +7,10 @@ rsl_rl is ~0.6 ms of a ~18 ms step, most of perfkit's steady cost there). An RL 
 itself period by period (a rollout of ``num_steps`` env steps, then a learner update), so the syncs of a
 few whole periods say what every period does. :class:`SyncGate` (mode ``"periods"``):
 
-* counts every step until the loop's period is known (two learner updates) and then counts it in *blocks*
-  of one period (any ``period`` consecutive steps hold one learner update, wherever they start);
+* counts every step until the loop's period is known (from the first learner update: the steps before
+  it, until the second confirms or corrects it) and then counts it in *blocks* of one period (any
+  ``period`` consecutive steps hold one learner update, wherever they start; a wrong estimate puts zero
+  or two updates in a block, so blocks disagree and counting goes on);
 * once ``AGREE`` blocks in a row agree (the same sites, each within :func:`agree`'s tolerance) it pauses
   counting: :func:`perfkit.collectors.hub.pause_syncs` turns the runtime's detection off and the sync
   hooks pass every call straight through;
@@ -128,18 +130,17 @@ class SyncGate:
         return self.block_start + self.period if self.counting else self.block_start + RECHECK * self.period - self.period
 
     def at(self, idx: int, steady: bool, period: int | None) -> None:
-        """Step ``idx`` begins (a special boundary); ``period``: the loop's confirmed period (None: not
-        known yet)."""
+        """Step ``idx`` begins (a special boundary); ``period``: the loop's period as known now (from the
+        first learner update on, an estimate until a second confirms it; None: not known yet)."""
         if not steady:
             return
         if not self.on:
             self.on.append([idx, None])
-        if self.mode != "periods":
+        if self.mode != "periods" or period is None or period < 1:
             return
-        if self.period is None:
-            if period is None or period < 1:
-                return
+        if period != self.period and self.counting:  # first known, or the estimate was wrong: start over
             self.period = period
+            self.last, self.streak = None, 0
             self._begin_block(idx)
             return
         end = self.block_start + (self.period if self.counting else (RECHECK - 1) * self.period)
