@@ -9,7 +9,10 @@ machine's drift — fresh processes' plain SPS spread ±13 % on this machine —
 * Phase 2, inside one ``perfkit`` session (``sync_counting = "every-step"``, so the arms decide):
   ``counting`` (every sync counted, the state before this issue's gate) and ``paused``
   (``hub.pause_syncs()``: the state the gate keeps between counted periods — the hooks installed,
-  passing calls through, the detection off).
+  passing calls through, the detection off); then ``counting`` against ``no-emit`` (every sync caught,
+  labelled and its hook run, but ``hub.emit`` — finding the site and segment, counting — a no-op) and
+  ``no-emit`` against ``paused``: the event's cost split into its site-and-count part and the rest (the
+  runtime's warning, the catcher, the always-sync hooks, the wait timing).
 * Phase 3: ``plain`` again: phases 1 and 3 bracket phase 2 (the session cannot be switched off and on
   per iteration: its start-up is one-off work).
 
@@ -116,8 +119,19 @@ def main(argv=None) -> int:
         alternate({"warn": (warn_on, warn_patcher.undo), "plain": (nothing, nothing)}, "warn/plain")
         with Session(command=["onoff"], config=Config(sync_counting="every-step")) as session:
             runner.learn(num_learning_iterations=2)  # the session's warm-up and discovery window
+            real_emit = hub.emit
+
+            def no_emit_on() -> None:
+                hub.emit = lambda *args, **kwargs: None
+
+            def no_emit_off() -> None:
+                hub.emit = real_emit
+
             alternate({"counting": (nothing, nothing), "paused": (hub.pause_syncs, hub.resume_syncs)},
                       "counting/paused")
+            alternate({"counting": (nothing, nothing), "no-emit": (no_emit_on, no_emit_off)}, "counting/no-emit")
+            alternate({"no-emit": (no_emit_on, no_emit_off), "paused": (hub.pause_syncs, hub.resume_syncs)},
+                      "no-emit/paused")
         for _ in range(a.rounds):
             timed("plain (after)")
     finally:
