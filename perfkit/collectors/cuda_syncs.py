@@ -79,13 +79,13 @@ class RuntimeSyncs:
         self._report = report
         self._inside = inside_hook
         self._count_in_hook = count_in_hook
-        self._set_mode: Callable = lambda mode: None
+        self._torch: Any = None
         self.installed = False
 
     def install(self, patcher: Any, torch: Any) -> bool:
         """Turn torch's sync detection on (undone by ``patcher``); False where the user set a mode."""
         try:
-            prev = torch.cuda.get_sync_debug_mode()
+            prev = get_mode(torch)
         except Exception:
             return False
         if prev != 0:
@@ -94,11 +94,11 @@ class RuntimeSyncs:
         show = self._showwarnmsg(original)
         warnings.filterwarnings("always", message=MESSAGE, category=UserWarning)
         added = warnings.filters[0]
-        _quietly(torch.cuda.set_sync_debug_mode, "warn")
+        set_mode(torch, WARN)
         patcher.set(warnings, "_showwarnmsg", show)
 
         def restore() -> None:
-            _quietly(torch.cuda.set_sync_debug_mode, prev)
+            set_mode(torch, prev)
             try:
                 warnings.filters.remove(added)
             except ValueError:
@@ -112,20 +112,20 @@ class RuntimeSyncs:
                     pass
 
         patcher.on_undo(restore)
-        self._set_mode = torch.cuda.set_sync_debug_mode
+        self._torch = torch
         self.installed = True
         return True
 
     def pause(self) -> bool:
         """Turn the runtime's detection off (no warning, no cost at a sync) until :meth:`resume`."""
         try:
-            _quietly(self._set_mode, 0)
+            set_mode(self._torch, 0)
         except Exception:  # pragma: no cover - the mode could be set on install: it can be set again
             return False
         return True
 
     def resume(self) -> None:
-        _quietly(self._set_mode, "warn")
+        set_mode(self._torch, WARN)
 
     def _showwarnmsg(self, original: Callable) -> Callable:
         """``warnings._showwarnmsg`` that keeps the runtime's sync reports and passes every other on."""
@@ -144,6 +144,25 @@ class RuntimeSyncs:
             original(msg)
 
         return showwarnmsg
+
+
+WARN = 1  # torch's sync-debug mode "warn" ("default" is 0, "error" 2)
+
+
+def get_mode(torch: Any) -> int:
+    """torch's sync-debug mode, read without initialising CUDA: ``torch.cuda.get_sync_debug_mode()`` (and
+    its setter) first make a CUDA context on the current device — at a session's start, before the
+    program chose its device, that is GPU 0 for every rank of a job. The mode is a flag of torch's, no
+    device state; its own binding reads it as is."""
+    raw = getattr(getattr(torch, "_C", None), "_cuda_get_sync_debug_mode", None)
+    return raw() if raw is not None else torch.cuda.get_sync_debug_mode()
+
+
+def set_mode(torch: Any, mode: int) -> None:
+    """Set torch's sync-debug mode (0, :data:`WARN`) without initialising CUDA (:func:`get_mode`), and
+    without torch's warning that the mode is a prototype."""
+    raw = getattr(getattr(torch, "_C", None), "_cuda_set_sync_debug_mode", None)
+    _quietly(raw if raw is not None else torch.cuda.set_sync_debug_mode, mode)
 
 
 def _quietly(fn: Callable, *args: Any) -> None:

@@ -175,7 +175,7 @@ def _warned_device_sync(torch: Any) -> float | None:
     runtime's reports, or before the program has initialised CUDA (a session's start: the session
     measures it again where its discovery window closes, :func:`device_sync_event_us`)."""
     from perfkit.collectors import hub
-    from perfkit.collectors.cuda_syncs import _quietly
+    from perfkit.collectors.cuda_syncs import get_mode, set_mode
 
     if torch is None or hub.installed_sync_source != "runtime":
         return None
@@ -188,15 +188,15 @@ def _warned_device_sync(torch: Any) -> float | None:
         t = torch.ones(2, device=dev)
         m = torch.ones(2, dtype=torch.bool, device=dev)
         read = _program_call("return t[m]", t=t, m=m)
-        prev = torch.cuda.get_sync_debug_mode()
+        prev = get_mode(torch)
         warned = plain = float("inf")
         for _ in range(DEVICE_ROUNDS):  # interleaved: the GPU's clocks drift under both alike
             warned = min(warned, _best_in_scratch_sink(read, DEVICE_CALLS, rounds=1))
-            _quietly(torch.cuda.set_sync_debug_mode, 0)
+            set_mode(torch, 0)
             try:
                 plain = min(plain, _best(read, DEVICE_CALLS, rounds=1))
             finally:
-                _quietly(torch.cuda.set_sync_debug_mode, prev)
+                set_mode(torch, prev)
     except Exception:  # no usable device after all: the Python-side price stands
         return None
     return max(0.0, warned - plain)

@@ -50,6 +50,40 @@ class Tensorish:
         synchronizing()
 
 
+class _NoInit:
+    """torch as the CUDA build has it: the sync-debug mode is a flag behind ``torch._C``; the
+    ``torch.cuda`` wrappers would make a CUDA context first (here: they refuse)."""
+
+    def __init__(self):
+        self.mode = 0
+        self.cuda = self
+        self._C = self
+
+    def get_sync_debug_mode(self):
+        raise AssertionError("torch.cuda.get_sync_debug_mode() initialises CUDA")
+
+    set_sync_debug_mode = get_sync_debug_mode
+
+    def _cuda_get_sync_debug_mode(self):
+        return self.mode
+
+    def _cuda_set_sync_debug_mode(self, mode):
+        self.mode = mode
+
+
+def test_the_mode_is_switched_without_initialising_cuda():
+    """At a session's start the program has not chosen its device: torch.cuda's own mode functions would
+    make a context on GPU 0 (every rank of a job); the flag is read and set through torch._C."""
+    rs, _, _ = _session()
+    p, torch = Patcher(), _NoInit()
+    assert rs.install(p, torch) and torch.mode == cuda_syncs.WARN
+    assert rs.pause() and torch.mode == 0
+    rs.resume()
+    assert torch.mode == cuda_syncs.WARN
+    p.undo()
+    assert torch.mode == 0
+
+
 def _session(inside=lambda: False):
     events, in_hook = [], []
     rs = cuda_syncs.RuntimeSyncs(lambda frame: events.append((frame.f_code.co_name, frame.f_lineno,
@@ -294,3 +328,24 @@ def test_an_op_perfkit_passes_on_is_the_programs_at_the_programs_line(runtime_hu
 
     un["step"](T())
     assert [(op, line) for (op, line) in _events(sink)] == [(".item()", 2)]
+
+
+@pytest.mark.gpu
+def test_a_session_start_leaves_cuda_uninitialised_on_a_gpu_machine():
+    """A fresh process: entering a session (the runtime's detection on) makes no CUDA context; the program's
+    first CUDA call does, on the device it chose."""
+    import subprocess
+    import sys as _sys
+
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    code = ("import torch\nfrom perfkit.profile.session import Session\n"
+            "s = Session(); s.__enter__()\n"
+            "from perfkit.collectors import hub\n"
+            "print(hub.installed_sync_source, torch.cuda.is_initialized())\n"
+            "s.finish()\n")
+    out = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["runtime", "False"]
