@@ -21,8 +21,16 @@ its GPU time ``g_s`` its ``gpu_ms_per_step``. SPS is a mean rate, ``N * 1000 / T
   the host, milliseconds on the GPU), and ``p_full = min(1, B / T)``.
   - ``sync_wait`` (the session timed the site's real syncs, ``run.extra["sync_wait"][site]``: host
     time blocked per call and the host work from its end to the next sync or the step end): removing
-    *one* sync saves ``round_trip + min(wait - round_trip, gap_after)`` per call: the queued GPU work
-    overlaps only with the host work before the next sync, which then waits instead. Fixing *all*
+    a site's calls saves, per *burst* (consecutive calls at the site within a step, no other sync
+    between: :mod:`perfkit.collectors.sync_wait`), ``min(W, G + n * overhead)`` — each call's fixed
+    ``overhead`` (the round trip and the ``extra`` below) plus the queued GPU work it waited for as far
+    as the host work after it hides it: that work overlaps only with the host work before the next
+    sync of another site, which then waits instead; ``W``/``G``/``n``: the burst's summed waits, gaps
+    after, calls. The record sums the bursts in two classes (waits within their gaps, or not), priced
+    alike: exact unless a burst waited longer than its gap by less than its overhead (then at most its
+    overhead too much). A record without ``bursts`` (older) is priced from the site's averages, one
+    class. The measured wait is host time inside the call, so ``extra`` (a copy, formatting) is in it,
+    not added on top, and no call saves more than its measured wait. Fixing *all*
     syncs saves their summed waits (``pricing.prices["sync_all_ms"]``, ``what_if["all_syncs"]``).
   - ``backlog_split`` (GPU timing, no measured wait): the syncs of a step share the backlog evenly,
     ``drain = B / k`` (``k`` syncs per step), so all of them together never drain more than ``B``.
@@ -34,7 +42,10 @@ its GPU time ``g_s`` its ``gpu_ms_per_step``. SPS is a mean rate, ``N * 1000 / T
   (``torch.tensor(list, device=...)``, indexing with a Python list) copies the other way.
 * **alloc** — one caching-allocator round trip per new tensor (``alloc_cached_ms``; on a CPU run the
   CPU allocator's ``alloc_cpu_ms``: a CUDA allocation's price on a CPU run once ranked perfkit's own
-  MLP, 10 activations a step, above the script's syncs).
+  MLP, 10 activations a step, above the script's syncs). Only the allocation: the fix (a buffer made
+  once, written in place: ``out=``, ``add_``, ``zero_``) still launches the op's kernel; a kernel
+  goes only where the fix also rewrites the arithmetic (``zeros(n) + a + b`` -> ``a.add_(b)``), which
+  the record cannot know.
 * **loop** — ``per_step`` counts loop-body iterations per step; each iteration issues ``ops`` small
   torch ops at the probed per-env-loop price of one. ``ops`` is what the session counted
   (``run.extra["loop_ops"][site]``: every torch call, index views included), priced at the probed
@@ -343,15 +354,44 @@ def _inner_syncs(loop: Finding, run: Run) -> list[Finding]:
     return [a for a in loop_body_findings(loop, run) if a.kind == "sync"]
 
 
-def _sync_wait_of(run: Run, f: Finding) -> tuple[float, float] | None:
-    """``(wait_ms, gap_ms_after)`` per call at ``f``'s site from ``run.extra["sync_wait"]``, or None."""
+@dataclass(frozen=True)
+class _SyncWait:
+    """A site's measured waits, per call (ms): ``classes`` holds ``(wait, gap, calls)`` sums per call of
+    the site's bursts in each class (the record's ``bursts``: :mod:`perfkit.collectors.sync_wait`), or
+    one class, the whole site's averages, in a record without them."""
+
+    wait: float
+    gap: float
+    classes: tuple[tuple[float, float, float], ...]
+
+    def saving(self, overhead: float) -> float:
+        """Host time per call that removing the site's calls saves, at most: per class, each call's
+        ``overhead`` (the round trip, a copy: inside the measured wait, gone with the call) plus the queued
+        GPU work it waited for as far as the host work after it (``gap``) hides it, and never more than
+        the measured wait: ``min(wait, gap + calls * overhead)``."""
+        return sum(min(w, g + n * overhead) for w, g, n in self.classes)
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _sync_wait_of(run: Run, f: Finding) -> _SyncWait | None:
+    """``f``'s site's measured waits from ``run.extra["sync_wait"]`` (per call), or None."""
     d = (run.extra.get(EXTRA_SYNC_WAIT) or {}).get(f.site)
     if not isinstance(d, dict):
         return None
     w, g, n = d.get("wait_ms_per_step"), d.get("gap_ms_per_step_after"), d.get("calls_per_step")
-    if not all(isinstance(x, (int, float)) for x in (w, g, n)) or n <= 0:
+    if not all(_num(x) for x in (w, g, n)) or n <= 0:
         return None
-    return float(w) / n, float(g) / n
+    w, g, n = float(w) / n, float(g) / n, float(n)
+    classes: tuple[tuple[float, float, float], ...] = ((w, g, 1.0),)
+    bursts = d.get("bursts")
+    if isinstance(bursts, dict):
+        parts = [bursts.get(c) for c in ("fit", "over")]
+        if all(isinstance(p, dict) and all(_num(p.get(k)) for k in ("wait_ms", "gap_ms", "calls")) for p in parts):
+            classes = tuple((p["wait_ms"] / n, p["gap_ms"] / n, p["calls"] / n) for p in parts)
+    return _SyncWait(w, g, classes)
 
 
 def pricing_model(f: Finding, run: Run, ctx: "_RunContext | None" = None) -> str:
@@ -378,30 +418,34 @@ def price_finding(f: Finding, run: Run, prices: _Prices, ctx: _RunContext | None
             return None, "no sync round-trip cost in the profile"
         p_full = ctx.busy
         round_trip = p_full * prices.get("sync_queued_extra_ms", idle) + (1.0 - p_full) * idle
-        sw = _sync_wait_of(run, f)
-        if sw is not None:
-            wait, gap = sw
-            drain = max(0.0, wait - round_trip)
-            per_call = round_trip + min(drain, gap)
-            how = (f"round trip {round_trip * 1e3:.1f} us + min(drained wait {drain * 1e3:.1f} us, host gap after "
-                   f"{gap * 1e3:.1f} us) (measured)")
-        else:
-            drain = ctx.backlog_ms / max(ctx.syncs_per_step, 1.0)
-            per_call = round_trip + drain
-            how = f"round trip {round_trip * 1e3:.1f} us + drain {drain * 1e3:.1f} us (queue full {p_full:.0%})"
-        extra = 0.0
+        extra, extras = 0.0, []
         if "print" in op:
             repr_ms = prices.get("tensor_repr_ms")
             if repr_ms:
                 extra += repr_ms
-                how += " + tensor repr"
+                extras.append("tensor repr")
         direction = price_kind(f.op or "")  # the table's label as written (not lower-cased: "Event.synchronize()")
         if direction in ("d2h", "h2d"):
             c = _copy_ms(prices, direction, _bytes_per_call(f))
             if c:
                 extra += c
-                how += f" + {direction.upper()} copy"
-        return f.per_step * (per_call + extra), how
+                extras.append(f"{direction.upper()} copy")
+        sw = _sync_wait_of(run, f)
+        if sw is not None:
+            # the measured wait is the host's time inside the call: the copy and the formatting are in it
+            # already (a price on top would count them twice); like the round trip they go with the call
+            overhead = round_trip + extra
+            per_call = sw.saving(overhead)
+            bursts = "per burst" if len(sw.classes) > 1 else "site average"
+            how = (f"round trip {round_trip * 1e3:.1f} us" + "".join(f" + {e}" for e in extras)
+                   + f" + min(drained wait, host gap after) ({bursts}: wait {sw.wait * 1e3:.1f} us, gap "
+                   f"{sw.gap * 1e3:.1f} us per call; measured), at most the measured wait")
+            return f.per_step * per_call, how
+        drain = ctx.backlog_ms / max(ctx.syncs_per_step, 1.0)
+        per_call = round_trip + drain + extra
+        how = (f"round trip {round_trip * 1e3:.1f} us + drain {drain * 1e3:.1f} us (queue full {p_full:.0%})"
+               + "".join(f" + {e}" for e in extras))
+        return f.per_step * per_call, how
     if f.kind == "alloc":
         cost = _alloc_ms(prices)
         if cost is None:

@@ -552,19 +552,30 @@ def _findings(snap: Snapshot, steady: int, n_steps: int, loops_mod) -> tuple[lis
     return out, setup, teardown, loop_ops
 
 
-def sync_wait_record(sites: dict[tuple, list], n_timed: int) -> dict[str, dict[str, float | None]]:
-    """``{"path:line": {wait_ms_per_step, gap_ms_per_step_after, calls_per_step}}`` over the steady
-    timed steps; the gap is the mean measured gap per call times the calls per step."""
-    out: dict[str, dict[str, float | None]] = {}
+def sync_wait_record(sites: dict[tuple, list], n_timed: int) -> dict[str, dict[str, Any]]:
+    """``{"path:line": {wait_ms_per_step, gap_ms_per_step_after, calls_per_step, bursts}}`` over the steady
+    timed steps; the gap is the mean measured gap per call times the calls per step. ``bursts`` (absent in
+    older records, which the cost model prices from the site's averages): per step, the site's bursts
+    (:mod:`perfkit.collectors.sync_wait`) in two classes, ``fit`` (their waits fit in their gaps) and
+    ``over``, each ``{wait_ms, gap_ms, calls}``, scaled from the closed bursts to all the site's calls."""
+    out: dict[str, dict[str, Any]] = {}
     if not n_timed:
         return out
-    for (fn, line), (calls, wait, gap, n_gap) in sites.items():
+    for (fn, line), acc in sites.items():
+        calls, wait, gap, n_gap = acc[:4]
         per_step = calls / n_timed
-        out[f"{relpath(fn)}:{line}"] = {
+        d: dict[str, Any] = {
             "wait_ms_per_step": round(wait * 1e3 / n_timed, 6),
             "gap_ms_per_step_after": round(gap / n_gap * per_step * 1e3, 6) if n_gap else None,
             "calls_per_step": round(per_step, 6),
         }
+        closed = acc[6] + acc[9] if len(acc) > 10 else 0  # calls in the closed bursts
+        if closed:
+            k = calls / closed / n_timed  # closed bursts' sums -> per step, for all the site's calls
+            d["bursts"] = {"per_step": round(acc[10] * k, 6), **{
+                cls: {"wait_ms": round(acc[i] * 1e3 * k, 6), "gap_ms": round(acc[i + 1] * 1e3 * k, 6),
+                      "calls": round(acc[i + 2] * k, 6)} for cls, i in (("fit", 4), ("over", 7))}}
+        out[f"{relpath(fn)}:{line}"] = d
     return out
 
 

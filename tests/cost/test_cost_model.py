@@ -338,6 +338,42 @@ def test_measured_sync_wait_prices_one_removal_by_the_host_gap_after_it():
     assert run.pricing.what_if["all_syncs"]["saved_ms"] == pytest.approx(a.est_ms_per_step + b.est_ms_per_step + c.est_ms_per_step)
 
 
+def test_a_site_is_priced_per_burst_so_one_bursts_gap_cannot_hide_another_bursts_wait():
+    # Site 1 syncs twice a step with other syncs between: once waiting 1.8 ms for the physics with 0.05 ms
+    # of host work after it, once a 0.03 ms round trip with 3.0 ms after. Each burst hides only behind its
+    # own gap: min(1.8, 0.05 + rt) + min(0.03, 3.0 + rt). The site's averages (0.915 ms wait, 1.525 ms gap
+    # per call) would let the second call's gap hide the first call's wait: 1.83 ms.
+    avg = {"wait_ms_per_step": 1.83, "gap_ms_per_step_after": 3.05, "calls_per_step": 2.0}
+    split = {"per_step": 2.0, "fit": {"wait_ms": 0.03, "gap_ms": 3.0, "calls": 1.0},
+             "over": {"wait_ms": 1.8, "gap_ms": 0.05, "calls": 1.0}}
+    rt = 0.4 * 0.010 + 0.6 * 0.030
+
+    def priced(site):
+        run = price_run(run_of(sync(line=1, per_step=2.0), gpu=4.0, extra={"sync_wait": {"train.py:1": site}}), GPU_PROFILE)
+        return run.findings[0].est_ms_per_step
+
+    assert priced(dict(avg, bursts=split)) == pytest.approx(0.05 + rt + 0.03)
+    assert priced(avg) == pytest.approx(1.83)  # an older record, without bursts: the site's averages, as before
+    # the same calls in one burst a step (consecutive): the 1.8 ms may hide behind all 3.05 ms of host work
+    one = {"per_step": 1.0, "fit": {"wait_ms": 1.83, "gap_ms": 3.05, "calls": 2.0},
+           "over": {"wait_ms": 0.0, "gap_ms": 0.0, "calls": 0.0}}
+    assert priced(dict(avg, bursts=one)) == pytest.approx(1.83)
+
+
+@pytest.mark.parametrize("op, extra_ms", [(".cpu()", 0.015 + 4 / 10e9 * 1e3), ("print(t)", 0.200 + 0.015 + 4 / 10e9 * 1e3)])
+def test_a_measured_wait_already_holds_the_copy_and_the_formatting(op, extra_ms):
+    # The wait is timed around the whole call: a .cpu()'s D2H copy (a print's formatting too) is inside it.
+    # Waits fit in the gaps: the call saves its measured wait, not the wait plus a copy priced on top.
+    extra = {"sync_wait": {"train.py:1": {"wait_ms_per_step": 0.05, "gap_ms_per_step_after": 2.0, "calls_per_step": 1.0}}}
+    run = price_run(run_of(sync(op=op), gpu=4.0, extra=extra), GPU_PROFILE)
+    assert run.findings[0].est_ms_per_step == pytest.approx(0.05)
+    # behind a short gap the overhead still goes with the call: round trip + copy (+ repr) + the gap
+    extra["sync_wait"]["train.py:1"].update(wait_ms_per_step=1.0, gap_ms_per_step_after=0.1)
+    run = price_run(run_of(sync(op=op), gpu=4.0, extra=extra), GPU_PROFILE)
+    rt = 0.4 * 0.010 + 0.6 * 0.030
+    assert run.findings[0].est_ms_per_step == pytest.approx(0.1 + rt + extra_ms)
+
+
 def test_fixing_all_measured_syncs_saves_their_waits_bounded_by_the_gpu_floor():
     extra = {"sync_wait": {"train.py:1": {"wait_ms_per_step": 3.0, "gap_ms_per_step_after": 0.1, "calls_per_step": 1.0},
                            "train.py:2": {"wait_ms_per_step": 4.0, "gap_ms_per_step_after": 0.1, "calls_per_step": 1.0}}}

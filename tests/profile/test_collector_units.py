@@ -89,6 +89,39 @@ def test_sync_waits_keep_the_wait_and_the_host_work_after_it_on_timed_steps():
     assert sites[("a.py", 5)][2] == pytest_approx(0.3) and sites[("a.py", 9)][2] == pytest_approx(0.9)
 
 
+def test_sync_waits_sum_each_burst_of_a_site_and_sort_it_by_whether_its_waits_fit_in_its_gaps():
+    from perfkit.profile.snapshot import sync_wait_record
+
+    clock = StepClock(warmup_steps=1, on_boundary=lambda *a: None)
+    waits = SyncWaits(clock, timed=lambda idx: True)
+    # step 2: A three times in a row (the first waits 0.5 s for the physics), then B: one burst of A,
+    # W = 0.52, G = 0.02 + 0.02 + 0.44 = 0.48 -> "over"; B: W 0.01, G 0.99 (to the step's end) -> "fit"
+    clock.index, clock.begin_t = 2, 10.0
+    waits.on_wait(("a.py", 5), 10.0, 10.5)
+    waits.on_wait(("a.py", 5), 10.52, 10.53)
+    waits.on_wait(("a.py", 5), 10.55, 10.56)
+    waits.on_wait(("a.py", 9), 11.0, 11.01)
+    clock.times.append(2.0)  # step 2 closes at 12.0
+    # step 3: A, B, A: two bursts of A, B between them; the last A's gap is never measured (the step
+    # does not close): that burst is dropped, its call scaled in from the closed bursts
+    clock.index, clock.begin_t = 3, 12.0
+    waits.on_wait(("a.py", 5), 12.0, 12.3)  # W 0.3, G 0.1 -> over
+    waits.on_wait(("a.py", 9), 12.4, 12.41)  # W 0.01, G 0.09 -> fit
+    waits.on_wait(("a.py", 5), 12.5, 12.51)  # gap unknown: dropped
+    a, b = (waits.summary().sites[k] for k in (("a.py", 5), ("a.py", 9)))
+    assert a[:2] == [5, pytest_approx(0.83)]
+    assert a[4:] == [0.0, 0.0, 0, pytest_approx(0.82), pytest_approx(0.58), 4, 2]
+    assert b[4:] == [pytest_approx(0.02), pytest_approx(1.08), 2, 0.0, 0.0, 0, 2]
+    rec = sync_wait_record({("a.py", 5): a, ("a.py", 9): b}, 2)
+    k = 5 / 4 / 2  # 5 calls, 4 in closed bursts, 2 timed steps
+    assert rec["a.py:5"]["bursts"] == {
+        "per_step": pytest_approx(2 * k), "fit": {"wait_ms": 0.0, "gap_ms": 0.0, "calls": 0.0},
+        "over": {"wait_ms": pytest_approx(820 * k), "gap_ms": pytest_approx(580 * k), "calls": pytest_approx(4 * k)}}
+    assert rec["a.py:5"]["calls_per_step"] == 2.5 and rec["a.py:9"]["bursts"]["fit"]["calls"] == 1.0
+    # a summary without burst sums (as before them): the averages only, no "bursts"
+    assert "bursts" not in sync_wait_record({("a.py", 5): a[:4]}, 2)["a.py:5"]
+
+
 def pytest_approx(v):
     import pytest
 

@@ -49,6 +49,23 @@ def test_sync_wait_and_gap_after_per_site():
     assert not hub.wait_listeners  # the session's listener is gone
 
 
+def test_a_sessions_record_counts_a_sites_consecutive_calls_as_one_burst():
+    read = torch_sync.sync_hook(_DeviceValue.read, ".item()")
+    v = _DeviceValue()
+    with Session(warmup_steps=1, sample_steps=()) as s:
+        for _ in range(6):
+            perfkit.step()
+            for _ in range(3):
+                read(v, 0.1)  # site C: three in a row, one burst a step
+            read(v, 0.1)  # site D
+    sw = s.run.extra["sync_wait"]
+    c = next(d for k, d in sw.items() if k.endswith(f":{line_of(__file__, '# site C')}"))
+    d = next(d for k, d in sw.items() if k.endswith(f":{line_of(__file__, '# site D')}"))
+    assert c["calls_per_step"] == 3.0 and c["bursts"]["per_step"] == 1.0
+    assert c["bursts"]["fit"]["calls"] + c["bursts"]["over"]["calls"] == 3.0
+    assert d["bursts"]["per_step"] == 1.0 and d["bursts"]["fit"]["calls"] + d["bursts"]["over"]["calls"] == 1.0
+
+
 def test_would_sync_events_are_not_timed():
     import torch
 
