@@ -622,7 +622,37 @@ def install(patcher: Patcher, always_only: bool = False) -> list[str]:
 
     done = _install(patcher, torch, PATCHES, always_only)
     _teach_torchscript(patcher, torch)
+    _teach_dynamo(torch)
     return done
+
+
+def _installed_hooks(torch: Any) -> list[tuple[Any, Any]]:
+    """``(hook, original)`` of every :data:`PATCHES` row installed on ``torch`` now."""
+    out = []
+    for p in PATCHES:
+        owner = getattr(torch, p.owner.split(".")[0], None) if p.owner else torch
+        for part in p.owner.split(".")[1:] if p.owner else ():
+            owner = getattr(owner, part, None)
+        hook = getattr(owner, p.name, None) if owner is not None else None
+        orig = getattr(hook, "__perfkit_wrapped__", None)
+        if orig is not None:
+            out.append((hook, orig))
+    return out
+
+
+def _teach_dynamo(torch: Any) -> None:
+    """Dynamo reads ``torch.where``, ``torch.tensor``, ... once per process into its table of in-graph
+    functions (``trace_rules.get_torch_obj_rule_map``, cached). Read while the hooks stood there, the
+    table would hold the hooks — gone with the session — instead of the ops, and every later compile of
+    such a call would fail ("marked as skipped"): a second session's, or the program's own after perfkit.
+    ``_torchdynamo_inline`` is Dynamo's own mark of a wrapper that stands for another function: the
+    table then holds the op, and Dynamo traces a call of the hook as the op (no perfkit code in a graph,
+    as ``hub.is_compiling`` has it). The hooks are new objects each session: nothing to undo."""
+    for hook, orig in _installed_hooks(torch):
+        try:
+            hook._torchdynamo_inline = orig
+        except (AttributeError, TypeError):  # pragma: no cover - a hook that takes no attributes
+            pass
 
 
 def _teach_torchscript(patcher: Patcher, torch: Any) -> None:
@@ -641,14 +671,7 @@ def _teach_torchscript(patcher: Patcher, torch: Any) -> None:
     dispatched = _jit_internal.boolean_dispatched
     added: list[int] = []
     keys: list[Any] = []
-    for p in PATCHES:
-        owner = getattr(torch, p.owner.split(".")[0], None) if p.owner else torch
-        for part in p.owner.split(".")[1:] if p.owner else ():
-            owner = getattr(owner, part, None)
-        hook = getattr(owner, p.name, None) if owner is not None else None
-        orig = getattr(hook, "__perfkit_wrapped__", None)
-        if orig is None:
-            continue
+    for hook, orig in _installed_hooks(torch):
         op = table.get(id(orig))
         if op is not None and id(hook) not in table:
             table[id(hook)] = op

@@ -117,3 +117,29 @@ def test_module_level_torchscript_helper_imported_inside_a_session(tmp_path):
         spec.loader.exec_module(mod)
         out = mod.wrap_to_pi(torch.tensor([4.0, 1.0]))
     assert torch.allclose(out, torch.tensor([4.0 - 6.28318, 1.0]))
+
+
+def test_dynamo_learning_its_torch_functions_inside_a_session_still_knows_them_after_it():
+    """Dynamo reads ``torch.where`` & co. once per process into its table of in-graph functions. Read while
+    a session's hooks stood there, the table held the hooks (gone with the session), not the ops, and every
+    later compile of ``torch.where`` failed ("marked as skipped") — a second session's, or the program's
+    own after perfkit. The hooks point Dynamo to the op they stand for (``_torchdynamo_inline``)."""
+    from torch._dynamo import trace_rules
+
+    def f(x):
+        return torch.where(x > 1, 0.0, x)
+
+    x = torch.ones(4, 4) * 2
+    trace_rules.get_torch_obj_rule_map.cache_clear()
+    try:
+        with Session(warmup_steps=1):
+            trace_rules.get_torch_obj_rule_map()  # learnt while the hooks are in place
+            assert torch.where.__perfkit_wrapped__ in trace_rules.get_torch_obj_rule_map()
+        torch._dynamo.reset()
+        assert torch.compile(f, backend="eager", fullgraph=True)(x).sum() == 0
+        with Session(warmup_steps=1):  # a second session's hooks (new objects) compile too
+            torch._dynamo.reset()
+            assert torch.compile(f, backend="eager", fullgraph=True)(x).sum() == 0
+    finally:
+        trace_rules.get_torch_obj_rule_map.cache_clear()
+        torch._dynamo.reset()
