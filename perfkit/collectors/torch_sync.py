@@ -40,7 +40,7 @@ from typing import Any, Callable
 from perfkit.source import source_line
 from perfkit.collectors import hub
 from perfkit.collectors.hub import api_sync_hook, direct_caller, sync_call, tls
-from perfkit.collectors.patches import Patch, Patcher, SyncOp, sync_ops, wraps
+from perfkit.collectors.patches import Patch, Patcher, SyncOp, owner_of, sync_ops, wraps
 from perfkit.collectors.patches import install as _install
 from perfkit.collectors.patches import originals as _originals
 
@@ -630,9 +630,7 @@ def _installed_hooks(torch: Any) -> list[tuple[Any, Any]]:
     """``(hook, original)`` of every :data:`PATCHES` row installed on ``torch`` now."""
     out = []
     for p in PATCHES:
-        owner = getattr(torch, p.owner.split(".")[0], None) if p.owner else torch
-        for part in p.owner.split(".")[1:] if p.owner else ():
-            owner = getattr(owner, part, None)
+        owner = owner_of(torch, p.owner)
         hook = getattr(owner, p.name, None) if owner is not None else None
         orig = getattr(hook, "__perfkit_wrapped__", None)
         if orig is not None:
