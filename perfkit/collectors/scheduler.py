@@ -81,7 +81,7 @@ class StepScheduler:
             special = min(special, schedule.next)
         gate = self.gate  # counting syncs on whole periods: where the next one begins or ends
         gate.at(idx, idx > self.config.warmup_steps, schedule.period)  # (from the first learner update on)
-        gate_next = gate.next_boundary(idx)
+        gate_next = gate.next_boundary()
         if gate_next is not None and gate_next > idx:
             special = min(special, gate_next)
         if sampled or not self.timed(idx) or not self.timed(idx + 1):

@@ -27,7 +27,7 @@ learner update never pauses either (no period to count whole).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 AGREE = 3  # whole periods in a row that must agree before counting pauses
 RECHECK = 8  # once paused, one period counted in every RECHECK periods
@@ -125,11 +125,12 @@ class SyncGate:
         self.block_counts: list[dict[tuple, list]] = []  # per block: site -> [events, {segment: events}]
         self.on: list[list] = []  # [first step, last step or None] while counting
 
-    def next_boundary(self, idx: int) -> int | None:
-        """The next step boundary the gate must see (None: none scheduled)."""
+    def next_boundary(self) -> int | None:
+        """The next step boundary the gate must see: where the block being counted ends, or the skipped
+        stretch before the next counted one (None: none scheduled)."""
         if self.block_start is None or self.period is None:
             return None
-        return self.block_start + self.period if self.counting else self.block_start + RECHECK * self.period - self.period
+        return self.block_start + (self.period if self.counting else (RECHECK - 1) * self.period)
 
     def at(self, idx: int, steady: bool, period: int | None) -> None:
         """Step ``idx`` begins (a special boundary); ``period``: the loop's period as known now (from the
@@ -145,7 +146,7 @@ class SyncGate:
             self.last, self.streak = None, 0
             self._begin_block(idx)
             return
-        end = self.block_start + (self.period if self.counting else (RECHECK - 1) * self.period)
+        end = self.next_boundary()
         if idx < end:
             return
         if not self.counting:  # the skipped stretch is over: count one block
@@ -170,16 +171,14 @@ class SyncGate:
         self._base = steady_syncs(self._counts())
 
     def _close_block(self, idx: int) -> None:
-        now = steady_syncs(self._counts())
-        block: dict[tuple, int] = {}
         counts: dict[tuple, list] = {}
-        for k, (n, segs) in now.items():
+        for k, (n, segs) in steady_syncs(self._counts()).items():
             n0, segs0 = self._base.get(k, (0, {}))
             if n > n0:
-                block[k] = n - n0
                 counts[k] = [n - n0, {sg: m - segs0.get(sg, 0) for sg, m in segs.items() if m > segs0.get(sg, 0)}]
         self.blocks.append((self.block_start, idx - 1))
         self.block_counts.append(counts)
+        block = {k: c[0] for k, c in counts.items()}
         self.streak = self.streak + 1 if self.last is not None and agree(self.last, block) else 0
         self.last = block
 
