@@ -53,7 +53,7 @@ EXTRA_POLICY_CLASSES = "policy_classes"  # the modules found as the policy -> re
 EXTRA_RATE_WINDOW = "rate_window"  # {period, steps, first_step}: syncs' rates are over whole periods of the loop -> report
 EXTRA_SYNC_WAIT = "sync_wait"  # {site: {wait_ms_per_step, gap_ms_per_step_after, calls_per_step, bursts (newer)}} -> cost model
 EXTRA_LOOP_OPS = "loop_ops"  # {site: torch calls per loop iteration} -> cost model
-EXTRA_SYNC_COUNTING = "sync_counting"  # {mode, paused, period, blocks, block_steps, counted_steps}: syncs counted on whole periods -> report
+EXTRA_SYNC_COUNTING = "sync_counting"  # {mode, paused, period, blocks, block_steps, counted_steps, sites, sites_varying, agree, recheck}: syncs counted on whole periods -> report
 EXTRA_SYNC_SOURCE = "sync_source"  # "runtime" (CUDA's own sync reports) | "hooks" (each hook decides) -> console
 EXTRA_CUDA_ALLOCATOR_ALLOCS = "cuda_allocator_allocs_per_step"  # the CUDA caching allocator's own count on the sampled steps (where no whole periods were counted) -> report
 EXTRA_CUDA_ALLOCATOR_PERIODS = "cuda_allocator_periods"  # {allocs_per_step, learner_allocs_per_step, periods, steps}: that count over whole periods -> console, budget, report
@@ -468,7 +468,8 @@ _TYPE_NAMES = {"num": "a number", "int": "an integer", "str": "a string", "bool"
                "num-dict": "an object of numbers"}
 
 
-def _is_num(v: Any) -> bool:
+def is_number(v: Any) -> bool:
+    """A JSON number of a record (a bool is not one)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -483,7 +484,7 @@ def _checked(source: str, field: str, v: Any, kind: str | None) -> Any:
         kind = kind[:-1]
     ok = False
     if kind == "num":
-        ok = _is_num(v)
+        ok = is_number(v)
     elif kind == "int":
         if isinstance(v, float) and v.is_integer():
             v = int(v)
@@ -499,9 +500,9 @@ def _checked(source: str, field: str, v: Any, kind: str | None) -> Any:
     elif kind == "str-list":
         ok = isinstance(v, list) and all(isinstance(x, str) for x in v)
     elif kind == "num-list":
-        ok = isinstance(v, list) and all(_is_num(x) for x in v)
+        ok = isinstance(v, list) and all(is_number(x) for x in v)
     elif kind == "num-dict":
-        ok = isinstance(v, dict) and all(_is_num(x) for x in v.values())
+        ok = isinstance(v, dict) and all(is_number(x) for x in v.values())
     if not ok:
         shown = json.dumps(v, default=str)
         shown = shown if len(shown) <= 60 else shown[:57] + "..."

@@ -136,6 +136,7 @@ from perfkit.record import (
     Finding,
     Pricing,
     Run,
+    is_number,
 )
 
 MODEL = "perfkit.cost/2"
@@ -372,24 +373,20 @@ class _SyncWait:
         return sum(min(w, g + n * overhead) for w, g, n in self.classes)
 
 
-def _num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def _sync_wait_of(run: Run, f: Finding) -> _SyncWait | None:
     """``f``'s site's measured waits from ``run.extra["sync_wait"]`` (per call), or None."""
     d = (run.extra.get(EXTRA_SYNC_WAIT) or {}).get(f.site)
     if not isinstance(d, dict):
         return None
     w, g, n = d.get("wait_ms_per_step"), d.get("gap_ms_per_step_after"), d.get("calls_per_step")
-    if not all(_num(x) for x in (w, g, n)) or n <= 0:
+    if not all(is_number(x) for x in (w, g, n)) or n <= 0:
         return None
     w, g, n = float(w) / n, float(g) / n, float(n)
     classes: tuple[tuple[float, float, float], ...] = ((w, g, 1.0),)
     bursts = d.get("bursts")
     if isinstance(bursts, dict):
         parts = [bursts.get(c) for c in ("fit", "over")]
-        if all(isinstance(p, dict) and all(_num(p.get(k)) for k in ("wait_ms", "gap_ms", "calls")) for p in parts):
+        if all(isinstance(p, dict) and all(is_number(p.get(k)) for k in ("wait_ms", "gap_ms", "calls")) for p in parts):
             classes = tuple((p["wait_ms"] / n, p["gap_ms"] / n, p["calls"] / n) for p in parts)
     return _SyncWait(w, g, classes)
 
