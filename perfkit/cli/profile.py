@@ -6,6 +6,7 @@ import click
 
 from perfkit.cli.errors import BadInput
 from perfkit.cli.program_args import ProgramCommand
+from perfkit.config import SYNC_COUNTING
 
 
 @click.command(
@@ -22,7 +23,7 @@ from perfkit.cli.program_args import ProgramCommand
 @click.option("--max-allocs-per-step", type=click.FloatRange(min=0), default=None,
               help="Exit with status 2 when the allocations per step exceed N.")
 @click.option("--verify", is_flag=True, help="GPU: count the CUDA runtime's own syncs (torch.profiler/CUPTI) and report unattributed ones.")
-@click.option("--sync-counting", type=click.Choice(["auto", "periods", "every-step"]), default=None,
+@click.option("--sync-counting", type=click.Choice(SYNC_COUNTING), default=None,
               help="Count syncs on every steady step, or on whole periods of the loop once a few agree (one in "
                    "every 8; the default on CUDA, except with --verify). Default: [tool.perfkit] sync_counting, else auto.")
 @click.option("--step-fn", default=None, metavar="MOD:CLASS.METHOD", help="What one env step is (default: auto-detected).")
