@@ -26,9 +26,8 @@ test (the ``warn`` arm is then the plain one: there is no CUDA detection to turn
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import dataclasses
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -39,13 +38,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
-
-
-def _train_script():
-    spec = importlib.util.spec_from_file_location("train_rsl_rl", ROOT / "examples/manager_env/train_rsl_rl.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main(argv=None) -> int:
@@ -59,6 +51,7 @@ def main(argv=None) -> int:
     import torch
     from rsl_rl.runners import OnPolicyRunner
 
+    from manager_env import train_rsl_rl as train  # its config and arguments (examples/ is on the path)
     from manager_env.env import ManagerBasedRLEnv
     from manager_env.env_cfg import ant_velocity_env_cfg
     from manager_env.wrapper import RslRlVecEnvWrapper
@@ -68,7 +61,6 @@ def main(argv=None) -> int:
     from perfkit.config import Config
     from perfkit.profile.session import Session
 
-    train = _train_script()
     args = train.parse_args(["--num-envs", str(a.num_envs), "--device", a.device, "--backend", a.backend])
     cuda = torch.device(a.device).type == "cuda"
     torch.manual_seed(0)
@@ -146,7 +138,7 @@ def main(argv=None) -> int:
         "iteration_s": times, "median_s": med, "sps": {arm: steps / m for arm, m in med.items()},
         "ratios": {k: {"per_round": v, "median": statistics.median(v)} for k, v in pairs.items()},
         "session_over_plain": {arm: med[arm] / plain for arm in ("counting", "paused")},
-        "self": run.self.to_dict() if run.self is not None and hasattr(run.self, "to_dict") else (vars(run.self) if run.self else None),
+        "self": dataclasses.asdict(run.self) if run.self is not None else None,
         "syncs_per_step": run.syncs_per_step, "steps_in_session": run.steps,
     }
     dest = Path(a.out)
@@ -158,7 +150,7 @@ def main(argv=None) -> int:
     lines += [f"| {arm} | {m:.4f} | {steps / m:,.0f} |" for arm, m in med.items()]
     lines += ["", "| paired (time ratio, > 1: the first arm slower) | median | per round |", "|---|---:|---|"]
     lines += [f"| {k} | {statistics.median(v):.4f} | {', '.join(f'{x:.3f}' for x in v)} |" for k, v in pairs.items()]
-    lines += ["", f"session arms over plain (phases 1 and 3 together, not interleaved): "
+    lines += ["", "session arms over plain (phases 1 and 3 together, not interleaved): "
                   + ", ".join(f"{k} {v:.4f}" for k, v in out["session_over_plain"].items()),
               f"the session's record: {run.syncs_per_step:.2f} syncs/step; self block per step: "
               f"{run.self.per_step_ms if run.self else None} ms ({run.self.per_step if run.self else None})"]

@@ -16,11 +16,12 @@ with Session() as s:
     dev = torch.device("cuda", torch.cuda.current_device())
     t = torch.ones(2, device=dev); m = torch.ones(2, dtype=torch.bool, device=dev)
     read = self_cost._program_call("return t[m]", t=t, m=m)
-    saved = list(hub.sinks); sink = Sink(); hub.sinks[:] = [sink]
+    # a scratch sink for every sink list (the sync hooks and the catcher report to hub.sync_sinks)
+    saved, saved_sync = list(hub.sinks), list(hub.sync_sinks); sink = Sink(); hub.sinks[:] = hub.sync_sinks[:] = [sink]
     try:
         w = self_cost._best(read, 50)
     finally:
-        hub.sinks[:] = saved
+        hub.sinks[:] = saved; hub.sync_sinks[:] = saved_sync
     print("warned best", w * 1e6, "sink counts", dict(list(sink.counts.items())[:3]) if hasattr(sink, "counts") else vars(sink).keys())
     prev = torch.cuda.get_sync_debug_mode()
     torch.cuda.set_sync_debug_mode(0)
