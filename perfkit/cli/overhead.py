@@ -51,12 +51,15 @@ def _threshold(ctx, param, value):
               help="Gate: exit 1 when perfkit's median ratio to plain is below 1 - PCT (3% -> 0.97).")
 @click.option("--max-added-wall", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Gate: exit 1 when perfkit adds more than this to a run's median wall time.")
+@click.option("--line-times", is_flag=True,
+              help="Split each run's wall time at its first and last line of stdout (start, run, end), to see "
+                   "where an arm's added wall time goes; runs every arm with PYTHONUNBUFFERED=1.")
 @click.option("-m", "module", default=None, metavar="MODULE", help="Run a module (like python -m) instead of a script.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines (the table is still printed).")
 @click.argument("target_and_args", nargs=-1, type=click.UNPROCESSED, metavar="SCRIPT [ARGS]...")
 @click.pass_context
 def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, profile_args, logs, json_path, md_path,
-             max_overhead, max_added_wall, module, quiet, target_and_args):
+             max_overhead, max_added_wall, line_times, module, quiet, target_and_args):
     """Measure what perfkit costs SCRIPT [ARGS...] (or -m MODULE [ARGS...]): run it plainly, under
     `perfkit profile` and under torch.profiler, each run a fresh process, in --rounds interleaved rounds.
 
@@ -107,7 +110,7 @@ def overhead(ctx, rounds, arms, metric_regex, wall_only, timeout, warmup_runs, p
     try:
         result = measure(Target(target, args, module=module is not None), arms=arm_list, rounds=rounds, metric_regex=regex,
                          timeout=timeout, warmup_runs=warmup_runs, log_dir=resolve(logs) if logs else None,
-                         profile_args=extra, on_run=None if quiet else _progress(rounds, result_name),
+                         profile_args=extra, line_times=line_times, on_run=None if quiet else _progress(rounds, result_name),
                          on_round=on_round)
     except KeyboardInterrupt:
         result = partial.get("result")

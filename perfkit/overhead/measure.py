@@ -159,21 +159,55 @@ def _kill_group(p: subprocess.Popen) -> None:
         p.kill()
 
 
+class _LineTimes:
+    """Copies a child's stdout pipe to a file, noting when its first and last line arrived (seconds
+    after ``t0``): with the child's stdout unbuffered, the wall time splits into the start-up before the
+    program's first line, its run, and its end after the last one."""
+
+    def __init__(self, pipe: Any, out: Any, t0: float):
+        import threading
+
+        self.first: float | None = None
+        self.last: float | None = None
+        self._pipe, self._out, self._t0 = pipe, out, t0
+        self._thread = threading.Thread(target=self._copy, name="perfkit-overhead-stdout", daemon=True)
+        self._thread.start()
+
+    def _copy(self) -> None:
+        for line in iter(self._pipe.readline, b""):
+            t = time.perf_counter() - self._t0
+            if self.first is None:
+                self.first = t
+            self.last = t
+            self._out.write(line)
+        self._pipe.close()
+
+    def join(self, timeout: float = 30.0) -> None:
+        self._thread.join(timeout)  # (a detached grandchild could hold the pipe open: do not wait on it)
+
+
 def run_once(cmd: Sequence[str], *, name: str, log_dir: str | os.PathLike, metric: re.Pattern | None,
              env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None,
-             timeout: float | None = None) -> dict[str, Any]:
+             timeout: float | None = None, line_times: bool = False) -> dict[str, Any]:
     """Run ``cmd`` in its own process group (killed whole past ``timeout`` seconds, or when this
     process is interrupted); stdout and stderr go to ``log_dir/NAME.out`` / ``NAME.err``. Returns the
     run: exit status, wall time, the metric (``metric``'s last match in stdout), and for a failure its
-    reason and the last lines of its stderr."""
+    reason and the last lines of its stderr. ``line_times``: the child's stdout is unbuffered
+    (``PYTHONUNBUFFERED``) and read through a pipe, and the run also has ``first_line_s`` /
+    ``last_line_s``: when its first and last line of stdout came (None: it printed none)."""
     logs = Path(log_dir)
     logs.mkdir(parents=True, exist_ok=True)
     out_f, err_f = logs / f"{name}.out", logs / f"{name}.err"
     timed_out = False
+    if line_times:
+        env = {**(env if env is not None else os.environ), "PYTHONUNBUFFERED": "1"}
+    lines = None
     with open(out_f, "wb") as fo, open(err_f, "wb") as fe:
         t0 = time.perf_counter()
-        p = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
+        p = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE if line_times else fo, stderr=fe,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        if line_times:
+            lines = _LineTimes(p.stdout, fo, t0)
         try:
             rc = p.wait(timeout=timeout if timeout else None)
         except subprocess.TimeoutExpired:
@@ -185,6 +219,8 @@ def run_once(cmd: Sequence[str], *, name: str, log_dir: str | os.PathLike, metri
             p.wait()
             raise
         wall = time.perf_counter() - t0
+        if lines is not None:
+            lines.join()  # the pipe's end: every process of the group holding it has exited
     stdout = out_f.read_text(errors="replace")
     stderr = err_f.read_text(errors="replace")
     value = parse_metric(stdout, metric) if metric is not None else None
@@ -199,6 +235,9 @@ def run_once(cmd: Sequence[str], *, name: str, log_dir: str | os.PathLike, metri
     run: dict[str, Any] = {"name": name, "cmd": list(cmd), "rc": rc, "timed_out": timed_out, "wall_s": round(wall, 3),
                            "metric": value, "ok": reason is None, "reason": reason,
                            "stdout": str(out_f), "stderr": str(err_f)}
+    if lines is not None:
+        run["first_line_s"] = None if lines.first is None else round(lines.first, 3)
+        run["last_line_s"] = None if lines.last is None else round(lines.last, 3)
     m = _PROFILER_LINE.search(stderr)
     if m:
         run["profiler"] = {"events": int(m.group(1)), "run_s": float(m.group(2)), "processing_s": float(m.group(3))}
@@ -231,7 +270,7 @@ def measure(target: Target, *, arms: Sequence[str] = ARMS, rounds: int = 5, arm_
             cwd: str | os.PathLike | None = None, log_dir: str | os.PathLike | None = None,
             profile_args: Sequence[str] = (), python: str | None = None, deadline: float | None = None,
             estimates: dict[str, float] | None = None, machine: bool = True, label: str | None = None,
-            on_run: Callable[[dict], None] | None = None, on_round: Callable[[dict], None] | None = None) -> dict[str, Any]:
+            line_times: bool = False, on_run: Callable[[dict], None] | None = None, on_round: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Measure ``target`` in ``rounds`` interleaved rounds of ``arms``; the result as plain data.
 
     ``arm_rounds``: arms that run in fewer rounds (the last ones; see :func:`arms_of_round`).
@@ -244,6 +283,9 @@ def measure(target: Target, *, arms: Sequence[str] = ARMS, rounds: int = 5, arm_
     ``estimates`` (seconds per arm) until each arm has a wall time of its own; an arm limited by
     ``arm_rounds`` is dropped from such a round first. ``log_dir`` keeps every run's stdout/stderr (and
     the perfkit arm's record); without it they go to a temporary folder removed at the end.
+    ``line_times``: each run's stdout is timed line by line (:func:`run_once`), and the summary splits
+    each arm's wall time into its *start* (to the first line of stdout), *run* and *end* (after the
+    last line): where an arm's added wall time goes.
     ``on_run(run)`` / ``on_round(result)`` are called after each run / round (write partial results
     there). A KeyboardInterrupt propagates after the running child is killed; the result object given
     to ``on_round`` so far holds what finished.
@@ -279,7 +321,8 @@ def measure(target: Target, *, arms: Sequence[str] = ARMS, rounds: int = 5, arm_
     def go(arm: str, name: str, round_no: int) -> dict:
         record = logs / f"{name}.json" if arm == "perfkit" else None
         cmd = arm_command(arm, target, python=python, record=record, profile_args=profile_args, args=arm_args.get(arm))
-        run = run_once(cmd, name=name, log_dir=logs, metric=pattern, env=env, cwd=cwd, timeout=timeout)
+        run = run_once(cmd, name=name, log_dir=logs, metric=pattern, env=env, cwd=cwd, timeout=timeout,
+                       line_times=line_times)
         run["arm"], run["round"] = arm, round_no
         if record is not None:
             run["self_estimate_s"] = self_estimate_s(record)
@@ -390,6 +433,9 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
         metrics = [x["metric"] for x in ok if x.get("metric") is not None]
         s: dict[str, Any] = {"runs": len(runs), "ok": len(ok),
                              "median_metric": _median(metrics), "median_wall_s": _median(walls)}
+        parts = _median_parts(ok)
+        if parts:  # line-timed runs: the median start, run and end of the wall time
+            s["wall_parts_s"] = parts
         if arm != "plain":
             ratios, added = [], []
             for r in rows:
@@ -409,6 +455,9 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
                                  if comparable and walls and plain_walls else None),
                 "added_wall_per_round_s": added if comparable else [],
             })
+            base = _median_parts([r["runs"]["plain"] for r in rows if r["runs"].get("plain", {}).get("ok")])
+            if comparable and base and s.get("wall_parts_s"):
+                s["added_wall_parts_s"] = {k: s["wall_parts_s"][k] - base[k] for k in WALL_PARTS}
             estimates = [x["self_estimate_s"] for x in ok if x.get("self_estimate_s") is not None]
             if estimates:  # the perfkit arm's own account of its cost, against the measured added wall
                 est = _median(estimates)
@@ -425,6 +474,23 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             if not r["runs"][arm]["ok"]:
                 failures.append(_failure(r["runs"][arm]))
     return {"arms": arms, "failures": failures, "rounds_run": len(rows)}
+
+
+WALL_PARTS = ("start", "run", "end")  # a line-timed run's wall: before its first line of stdout, to its last, after
+
+
+def _wall_parts(run: dict) -> dict[str, float] | None:
+    """``{start, run, end}`` seconds of a line-timed run's wall time (None: not line-timed, or no line)."""
+    first, last = run.get("first_line_s"), run.get("last_line_s")
+    if first is None or last is None:
+        return None
+    return {"start": first, "run": last - first, "end": run["wall_s"] - last}
+
+
+def _median_parts(runs: list[dict]) -> dict[str, float] | None:
+    """The median of each of :data:`WALL_PARTS` over the line-timed ``runs`` (None: none is)."""
+    parts = [p for p in map(_wall_parts, runs) if p is not None]
+    return {k: _median([p[k] for p in parts]) for k in WALL_PARTS} if parts else None
 
 
 def _failure(run: dict) -> dict:
@@ -584,6 +650,21 @@ def _self_estimate_line(result: dict[str, Any]) -> str:
     return f"perfkit's own estimate (its records' self blocks, median): {est:+.2f} s added{against}"
 
 
+def _wall_parts_lines(result: dict[str, Any]) -> list[str]:
+    """Where each arm's wall time went (line-timed runs): start, run and end, and what each adds to plain's."""
+    out = []
+    for arm, s in result["summary"]["arms"].items():
+        parts = s.get("wall_parts_s")
+        if not parts:
+            continue
+        added = s.get("added_wall_parts_s")
+        out.append(f"{arm} wall (median): " + ", ".join(
+            f"{k} {parts[k]:.2f} s" + (f" ({added[k]:+.2f})" if added else "") for k in WALL_PARTS))
+    if out:
+        out.append("(start: to the program's first line of stdout; end: after its last line, the exit included)")
+    return out
+
+
 def table(result: dict[str, Any]) -> str:
     """The console rendering: what ran, the per-round table, the per-arm summary, the failures."""
     lines = [f"perfkit overhead: {result['target']}", _how(result), ""]
@@ -594,6 +675,9 @@ def table(result: dict[str, Any]) -> str:
     own = _self_estimate_line(result)
     if own:
         lines += ["", own]
+    parts = _wall_parts_lines(result)
+    if parts:
+        lines += ["", *parts]
     if result.get("stopped"):
         lines += ["", f"stopped early: {result['stopped']}"]
     fails = _failure_lines(result)
@@ -618,6 +702,7 @@ def markdown(result: dict[str, Any], heading: str = "#") -> str:
     own = _self_estimate_line(result)
     if own:
         lines.append(f"* {own}")
+    lines += [f"* {ln}" for ln in _wall_parts_lines(result)]
     prof = [r["runs"]["torch-profiler"]["profiler"] for r in result["rounds"]
             if r["runs"].get("torch-profiler", {}).get("profiler")]
     if prof:

@@ -417,7 +417,7 @@ def main(argv=None) -> int:
             arm_args={"torch-profiler": c.profiler_args} if (a.profiler_rounds and c.profiler_args) else None,
             timeout=a.timeout, warmup_runs=0, env=env, cwd=ROOT, log_dir=logs, deadline=deadline - reserve,
             estimates=c.estimates(), machine=False, label=f"{c.name} (`{c.script.relative_to(ROOT)}`)",
-            on_run=on_run, on_round=on_round)
+            line_times=True, on_run=on_run, on_round=on_round)
         entry["result"]["machine"] = results["machine"]
         write_reports(out, results)
     if "env-only" in a.parts:

@@ -97,9 +97,13 @@ def test_a_measurement_writes_its_outputs_and_a_failed_gate_exits_1(fake, child_
     # the same runs pass a looser gate (and the module exit status is 0)
     f.log_path.unlink()
     p = _overhead(["--arms", "plain,perfkit", "--rounds", "1", "--warmup-runs", "0", "--max-overhead", "3%", "-q",
-                   f.script, *f.args], tmp_path, child_env)
+                   "--line-times", "--json", out / "lines.json", f.script, *f.args], tmp_path, child_env)
     assert p.returncode == 0, p.stderr
     assert p.stderr == ""  # -q: no progress, and nothing failed
+    # --line-times: each arm's wall split at its first and last line of stdout
+    parts = json.loads((out / "lines.json").read_text())["summary"]["arms"]["perfkit"]["added_wall_parts_s"]
+    assert set(parts) == {"start", "run", "end"}
+    assert "perfkit wall (median): start " in p.stdout
 
 
 def test_a_failed_run_exits_1_naming_it(fake, child_env, tmp_path):

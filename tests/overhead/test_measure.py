@@ -151,3 +151,35 @@ def test_a_time_budget_drops_the_limited_arm_first_then_stops(fake, child_env):
                            deadline=time.perf_counter() + 60, estimates={"plain": 1.0, "torch-profiler": 120.0})
     assert res["rounds"] == [] and res["stopped"].startswith("time budget: round 1")
     assert f.order() == ["plain", "plain"]  # nothing more ran
+
+
+def test_line_times_split_a_run_into_its_start_run_and_end(tmp_path):
+    """With ``line_times`` the child's stdout is unbuffered and timed line by line: a program that sleeps
+    0.6 s before its first line, 0.3 s between its lines and 0.4 s after its last (its stdout a pipe,
+    which Python would otherwise buffer to the end) shows those parts, and the summary sets each arm's
+    parts beside plain's."""
+    script = tmp_path / "slow_lines.py"
+    script.write_text("import sys, time\ntime.sleep(float(sys.argv[1]))\nprint('first')\ntime.sleep(0.3)\n"
+                      "print('SPS: 10')\ntime.sleep(0.4)\n")
+    run = overhead.run_once([overhead.sys.executable, str(script), "0.6"], name="r", log_dir=tmp_path / "logs",
+                            metric=overhead.compile_metric(overhead.DEFAULT_METRIC), line_times=True, timeout=60)
+    assert run["ok"] and run["metric"] == 10.0
+    assert 0.6 <= run["first_line_s"] < run["last_line_s"] - 0.25
+    assert run["wall_s"] - run["last_line_s"] >= 0.35
+    assert (tmp_path / "logs" / "r.out").read_text() == "first\nSPS: 10\n"  # the output is kept whole
+    plain = overhead.run_once([overhead.sys.executable, str(script), "0.6"], name="p", log_dir=tmp_path / "logs",
+                              metric=None)
+    assert "first_line_s" not in plain  # not line-timed unless asked
+
+    def row(first: float, last: float, wall: float) -> dict:
+        return {"ok": True, "metric": 10.0, "wall_s": wall, "first_line_s": first, "last_line_s": last}
+
+    result = {"arms": ["plain", "perfkit"], "metric_regex": overhead.DEFAULT_METRIC,
+              "rounds": [{"round": 1, "order": ["plain", "perfkit"],
+                          "runs": {"plain": row(2.0, 5.0, 5.5), "perfkit": row(3.0, 6.5, 7.5)}}]}
+    s = overhead.summarize(result)["arms"]
+    assert s["plain"]["wall_parts_s"] == {"start": 2.0, "run": 3.0, "end": 0.5}
+    assert s["perfkit"]["added_wall_parts_s"] == pytest.approx({"start": 1.0, "run": 0.5, "end": 0.5})
+    result["summary"] = overhead.summarize(result)
+    assert "perfkit wall (median): start 3.00 s (+1.00), run 3.50 s (+0.50), end 1.00 s (+0.50)" \
+        in overhead._wall_parts_lines(result)
