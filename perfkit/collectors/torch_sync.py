@@ -54,11 +54,15 @@ def sync_hook(orig: Callable, op: str, when: Callable[[tuple, dict], bool] | Non
 
     @wraps(orig)
     def hook(*args, **kwargs):
-        if not sinks or state.depth or hub.is_compiling() or (when is not None and not when(args, kwargs)):
+        if not sinks or state.depth:
             return orig(*args, **kwargs)
-        caller = direct_caller(sys._getframe(1))
         t = args[0] if args else None
         cuda = getattr(t, "is_cuda", False)
+        if not cuda and not hub.count_cpu:  # a host tensor on a GPU run: nothing to wait for (no frame read)
+            return orig(*args, **kwargs)
+        if hub.is_compiling() or (when is not None and not when(args, kwargs)):
+            return orig(*args, **kwargs)
+        caller = direct_caller(sys._getframe(1))
         if not cuda:
             if not hub.counts(False, caller):
                 return orig(*args, **kwargs)
