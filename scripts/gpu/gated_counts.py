@@ -1,0 +1,130 @@
+"""Are the syncs a default run counts on whole periods (the sync gate) the syncs the runtime makes?
+
+    python3 scripts/gpu/gated_counts.py --out DIR [--iterations 16]
+
+A default CUDA run counts syncs on a few whole periods of the loop and pauses counting in between
+(``perfkit/collectors/sync_gate.py``); ``--verify`` never pauses and has CUPTI count the runtime's own
+syncs. For each loop (``examples/manager_env`` through rsl_rl's OnPolicyRunner at 4096 envs,
+``examples/train_naive.py`` at 256 envs) this runs both, one after the other, and sets per site
+("path:line") the gated run's syncs per step beside the runtime's (the ``--verify`` run's CUPTI counts,
+over its window) and beside that run's own every-step count: sites the gated run missed, sites it
+counted that the runtime never synced at, and each ratio. Two runs, so a data-dependent site (resets)
+differs by its own noise; a fixed site must agree. Writes DIR/gated-counts.md and .json, and each run's
+record and console output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from perfkit.profile.verify_agreement import record_rates
+from perfkit.record import Run
+
+ROOT = Path(__file__).resolve().parents[2]
+TOLERANCE = 0.05
+LOOPS = (  # (name, script, its arguments without --iterations, perfkit's options)
+    ("manager env 4096", "examples/manager_env/train_rsl_rl.py",
+     ["--num-envs", "4096", "--num-steps", "24", "--device", "cuda", "--backend", "mjwarp"], ["--warmup-steps", "24"]),
+    ("train_naive 256", "examples/train_naive.py", ["--num-envs", "256", "--backend", "mjwarp"], []),
+)
+
+
+def profile(name: str, script: str, args: list[str], options: list[str], verify: bool, out: Path,
+            timeout: int) -> dict:
+    stem = f"{name.replace(' ', '-')}-{'verify' if verify else 'gated'}"
+    record = out / f"{stem}.json"
+    cmd = [sys.executable, "-m", "perfkit", "profile", *(["--verify"] if verify else []), *options, "-o", str(record),
+           script, *args]
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+        code, text = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        code, text = 124, f"TIMEOUT after {timeout} s\n{e.stdout or ''}\n{e.stderr or ''}"
+    (out / f"{stem}.txt").write_text(f"$ {' '.join(cmd)}\n# exit {code}, {time.time() - t0:.1f} s\n{text}")
+    run: dict = {"exit": code, "seconds": round(time.time() - t0, 1)}
+    if record.exists():
+        raw = json.loads(record.read_text())
+        extra = raw.get("extra") or {}
+        run["rates"] = record_rates(Run.load(record).findings)
+        run["sync_counting"] = extra.get("sync_counting")
+        agreed = (extra.get("verify") or {}).get("agreement") or {}
+        if agreed:
+            run["runtime"] = {s["site"]: s["runtime_per_step"] for s in agreed.get("sites") or []}
+            run["window"] = {k: agreed.get(k) for k in ("window", "steps")}
+    return run
+
+
+def compare(gated: dict[str, float], runtime: dict[str, float], every: dict[str, float]) -> dict:
+    sites = []
+    for site in sorted(set(gated) | set(runtime), key=lambda s: (-runtime.get(s, 0.0), -gated.get(s, 0.0), s)):
+        g, r = gated.get(site, 0.0), runtime.get(site, 0.0)
+        sites.append({"site": site, "runtime": round(r, 4), "every_step": round(every.get(site, 0.0), 4),
+                      "gated": round(g, 4), "ratio": round(g / r, 4) if r else None})
+    g_total, r_total = sum(gated.values()), sum(runtime.values())
+    return {"sites": sites, "gated_per_step": round(g_total, 4), "runtime_per_step": round(r_total, 4),
+            "ratio": round(g_total / r_total, 4) if r_total else None,
+            "missed": [s["site"] for s in sites if s["runtime"] and not s["gated"]],
+            "false": [s["site"] for s in sites if s["gated"] and not s["runtime"]],
+            "outside": [s["site"] for s in sites if s["ratio"] is not None and abs(s["ratio"] - 1) > TOLERANCE]}
+
+
+def write(out: Path, rows: list[dict], argv: list[str]) -> None:
+    (out / "gated-counts.json").write_text(json.dumps(rows, indent=1))
+    lines = ["# Gated sync counts against the runtime's", "", f"`python3 scripts/gpu/gated_counts.py {' '.join(argv)}`",
+             "", "Per loop: a default run (syncs counted on whole periods) and a `--verify` run (every step counted, "
+             "CUPTI counting the runtime's syncs over its window), one after the other. ratio = gated / runtime.", "",
+             "| loop | gated syncs/step | runtime/step (verify run) | ratio | sites missed | sites false | sites outside ±5 % "
+             "| counted steps (gated run) |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        c, g = r.get("compare") or {}, (r["gated"].get("sync_counting") or {})
+        lines.append(f"| {r['name']} | {c.get('gated_per_step')} | {c.get('runtime_per_step')} | {c.get('ratio')} | "
+                     f"{len(c.get('missed', []))} | {len(c.get('false', []))} | {len(c.get('outside', []))} of "
+                     f"{len(c.get('sites', []))} | {g.get('counted_steps')} of the run, paused {g.get('paused')}, "
+                     f"{g.get('blocks')} blocks |")
+    for r in rows:
+        c = r.get("compare") or {}
+        lines += ["", f"## {r['name']}: exit gated {r['gated']['exit']}, verify {r['verify']['exit']}; verify window "
+                  f"{r['verify'].get('window')}", "", "| site | runtime/step | every step (verify run) | gated | ratio |",
+                  "|---|---:|---:|---:|---:|"]
+        lines += [f"| `{s['site']}` | {s['runtime']} | {s['every_step']} | {s['gated']} | {s['ratio']} |"
+                  for s in c.get("sites", [])]
+    (out / "gated-counts.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--iterations", type=int, default=16)
+    ap.add_argument("--timeout", type=int, default=200)
+    ap.add_argument("--only", default=None, help="run only the loops whose name contains this")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    for name, script, args, options in LOOPS:
+        if a.only and a.only not in name:
+            continue
+        args = [*args, "--iterations", str(a.iterations)]
+        row = {"name": name, "script": script, "args": args}
+        for arm, verify in (("gated", False), ("verify", True)):
+            print(f"gated_counts: {name} {arm}", flush=True)
+            row[arm] = profile(name, script, args, options, verify, out, a.timeout)
+        if "rates" in row["gated"] and "runtime" in row["verify"]:
+            row["compare"] = compare(row["gated"]["rates"], row["verify"]["runtime"], row["verify"].get("rates", {}))
+        rows.append(row)
+        write(out, rows, argv)
+    print((out / "gated-counts.md").read_text())
+    return 0 if all(r["gated"]["exit"] == 0 and r["verify"]["exit"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
