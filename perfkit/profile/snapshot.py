@@ -158,7 +158,9 @@ def build_run(snap: Snapshot) -> Run:
 
         ver = dict(snap.verify)
         first = run.extra[EXTRA_RATE_WINDOW]["first_step"] if window else snap.warmup_steps + 1
-        agreed = agreement(ver, run.findings, first, _warmup_typical(snap, n_steps))
+        closed = not ver.get("ended_with_run") and ver.get("first_step") is not None
+        agreed = agreement(ver, run.findings, first, _warmup_typical(snap, n_steps),
+                           window_record=_window_record(snap, ver["first_step"], ver["last_step"]) if closed else None)
         ver.pop("by_step", None)  # per site and step: read here, too long for the record
         if agreed is not None:
             ver["agreement"] = agreed
@@ -194,6 +196,24 @@ def build_run(snap: Snapshot) -> Run:
     if notes:
         run.extra[EXTRA_NOTES] = notes
     return run
+
+
+def _window_record(snap: Any, first: int, last: int) -> dict[str, float] | None:
+    """Per site ("path:line"), the record's own syncs per step in steps ``first``..``last`` (the clock's
+    per-step trails; would-syncs left out, as the runtime makes none): what a verify window that closed
+    before the run ended is set beside. None where the kept trails do not reach its last step."""
+    from perfkit.collectors.steps import KEPT_TRAILS
+
+    if last > KEPT_TRAILS or last < first:
+        return None
+    out: dict[str, float] = {}
+    for idx in range(first, last + 1):
+        for key, m in (snap.clock.kept_trails.get(idx) or {}).items():
+            if key[0] == "sync" and not key[6]:
+                site = f"{relpath(key[2])}:{key[3]}"
+                out[site] = out.get(site, 0) + m
+    n = last - first + 1
+    return {site: m / n for site, m in out.items()}
 
 
 def _percentiles(values: list[float]) -> tuple[float, float]:

@@ -11,8 +11,12 @@ counting definitions) and set beside the record's sync findings:
   one earlier step, and a site that synced only there is teardown — the record's rule (where the site's
   only earlier syncs were in the warm-up, which the window does not cover, the record's own warm-up
   count stands in: a script's ``learn()`` called once to warm up and once timed ends both calls alike);
-* over the verify window's own steps when it closed at a boundary before the run ended (a long run):
-  then a site that recurs at the loop's period agrees and a one-off one need not (``window`` says which).
+* over the verify window's own steps when it closed at a boundary before the run ended (a long run), on
+  both sides: the record's side is then its own syncs in those very steps (the clock's per-step trails,
+  ``window_record``), not its rates over the whole run — a data-dependent site (resets, rsl_rl's
+  per-iteration log) made other counts in the steps the window did not see (the H200, the manager env,
+  16 iterations: four sites read 0.4–1.17 against the window's runtime counts while both sides agreed
+  step by step).
 
 The result replaces ``by_step`` in the block as ``agreement``: runtime and record syncs per step in total
 and per site, their ratio (record / runtime) and the sites outside ``TOLERANCE`` (with the runtime's
@@ -63,11 +67,12 @@ def _ratio(record: float, runtime: float) -> float | None:
 
 
 def agreement(block: dict[str, Any], findings: Iterable[Any], rate_first_step: int,
-              warm: dict[str, int] | None = None) -> dict[str, Any] | None:
+              warm: dict[str, int] | None = None, window_record: dict[str, float] | None = None) -> dict[str, Any] | None:
     """The ``agreement`` entry of a verify block (module doc); ``rate_first_step``: the first step of the
     record's rate window; ``warm``: per site ("path:line") that synced in the warm-up, the most events
-    its typical warm-up step made (the record's rule for a last step, read from the record's count).
-    None when the block has no step."""
+    its typical warm-up step made (the record's rule for a last step, read from the record's count);
+    ``window_record``: per site, the record's own syncs per step over the window's steps, for a window
+    that closed before the run ended (None: the findings' rates stand in). None when the block has no step."""
     by_step = block.get("by_step") or {}
     first, last = block.get("first_step"), block.get("last_step")
     if first is None or last is None:
@@ -76,7 +81,8 @@ def agreement(block: dict[str, Any], findings: Iterable[Any], rate_first_step: i
     if whole:
         first = max(first, rate_first_step)
     runtime = runtime_rates(by_step, first, last, open_last=whole, warm=warm)
-    record = record_rates(findings)
+    same_steps = not whole and window_record is not None
+    record = window_record if same_steps else record_rates(findings)
     sites = []
     for site in sorted(set(runtime) | set(record), key=lambda s: (-runtime.get(s, 0.0), -record.get(s, 0.0), s)):
         rt, rc = runtime.get(site, 0.0), record.get(site, 0.0)
@@ -87,7 +93,8 @@ def agreement(block: dict[str, Any], findings: Iterable[Any], rate_first_step: i
         s["runtime_steps"] = {str(i): m for i, m in sorted((by_step.get(s["site"]) or {}).items())}
     rt_total, rc_total = sum(runtime.values()), sum(record.values())
     return {
-        "window": "the record's steady state" if whole else "the verify window (closed before the run ended)",
+        "window": "the record's steady state" if whole else "the verify window (closed before the run ended)"
+                  + ("; the record's syncs in its steps" if same_steps else ""),
         "first_step": first, "last_step": last, "steps": max(0, last - first + 1),
         "runtime_per_step": round(rt_total, 4), "record_per_step": round(rc_total, 4),
         "ratio": _ratio(rc_total, rt_total), "tolerance": TOLERANCE,

@@ -73,3 +73,39 @@ def test_a_last_step_site_seen_before_only_in_the_warm_up_reads_as_the_record_re
     assert runtime_rates(by_step, 25, 96, open_last=True, warm={"train.py:102": 1}) == {"train.py:102": 1 / 72}
     a = agreement(_block(by_step, first=25, last=96), [_sync("train.py:102", 1 / 72)], 25, warm={"train.py:102": 1})
     assert a["sites_outside_tolerance"] == 0 and a["sites"][0]["ratio"] == 1.0
+
+
+def test_a_window_closed_before_the_run_ended_is_set_beside_the_records_own_syncs_in_its_steps():
+    """The H200, the manager env, 16 iterations under --verify: the window was 72 of ~360 steady steps, and
+    a reset site (2/step in the window, 2.35 over the run), a site the window never saw synced at (0.35 over
+    the run) and rsl_rl's per-iteration log (59 syncs at one boundary of the window's) read 1.17, 'false' and
+    0.4 against the runtime while both sides counted the same syncs step by step. With the record's own
+    syncs in the window's steps each reads 1.0."""
+    from types import SimpleNamespace
+
+    from perfkit.profile.snapshot import _window_record
+
+    by_step = {"events.py:18": {i: 2 for i in range(25, 97)}, "runner.py:141": {48: 59}}
+    whole_run = [_sync("events.py:18", 2.3472), _sync("managers.py:404", 0.3472), _sync("runner.py:141", 0.3278)]
+
+    def key(site: str, would: bool = False) -> tuple:
+        path, line = site.rsplit(":", 1)
+        return ("sync", ".item()", path, int(line), "f", None, would, "steady")
+
+    trails = {i: {key("events.py:18"): 2} for i in range(25, 97)}
+    trails[48][key("runner.py:141")] = 59
+    trails[100] = {key("managers.py:404"): 25}  # after the window: not its steps
+    trails[30][key("cpu.py:1", would=True)] = 4  # a would-sync: the runtime makes none
+    snap = SimpleNamespace(clock=SimpleNamespace(kept_trails=trails))
+    window = _window_record(snap, 25, 96)
+    assert window == {"events.py:18": 2.0, "runner.py:141": 59 / 72}
+
+    a = agreement(_block(by_step, first=25, last=96, with_run=False), whole_run, rate_first_step=25,
+                  window_record=window)
+    rows = {s["site"]: s for s in a["sites"]}
+    assert {s: r["ratio"] for s, r in rows.items()} == {"events.py:18": 1.0, "runner.py:141": 1.0}
+    assert a["sites_outside_tolerance"] == 0 and a["window"].endswith("the record's syncs in its steps")
+    # without the trails (past the kept steps) the whole run's rates stand in, as before
+    assert _window_record(snap, 25, 5000) is None
+    before = agreement(_block(by_step, first=25, last=96, with_run=False), whole_run, rate_first_step=25)
+    assert before["sites_outside_tolerance"] == 3
