@@ -381,13 +381,20 @@ class Discovery:
         self._nested: dict[Any, list] = {}  # callee code below the first level -> its wrap candidates
         self._not_parts: set = set()  # callees that cannot be wrapped (property getters, ...) or past the caps
         self._loop_table: dict[int, str] = {}
+        # id(code) -> code that _on_call said can never matter: the setprofile path skips it at once (the
+        # monitoring path disables it); by identity, a code's own hash reads its whole contents
+        self._ignored: dict[int, Any] = {}
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         """The ``sys.setprofile`` function (Python before 3.12, or when another tool holds
         ``sys.monitoring``'s profiler slot)."""
         try:
             if event == "call":
-                self._on_call(frame, frame.f_code)
+                code = frame.f_code
+                if self._ignored.get(id(code)) is code:  # nothing about it can matter (as monitoring disables it)
+                    return
+                if not self._on_call(frame, code):
+                    self._ignored[id(code)] = code
             elif event == "return" and self._open:
                 self._on_return(id(frame))
         except Exception:  # pragma: no cover - an error here must not reach the program (or drop the profiler)
