@@ -14,7 +14,7 @@ counting definitions) and set beside the record's sync findings:
 * over the verify window's own steps when it closed at a boundary before the run ended (a long run), on
   both sides: the record's side is then its own syncs in those very steps (the clock's per-step trails,
   ``window_record``), not its rates over the whole run — a data-dependent site (resets, rsl_rl's
-  per-iteration log) made other counts in the steps the window did not see (the H200, the manager env,
+  checkpoint save) made other counts in the steps the window did not see (the H200, the manager env,
   16 iterations: four sites read 0.4–1.17 against the window's runtime counts while both sides agreed
   step by step).
 

@@ -78,7 +78,7 @@ def test_a_last_step_site_seen_before_only_in_the_warm_up_reads_as_the_record_re
 def test_a_window_closed_before_the_run_ended_is_set_beside_the_records_own_syncs_in_its_steps():
     """The H200, the manager env, 16 iterations under --verify: the window was 72 of ~360 steady steps, and
     a reset site (2/step in the window, 2.35 over the run), a site the window never saw synced at (0.35 over
-    the run) and rsl_rl's per-iteration log (59 syncs at one boundary of the window's) read 1.17, 'false' and
+    the run) and rsl_rl's checkpoint save (59 syncs at one boundary of the window's) read 1.17, 'false' and
     0.4 against the runtime while both sides counted the same syncs step by step. With the record's own
     syncs in the window's steps each reads 1.0."""
     from types import SimpleNamespace
