@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from perfkit.profile.verify_agreement import record_rates
 from perfkit.record import Run
+from verify import profile_run  # scripts/gpu/verify.py (this script's folder is first on the path)
 
-ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 0.05
 LOOPS = (  # (name, script, its arguments without --iterations, perfkit's options)
     ("manager env 4096", "examples/manager_env/train_rsl_rl.py",
@@ -39,17 +36,9 @@ def profile(name: str, script: str, args: list[str], options: list[str], verify:
             timeout: int) -> dict:
     stem = f"{name.replace(' ', '-')}-{'verify' if verify else 'gated'}"
     record = out / f"{stem}.json"
-    cmd = [sys.executable, "-m", "perfkit", "profile", *(["--verify"] if verify else []), *options, "-o", str(record),
-           script, *args]
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    t0 = time.time()
-    try:
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
-        code, text = p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        code, text = 124, f"TIMEOUT after {timeout} s\n{e.stdout or ''}\n{e.stderr or ''}"
-    (out / f"{stem}.txt").write_text(f"$ {' '.join(cmd)}\n# exit {code}, {time.time() - t0:.1f} s\n{text}")
-    run: dict = {"exit": code, "seconds": round(time.time() - t0, 1)}
+    code, seconds = profile_run([*(["--verify"] if verify else []), *options], script, args, record,
+                                out / f"{stem}.txt", timeout)
+    run: dict = {"exit": code, "seconds": seconds}
     if record.exists():
         raw = json.loads(record.read_text())
         extra = raw.get("extra") or {}

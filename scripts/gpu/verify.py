@@ -38,13 +38,11 @@ STACKS = (
 )
 
 
-def run_one(script: str, n: int, iterations: int, out: Path, backend: str, timeout: int,
-            args: list[str] | None = None, options: tuple[str, ...] | list[str] = ()) -> dict:
-    name = f"{Path(script).stem}-{n}"
-    record = out / f"{name}.json"
-    if args is None:
-        args = ["--num-envs", str(n), "--iterations", str(iterations), "--backend", backend]
-    cmd = [sys.executable, "-m", "perfkit", "profile", "--verify", *options, "-o", str(record), script, *args]
+def profile_run(options: list[str], script: str, args: list[str], record: Path, log: Path,
+                timeout: int) -> tuple[int, float]:
+    """``perfkit profile OPTIONS -o RECORD SCRIPT ARGS`` in the repository root (this checkout first on the
+    path), its command and console output written to ``log``: (exit status, 124 on timeout; seconds)."""
+    cmd = [sys.executable, "-m", "perfkit", "profile", *options, "-o", str(record), script, *args]
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     t0 = time.time()
     try:
@@ -52,8 +50,19 @@ def run_one(script: str, n: int, iterations: int, out: Path, backend: str, timeo
         code, text = p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
         code, text = 124, f"TIMEOUT after {timeout} s\n{e.stdout or ''}\n{e.stderr or ''}"
-    (out / f"{name}.txt").write_text(f"$ {' '.join(cmd)}\n# exit {code}, {time.time() - t0:.1f} s\n{text}")
-    row: dict = {"script": script, "num_envs": n, "exit": code, "seconds": round(time.time() - t0, 1)}
+    seconds = round(time.time() - t0, 1)
+    log.write_text(f"$ {' '.join(cmd)}\n# exit {code}, {seconds:.1f} s\n{text}")
+    return code, seconds
+
+
+def run_one(script: str, n: int, iterations: int, out: Path, backend: str, timeout: int,
+            args: list[str] | None = None, options: tuple[str, ...] | list[str] = ()) -> dict:
+    name = f"{Path(script).stem}-{n}"
+    record = out / f"{name}.json"
+    if args is None:
+        args = ["--num-envs", str(n), "--iterations", str(iterations), "--backend", backend]
+    code, seconds = profile_run(["--verify", *options], script, args, record, out / f"{name}.txt", timeout)
+    row: dict = {"script": script, "num_envs": n, "exit": code, "seconds": seconds}
     if record.exists():
         rec = json.loads(record.read_text())
         v = (rec.get("extra") or {}).get("verify") or {}
