@@ -68,6 +68,33 @@ def test_a_site_that_moves_by_its_counting_noise_agrees():
     assert not agree({**steady, ("reset",): 13}, {**steady, ("reset",): 52})
 
 
+def test_rechecks_come_at_drawn_gaps_the_same_every_run():
+    """A fixed stride of rechecks can fall at one phase of the loop's own cycle (episodes that time out
+    together: the manager env on the CPU read its reset sites 1.15x, the total 1.05-1.08x, at a stride of
+    16); the gaps are drawn from RECHECK/2 .. 3 RECHECK/2 periods, RECHECK on average, the same draws in
+    every run so that two runs of one program count the same steps."""
+    from perfkit.collectors.sync_gate import SyncGate
+
+    def rechecks() -> list[int]:
+        counts: dict = {}
+        gate = SyncGate("periods", lambda: counts, lambda: True, lambda: None)
+        period, starts = 10, []
+        for idx in range(1, 20_001):
+            key = ("sync", "op", "f.py", 1, "f", None, False, "steady")
+            counts[key] = [idx, 0, {}]  # one sync a step, every period alike
+            was = gate.counting
+            gate.at(idx, True, period)
+            if gate.counting and not was:
+                starts.append(idx)
+        return starts
+
+    first = rechecks()
+    gaps = [(b - a) // 10 for a, b in zip(first, first[1:])]  # periods from one recheck to the next
+    assert first == rechecks()  # the same every run
+    assert min(gaps) >= RECHECK // 2 and max(gaps) <= RECHECK + RECHECK // 2 and len(set(gaps)) > 3
+    assert abs(sum(gaps) / len(gaps) - RECHECK) < 2
+
+
 def test_each_counted_period_stands_for_the_steps_it_stands_in_for():
     from perfkit.collectors.sync_gate import GateSummary
 
@@ -92,8 +119,8 @@ def test_once_periods_agree_counting_pauses_and_the_rates_stay_exact():
     run = s.run
     g = run.extra["sync_counting"]
     assert g["paused"] and g["period"] == ROLLOUT
-    # counted: the periods until AGREE agreed, then one in every RECHECK; far fewer than the run's
-    assert g["blocks"] >= AGREE + 2 and g["counted_steps"] < run.steps / 2
+    # counted: the periods until AGREE agreed, then one in every RECHECK or so; far fewer than the run's
+    assert g["blocks"] >= AGREE + 1 and g["counted_steps"] < run.steps / 2
     assert g["block_steps"] == g["blocks"] * ROLLOUT
     assert g["sites"] == 2 and g["sites_varying"] == 0  # a loop that repeats: every rate exact
     assert _rate(run, "per step") == pytest.approx(1.0)
