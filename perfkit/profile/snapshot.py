@@ -173,8 +173,8 @@ def build_run(snap: Snapshot) -> Run:
     if snap.gate.paused and snap.gate.blocks:
         g = run.extra[EXTRA_SYNC_COUNTING]
         notes.append(f"syncs were counted on {g['blocks']} whole periods of the loop ({g['block_steps']} of {steady} steady "
-                     f"steps; {g['period']} steps a period): once {AGREE} periods in a row agreed, one period in every "
-                     f"{RECHECK}; {g['sites_varying']} of {g['sites']} sites varied between them (their rates are "
+                     f"steps; {g['period']} steps a period): once {AGREE} periods in a row agreed, one period in "
+                     f"about every {RECHECK}; {g['sites_varying']} of {g['sites']} sites varied between them (their rates are "
                      "estimates) and a site that syncs only outside them is not seen (--sync-counting every-step "
                      "counts every step)")
     if not snap.clock.step_times and snap.clock.untimed_step_times:
