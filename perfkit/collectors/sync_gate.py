@@ -2,8 +2,9 @@
 few whole periods in a row — one whole period in every few.
 
 Counting a sync costs perfkit its event path at every sync: on a CUDA run the runtime's warning, Python's
-warnings machinery and the count (~7 µs on the H200; ~90 syncs a step on a manager-based env through
-rsl_rl is ~0.6 ms of a ~18 ms step, most of perfkit's steady cost there). An RL training loop repeats
+warnings machinery and the count — on the H200 inside a manager-based env through rsl_rl ~34 µs a sync, right
+after the GPU drained (``scripts/gpu/onoff.py``: a step counting its ~90 syncs took ~18 % longer than a
+paused one), most of perfkit's steady cost there. An RL training loop repeats
 itself period by period (a rollout of ``num_steps`` env steps, then a learner update), so the syncs of a
 few whole periods say what every period does. :class:`SyncGate` (mode ``"periods"``):
 
@@ -15,8 +16,8 @@ few whole periods say what every period does. :class:`SyncGate` (mode ``"periods
   counting: :func:`perfkit.collectors.hub.pause_syncs` turns the runtime's detection off and the sync
   hooks pass every call straight through;
 * then counts one block in every ``RECHECK`` blocks on average (the gap drawn at random, the same draws
-  every run: a fixed stride can fall at one phase of the loop's own cycles, episodes timing out together); a block that does not agree with the last counted one
-  keeps counting on until ``AGREE`` agree again;
+  every run: a fixed stride can fall at one phase of the loop's own cycles, episodes timing out together);
+  a block that does not agree with the last counted one keeps counting on until ``AGREE`` agree again;
 * the record's sync rates are the counted whole blocks', each standing for the steps it stands in for
   (:meth:`GateSummary.rates`).
 
@@ -33,7 +34,9 @@ from math import sqrt
 from typing import Callable
 
 AGREE = 3  # whole periods in a row that must agree before counting pauses
-RECHECK = 16  # once paused, one period counted in every RECHECK periods (8 until the H200 showed counting costs ~18 % a counted step on the manager env)
+# once paused, one period counted in every RECHECK periods on average (8 until the H200 showed that a counted
+# step of the manager env costs ~18 % more than a paused one: the share counted is the steady cost)
+RECHECK = 16
 SITE_SLACK = 0.25  # a site's count may differ by this share of the larger (or by 2 events) ...
 TOTAL_SLACK = 0.05  # ... and a period's total by this share, for two periods to agree
 
