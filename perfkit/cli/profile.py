@@ -6,6 +6,7 @@ import click
 
 from perfkit.cli.errors import BadInput
 from perfkit.cli.program_args import ProgramCommand
+from perfkit.collectors.sync_gate import RECHECK
 from perfkit.config import SYNC_COUNTING
 
 
@@ -25,7 +26,8 @@ from perfkit.config import SYNC_COUNTING
 @click.option("--verify", is_flag=True, help="GPU: count the CUDA runtime's own syncs (torch.profiler/CUPTI) and report unattributed ones.")
 @click.option("--sync-counting", type=click.Choice(SYNC_COUNTING), default=None,
               help="Count syncs on every steady step, or on whole periods of the loop once a few agree (one in "
-                   "every 8; the default on CUDA, except with --verify). Default: [tool.perfkit] sync_counting, else auto.")
+                   f"about every {RECHECK}; the default on CUDA, except with --verify). Default: [tool.perfkit] "
+                   "sync_counting, else auto.")
 @click.option("--step-fn", default=None, metavar="MOD:CLASS.METHOD", help="What one env step is (default: auto-detected).")
 @click.option("--warmup-steps", type=click.IntRange(min=0), default=None, help="Steps kept apart from steady state (default 5).")
 @click.option("--num-envs", type=click.IntRange(min=1), default=None, metavar="N",
