@@ -33,8 +33,12 @@ SITE_FIELDS = ("calls", "wait_s", "gap_s", "gaps",  # every timed call; the gaps
                "bursts")  # closed bursts (a burst whose last gap was never measured is dropped)
 
 
+# where each class of bursts starts in a site's sums (its wait_s, gap_s, calls follow), and the bursts' count
+FIT, OVER, BURSTS = SITE_FIELDS.index("fit_wait_s"), SITE_FIELDS.index("over_wait_s"), SITE_FIELDS.index("bursts")
+
+
 def _new_site() -> list:
-    return [0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0.0, 0.0, 0, 0]
+    return [0.0 if name.endswith("_s") else 0 for name in SITE_FIELDS]
 
 
 @dataclass(frozen=True)
@@ -102,11 +106,11 @@ class SyncWaits:
         if not complete:
             return
         acc = self.sites[key]
-        i = 4 if wait <= gap else 7
+        i = FIT if wait <= gap else OVER
         acc[i] += wait
         acc[i + 1] += gap
         acc[i + 2] += calls
-        acc[10] += 1
+        acc[BURSTS] += 1
 
     def finish(self) -> dict[tuple, list]:
         """Resolve the last pending gap (if its step closed), close the open burst and return the per-site sums."""

@@ -41,7 +41,7 @@ from perfkit.record import (
 from perfkit.collectors.sampling import SampleSummary, ScheduleSummary
 from perfkit.collectors.steps import ClockSummary, SyncSummary
 from perfkit.collectors.sync_gate import AGREE, RECHECK, GateSummary
-from perfkit.collectors.sync_wait import WaitSummary
+from perfkit.collectors.sync_wait import BURSTS, FIT, OVER, WaitSummary
 from perfkit.collectors.timing import GpuSummary, SegmentSummary
 from perfkit.source import relpath, source_line
 
@@ -589,12 +589,12 @@ def sync_wait_record(sites: dict[tuple, list], n_timed: int) -> dict[str, dict[s
             "gap_ms_per_step_after": round(gap / n_gap * per_step * 1e3, 6) if n_gap else None,
             "calls_per_step": round(per_step, 6),
         }
-        closed = acc[6] + acc[9] if len(acc) > 10 else 0  # calls in the closed bursts
+        closed = acc[FIT + 2] + acc[OVER + 2] if len(acc) > BURSTS else 0  # calls in the closed bursts
         if closed:
             k = calls / closed / n_timed  # closed bursts' sums -> per step, for all the site's calls
-            d["bursts"] = {"per_step": round(acc[10] * k, 6), **{
+            d["bursts"] = {"per_step": round(acc[BURSTS] * k, 6), **{
                 cls: {"wait_ms": round(acc[i] * 1e3 * k, 6), "gap_ms": round(acc[i + 1] * 1e3 * k, 6),
-                      "calls": round(acc[i + 2] * k, 6)} for cls, i in (("fit", 4), ("over", 7))}}
+                      "calls": round(acc[i + 2] * k, 6)} for cls, i in (("fit", FIT), ("over", OVER))}}
         out[f"{relpath(fn)}:{line}"] = d
     return out
 
