@@ -424,7 +424,9 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     wall_only = result.get("metric_regex") is None
     arm_args = result.get("arm_args") or {}
     rows = result.get("rounds", [])
-    plain_walls = [r["runs"]["plain"]["wall_s"] for r in rows if r["runs"].get("plain", {}).get("ok")]
+    plain_ok = [r["runs"]["plain"] for r in rows if r["runs"].get("plain", {}).get("ok")]
+    plain_walls = [x["wall_s"] for x in plain_ok]
+    plain_parts = _median_parts(plain_ok)
     arms: dict[str, Any] = {}
     for arm in result.get("arms", ARMS):
         runs = [r["runs"][arm] for r in rows if arm in r["runs"]]
@@ -455,9 +457,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
                                  if comparable and walls and plain_walls else None),
                 "added_wall_per_round_s": added if comparable else [],
             })
-            base = _median_parts([r["runs"]["plain"] for r in rows if r["runs"].get("plain", {}).get("ok")])
-            if comparable and base and s.get("wall_parts_s"):
-                s["added_wall_parts_s"] = {k: s["wall_parts_s"][k] - base[k] for k in WALL_PARTS}
+            if comparable and plain_parts and s.get("wall_parts_s"):
+                s["added_wall_parts_s"] = {k: s["wall_parts_s"][k] - plain_parts[k] for k in WALL_PARTS}
             estimates = [x["self_estimate_s"] for x in ok if x.get("self_estimate_s") is not None]
             if estimates:  # the perfkit arm's own account of its cost, against the measured added wall
                 est = _median(estimates)
