@@ -366,8 +366,8 @@ class Discovery:
         self.find_steps = find_steps
         self.name_segments = name_segments
         self._open: dict[int, tuple] = {}  # id(frame) -> ("step",) | ("inner",) | (segment token, code)
-        self._seen: set = set()
-        self._seen_seg: dict = {}
+        # id(code) -> (code, its rule segment or None), decided at its first call; by identity, as below
+        self._seen: dict[int, tuple[Any, str | None]] = {}
         self.candidates: list[tuple[Any, str, str, str]] = []  # (owner, name, segment, how: class|module|dict)
         self.step_classes: list[type] = []
         self._rejected_step_codes: set = set()
@@ -384,6 +384,11 @@ class Discovery:
         # id(code) -> code that _on_call said can never matter: the setprofile path skips it at once (the
         # monitoring path disables it); by identity, a code's own hash reads its whole contents
         self._ignored: dict[int, Any] = {}
+        # program codes whose first call _on_call decided with nothing to do (no segment, not a step, not
+        # a part): the monitoring path passes over their calls while no step, loop or part is known
+        self._quiet: dict[int, Any] = {}  # (id -> code, by identity)
+        self._stepped = False  # an env step has begun (program code may be a part of "other" from here on)
+        self._returns: set = set()  # codes a frame was opened for: their returns are reported (monitoring)
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         """The ``sys.setprofile`` function (Python before 3.12, or when another tool holds
@@ -392,6 +397,8 @@ class Discovery:
             if event == "call":
                 code = frame.f_code
                 if self._ignored.get(id(code)) is code:  # nothing about it can matter (as monitoring disables it)
+                    return
+                if not self._stepped and self._quiet.get(id(code)) is code:  # nothing to do before the first step
                     return
                 if not self._on_call(frame, code):
                     self._ignored[id(code)] = code
@@ -424,7 +431,8 @@ class Discovery:
         name = code.co_name
         if name in self.step_methods and code not in self._rejected_step_codes and self._step_call(frame, code, name):
             return True
-        if code not in self._callees and code not in self._not_parts:
+        context = self._step_frames or self._open or self.loop_code is not None
+        if context and code not in self._callees and code not in self._not_parts:
             if self._step_frames and self._called_by_step(frame):
                 self._callee(frame, code, "step")
             elif self._open or self.loop_code is not None:
@@ -439,14 +447,20 @@ class Discovery:
                     if entry is not None and len(entry) > 2 and self._depth(entry[1]) < self.MAX_DEPTH:
                         self._callee(frame, code, entry[1])
         seg = self._rule_segment(frame, code)
-        if seg is None:
+        if seg is None and self._callees:
             seg = self._callees.get(code)
             if seg is not None and code not in self.disqualified:  # a part of "other": timed, to find what dominates
                 self._open[id(frame)] = (segments.push(seg), code, perf_counter())
                 return True
         if seg is not None and code not in self.disqualified:
             self._open[id(frame)] = (segments.push(seg), code)
-        return seg is not None or name in self.step_methods or is_program_file(code.co_filename)
+        if seg is not None or name in self.step_methods:
+            return True
+        if is_program_file(code.co_filename):
+            if not self._callees or code not in self._callees:
+                self._quiet[id(code)] = code
+            return True
+        return False
 
     def _on_return(self, frame_id: int) -> None:
         entry = self._open.pop(frame_id, None)
@@ -467,9 +481,9 @@ class Discovery:
     def _rule_segment(self, frame: FrameType, code: Any) -> str | None:
         """The segment the rules give ``code`` (config names, then :func:`perfkit.collectors.segments.segment_for`),
         decided at its first call; a function with one is remembered for wrapping."""
-        if code in self._seen:
-            return self._seen_seg.get(code)
-        self._seen.add(code)
+        hit = self._seen.get(id(code))
+        if hit is not None and hit[0] is code:
+            return hit[1]
         seg = None
         if is_program_file(code.co_filename):
             module = frame.f_globals.get("__name__")
@@ -483,7 +497,7 @@ class Discovery:
                     seg = "logging"  # a method of a logger class, whatever its name
             if seg is not None:
                 self._remember(frame, code, seg)
-        self._seen_seg[code] = seg
+        self._seen[id(code)] = (code, seg)
         return seg
 
     def _step_call(self, frame: FrameType, code: Any, name: str) -> bool:
@@ -511,6 +525,10 @@ class Discovery:
         if self.loop_code is None:
             self._find_loop(frame, name)
         self._disqualify_open_learners()
+        if not self._stepped:
+            self._stepped = True
+            if self._tool is not None:  # the program code disabled before this step is reported again
+                sys.monitoring.restart_events()
         c.in_step = True
         c.begin(obj)
         self._open[id(frame)] = ("step",)
@@ -538,7 +556,7 @@ class Discovery:
         """A learner-named function open around an env step is a training loop, not a learner update."""
         for key, entry in list(self._open.items()):
             code = entry[1] if len(entry) > 1 else None
-            if code is not None and self._seen_seg.get(code) == "learner":
+            if code is not None and self._seen.get(id(code), (None, None))[1] == "learner":
                 self.disqualified.add(code)
                 segments.pop(entry[0])
                 del self._open[key]
@@ -639,6 +657,15 @@ class Discovery:
     _import_patched = False
 
     def _start_monitoring(self, mon: Any) -> bool:
+        """Report Python calls through ``sys.monitoring``. Each code's first call reaches
+        :meth:`_on_call`; runtime code is disabled there and then. Program code (the user's and
+        libraries') with nothing to do (:attr:`_quiet`: no segment, not a step) is disabled too until
+        the first env step — before it no code can be a part of "other" (those are callees of the step,
+        of the loop, or of such a part), and imports and set-up make nearly all first calls — and is
+        reported again from the first step on (``restart_events``, which also re-enables what other
+        tools disabled: each gets those events once more), passed over at once while nothing is open
+        and no step or loop is known. Returns are reported only for the codes a frame was opened for
+        (a local ``PY_RETURN`` event, set when it opens): every other return costs nothing."""
         tool = mon.PROFILER_ID
         try:
             mon.use_tool_id(tool, "perfkit")
@@ -646,11 +673,29 @@ class Discovery:
             return False
         E, DISABLE = mon.events, mon.DISABLE
         on_call, on_return, open_ = self._on_call, self._on_return, self._open
+        quiet, step_frames, returns = self._quiet, self._step_frames, self._returns
+        set_local, RETURN = mon.set_local_events, E.PY_RETURN
         getframe = sys._getframe
 
+        ignored = self._ignored
+
         def py_start(code, offset):
+            if quiet.get(id(code)) is code:
+                if not self._stepped:  # reported again from the first step on (restart_events)
+                    return DISABLE
+                if not open_ and not step_frames and self.loop_code is None:
+                    return None
+            elif ignored.get(id(code)) is code:  # decided before the first step's restart: still nothing
+                return DISABLE
             try:
-                return None if on_call(getframe(1), code) else DISABLE
+                frame = getframe(1)
+                keep = on_call(frame, code)
+                if not keep:
+                    ignored[id(code)] = code
+                if open_ and code not in returns and id(frame) in open_:
+                    returns.add(code)
+                    set_local(tool, code, RETURN)  # from this very call on
+                return None if keep else DISABLE
             except Exception:  # pragma: no cover
                 return None
 
@@ -659,19 +704,17 @@ class Discovery:
                 fid = id(getframe(1))
                 if fid in open_:
                     on_return(fid)
-                    return None
-            return None if code is self._module_code or is_program_file(code.co_filename) else DISABLE
 
-        def py_unwind(code, offset, exc):  # a frame left by an exception: no per-location disabling here
+        def py_unwind(code, offset, exc):  # a frame left by an exception (not a local event: every code)
             if open_:
                 fid = id(getframe(1))
                 if fid in open_:
                     on_return(fid)
 
         mon.register_callback(tool, E.PY_START, py_start)
-        mon.register_callback(tool, E.PY_RETURN, py_return)
+        mon.register_callback(tool, RETURN, py_return)
         mon.register_callback(tool, E.PY_UNWIND, py_unwind)
-        mon.set_events(tool, E.PY_START | E.PY_RETURN | E.PY_UNWIND)
+        mon.set_events(tool, E.PY_START | E.PY_UNWIND)
         self._tool = tool
         return True
 
@@ -680,6 +723,9 @@ class Discovery:
         tool = self._tool
         self._tool = None
         mon.set_events(tool, 0)
+        for code in self._returns:
+            mon.set_local_events(tool, code, 0)
+        self._returns.clear()
         for ev in (mon.events.PY_START, mon.events.PY_RETURN, mon.events.PY_UNWIND):
             mon.register_callback(tool, ev, None)
         mon.free_tool_id(tool)  # (no restart_events: it would re-enable other tools' disabled events too)
