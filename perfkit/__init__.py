@@ -6,9 +6,13 @@ Heavy modules (torch hooks) are imported on first use, so ``import perfkit`` sta
 
 from __future__ import annotations
 
-import sys
+from time import perf_counter as _perf_counter
 
-from perfkit._layout import load_checkout_probes as _load_checkout_probes
+IMPORTED_AT = _perf_counter()  # ``perfkit profile``'s own start-up counts from here (the record's self block)
+
+import sys  # noqa: E402
+
+from perfkit._layout import load_checkout_probes as _load_checkout_probes  # noqa: E402
 from perfkit.record import Finding, RecordError, Run, SegmentStats
 
 __version__ = "0.1.0"

@@ -41,6 +41,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
+import perfkit
 from perfkit.record import EXTRA_ENDED_AT, EXTRA_ERROR, Run
 
 _PERFKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # perfkit/
@@ -272,6 +273,7 @@ def run(target: str, args: list[str] | None = None, *, module: bool = False, ses
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     command = (["-m", target] if module else [target]) + args
     session = Session(command=command, **(session_kwargs or {}))
+    session.launched_at = perfkit.IMPORTED_AT  # perfkit's imports and checks before the session are its start-up too
     term = _Terminate()
 
     def record(code: int, error: BaseException | None) -> Run:

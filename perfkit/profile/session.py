@@ -77,6 +77,8 @@ def _positive_int(value: Any, what: str) -> Any:
 class Session:
     """A profiling session (see module doc). Re-entrant use is refused: one session at a time."""
 
+    launched_at: float | None = None  # perf_counter() when perfkit started the program (the runner sets it)
+
     def __init__(
         self,
         command: list[str] | None = None,
@@ -137,6 +139,7 @@ class Session:
         global _active
         if _active is not None:
             raise RuntimeError("a perfkit Session is already active; sessions do not nest")
+        t_torch = perf_counter()  # (the program imports torch too: its import is not perfkit's start-up)
         try:
             import torch  # the hooks need it; importing it here keeps it out of the steps
         except ImportError:  # a program without torch: steps, segments and timing still work
@@ -178,7 +181,9 @@ class Session:
         except BaseException:
             self._teardown()
             raise
-        self.meter.startup_s = perf_counter() - t_enter
+        # and from perfkit's own import to here when it launched the program (``perfkit profile``)
+        before = 0.0 if self.launched_at is None else max(0.0, t_torch - self.launched_at)
+        self.meter.startup_s = before + perf_counter() - t_enter
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

@@ -202,3 +202,23 @@ def test_the_device_price_never_makes_the_first_cuda_context(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: touched.append(1) or 0)
     assert self_cost._warned_device_sync(torch) is None and self_cost.device_sync_event_us(torch) is None
     assert not touched
+
+
+def test_start_up_counts_perfkits_own_launch_but_not_the_programs_torch_import(tmp_path, monkeypatch):
+    """``perfkit profile`` imports itself, checks the script and builds the session before the program
+    runs: that is start-up perfkit adds (the self block's ``startup_s``). Importing torch at the session's
+    start is not: the program imports it too. A session the program opens itself counts from its start."""
+    from time import perf_counter
+
+    import perfkit
+    from perfkit.profile import runner
+
+    script = tmp_path / "prog.py"
+    script.write_text("print('ran')\n")
+    monkeypatch.setattr(perfkit, "IMPORTED_AT", perf_counter() - 3.0)  # perfkit began 3 s before
+    launched = runner.run(str(script), session_kwargs={"warmup_steps": 0}).run.self.startup_s
+    assert 3.0 <= launched < 3.0 + 2.0
+    own = Session(warmup_steps=0)
+    with own:
+        pass
+    assert own.run.self.startup_s < 2.0  # no launch before it: the session's own start only
