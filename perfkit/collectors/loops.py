@@ -154,8 +154,13 @@ def _loop_heads(code: CodeType) -> dict[int, tuple[int, int, str]]:
         if target.opname == "FOR_ITER":
             if _over_dict(ins, t):
                 continue
-            header, kind = lines[t], "comprehension over envs" if comp else "for-loop over envs"
+            # Python 3.12 inlines list/set/dict comprehensions (PEP 709): their loop ends appending
+            inlined = j > 0 and ins[j - 1].opname in ("LIST_APPEND", "SET_ADD", "MAP_ADD")
+            header, kind = lines[t], "comprehension over envs" if comp or inlined else "for-loop over envs"
         elif "IF" in i.opname:  # a condition at the loop's bottom jumps back into its body
+            header, kind = lines[j], "while-loop over envs"
+        elif j > 0 and "IF" in ins[j - 1].opname and lines[j - 1] == lines[j]:
+            # Python 3.12: the bottom condition jumps out, then an unconditional jump goes back to the body
             header, kind = lines[j], "while-loop over envs"
         else:
             header, kind = lines[t], "while-loop over envs"

@@ -109,8 +109,9 @@ def test_each_runtime_warning_is_one_sync_at_the_calling_line_with_its_expressio
     assert torch.cuda.mode == 0
     lines = sorted({ln for _, ln, _ in events})
     assert len(events) == 9 and len(lines) == 2
-    assert [e[2] for e in events if e[0] == "user_step"] == [".item()"] * 3
-    assert {e[2] for e in events if e[0] != "user_step"} == {"synchronizing()"}
+    item_line = min(lines)  # (by line: Python 3.12 runs the comprehension in user_step's own frame)
+    assert [e[2] for e in events if e[1] == item_line] == [".item()"] * 3
+    assert [e[2] for e in events if e[1] != item_line] == ["synchronizing()"] * 6
 
 
 def test_a_warning_inside_a_hooked_call_counts_for_that_hook_not_as_a_new_sync():
