@@ -62,7 +62,8 @@ stage_probes()  { run_script probes scripts/gpu/probe_validate.py; }
 stage_sweeps()  { run_script sweeps scripts/gpu/sweeps.py --train; }  # + train.py vs train_naive.py report
 stage_verify()  { run_script verify scripts/gpu/verify.py --stacks; }  # --verify on both examples (256, 4096 envs) and rsl_rl's loops
 stage_startup() {  # train.py's start under py-spy, plain vs perfkit (the +2.3 / +4.5 s before its first line); carry .gpu5
-  [ -x /tmp/site/bin/py-spy ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu5/py_spy-*.whl
+  # --upgrade: /tmp/site/bin exists already (other wheels' scripts), and pip leaves it alone without it
+  [ -x /tmp/site/bin/py-spy ] || python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .gpu5/py_spy-*.whl
   run_script startup scripts/gpu/startup.py ${STARTUP_ARGS:-}
 }
 stage_gated()   { run_script gated scripts/gpu/gated_counts.py; }     # a default (gated) run's syncs per site against --verify's runtime counts

@@ -6,7 +6,8 @@ took (``--num-envs x (--iterations - 1) x --num-steps / SPS``, the manager env s
     python3 -m perfkit profile -q -o R.json scripts/gpu/gc_window.py SCRIPT [ARGS...]
 
 At exit one line ``GC_WINDOW {json}`` goes to stderr: collections and ms per generation inside the
-window and over the whole run, the live objects at exit. ``--warn-only`` turns torch's sync-debug
+window and over the whole run, each full collection's moment from the window's start and its ms, the
+live objects at exit. ``--warn-only`` turns torch's sync-debug
 warnings on and catches them the way a CUDA session of perfkit does, keeping nothing (what the runtime's
 reports cost without the rest of perfkit).
 """
@@ -68,6 +69,8 @@ def _report(argv: list[str]) -> None:
         for g in (0, 1, 2):
             ev = [s for end, gen, s in _log if gen == g and t_start <= end <= t_end]
             out["window"][g] = [len(ev), round(1e3 * sum(ev), 2)]
+        # each full collection: when it ended, in seconds from the window's start (< 0: before it), and ms
+        out["full"] = [[round(end - t_start, 2), round(1e3 * s, 1)] for end, gen, s in _log if gen == 2]
     print("GC_WINDOW " + json.dumps(out), file=sys.stderr, flush=True)
 
 

@@ -55,8 +55,9 @@ def run(arm: str, i: int, a: argparse.Namespace, pyspy: str, out: Path) -> dict:
     cmd = [sys.executable, *args] if arm == "plain" else [sys.executable, "-m", "perfkit", "profile", "-q", "-o",
                                                           str(out / f"r{i}-{arm}.json"), *args]
     raw = out / f"r{i}-{arm}.txt"
-    spy = [pyspy, "record", "--rate", str(a.rate), "--format", "raw", "--output", str(raw), "--nonblocking",
-           *(["--idle"] if a.idle else []), *(["--native"] if a.native else []), "--", *cmd]
+    # (py-spy takes native frames only by pausing the process at each sample: --native runs blocking)
+    spy = [pyspy, "record", "--rate", str(a.rate), "--format", "raw", "--output", str(raw),
+           *(["--native"] if a.native else ["--nonblocking"]), *(["--idle"] if a.idle else []), "--", *cmd]
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", PYTHONUNBUFFERED="1")
     t0 = time.perf_counter()
     p = subprocess.run(spy, cwd=ROOT, capture_output=True, text=True, env=env, timeout=a.timeout)
