@@ -2,7 +2,7 @@
 """On the H200: validate the what-if prices against the measured gain of removing each planted
 anti-pattern of ``examples/train_naive.py``, one at a time, at 256 and 4096 envs (issue 12).
 
-    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330] [--plant-scale 96,print_tensor=320]
+    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330] [--plant-scale 120,print_tensor=320]
 
 ``--budget-s`` bounds the profiling and the measuring rounds: rounds stop when the next would pass
 it, after at least ``--min-rounds``. On the H200 a run takes ~10 s (most of it start-up), a profile
@@ -107,10 +107,13 @@ UNSCALED = ("env_loop",)  # train_naive.py's --plant-scale scales every other an
 # train_naive.py --plant-scale (the module doc, "Plant scale"): at 256 envs on the H200 one repetition
 # of a planted sync saves ~20-40 us (its round trip and copy, less the fix's one launch) for ~40-75 us of
 # step, fresh_tensors' ~25 us (two launches, three allocations) for ~32 us, a printed tensor ~0.25 ms once
-# an iteration of 32 steps: x96 (x320 prints, 10 a step) makes each isolated effect ~2-4 ms on a ~8-13 ms
-# step, 22-30 % — five noise SDs up to 4.5-6 % noise (the last run's: 2.5-8 %). Below num_envs / 2 at
-# 256 envs (check_scale): a repetition loop of 128 would read as a per-env loop there.
-PLANT_SCALE = "96,print_tensor=320"
+# an iteration of 32 steps: x96 (x320 prints, 10 a step) made each isolated effect ~2-4 ms on a ~8-13 ms
+# step; at 6.1 % pooled noise (reports/price-validation-h200, 256 envs) that was 4.2x / 4.4x / 2.5x the noise
+# for item_log / list_gather / cpu_numpy and 5.9-7.9x for the rest: x120 lifts the first two over 5x where a
+# repetition's cost holds. cpu_numpy would need ~x190, which at 256 envs reads as a per-env loop (below
+# num_envs / 2, check_scale: a repetition loop of 128 would): run it at 512 envs
+# (--sizes 512 --fixes cpu_numpy --plant-scale 200,print_tensor=320).
+PLANT_SCALE = "120,print_tensor=320"
 TOLERANCE = 0.30
 SPS_RE = re.compile(r"^SPS:\s*([0-9.eE+-]+)\s*$", re.M)
 ANTI_RE = re.compile(r"#\s*ANTI-PATTERN\s+([a-z_]+)")

@@ -88,7 +88,7 @@ def test_every_arm_runs_at_the_plant_scale_and_scale_1_is_the_plain_script(pv):
     naive = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(naive)
     scale = naive.parse_scale(pv.PLANT_SCALE)  # the default, as train_naive.py reads it
-    assert scale["print_tensor"] == 320 and scale["item_log"] == 96 and "env_loop" not in scale
+    assert scale["print_tensor"] == 320 and scale["item_log"] == 120 and "env_loop" not in scale
     assert set(naive.SCALED) == set(pv.FIXES) - set(pv.UNSCALED)
     # an isolated arm runs only its anti-pattern at the plant scale, the others planted as written;
     # isolated, the loop's group runs the plain plant
@@ -96,7 +96,7 @@ def test_every_arm_runs_at_the_plant_scale_and_scale_1_is_the_plain_script(pv):
     assert "--plant-scale" not in pv.script_args(a, 256, "none")
     args = pv.script_args(a, 256, "env_loop+item_log@item_log")
     assert args[args.index("--fix") + 1] == "env_loop+item_log".replace("+", ",")
-    assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "item_log": 96}
+    assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "item_log": 120}
     args = pv.script_args(a, 256, "env_loop@print_tensor")
     assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "print_tensor": 320}
 
