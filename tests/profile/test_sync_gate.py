@@ -123,6 +123,9 @@ def test_once_periods_agree_counting_pauses_and_the_rates_stay_exact():
     assert g["blocks"] >= AGREE + 2 and g["counted_steps"] < run.steps / 2
     assert g["block_steps"] == g["blocks"] * ROLLOUT
     assert g["sites"] == 2 and g["sites_varying"] == 0  # a loop that repeats: every rate exact
+    # each counted period in the record: its steps and events, none that kept it from agreeing
+    assert [p["steps"] for p in g["periods"]] == [list(b) for b in s.gate.blocks]
+    assert all(p["events"] == ROLLOUT + 8 and "differing" not in p for p in g["periods"])
     assert _rate(run, "per step") == pytest.approx(1.0)
     assert _rate(run, "the update's sync") == pytest.approx(8 / ROLLOUT)
     (f,) = [f for f in run.findings_of("sync") if "per step" in f.code]
@@ -153,6 +156,9 @@ def test_a_site_that_appears_after_the_pause_is_seen_at_a_recheck_and_counting_r
     g = s.run.extra["sync_counting"]
     late = _rate(s.run, "late")
     assert late > 0 and g["sites_varying"] == 1  # seen, and said to be an estimate
+    # the record says which site kept the recheck from agreeing: the late one, from none to a period's worth
+    (why,) = [p["differing"] for p in g["periods"] if "differing" in p]
+    assert len(why) == 1 and why[0].endswith(f" 0->{ROLLOUT}") and ":" in why[0]
     blocks = s.gate.blocks
     first_late = 5 + 20 * ROLLOUT + 1  # the first step of iteration 20 (5 warm-up steps)
     after = [b for b in blocks if b[0] >= first_late]
