@@ -389,7 +389,8 @@ def _gate_record(gate: GateSummary, warmup: int, n_steps: int) -> dict[str, Any]
         entry: dict[str, Any] = {"steps": [a, b], "events": sum(block.values())}
         if prev is not None and not agree(prev, block):
             entry["differing"] = sorted(f"{relpath(k[2])}:{k[3]} {prev.get(k, 0)}->{block.get(k, 0)}"
-                                        for k in differing(prev, block))
+                                        for k in differing(prev, block)) or [  # every site within, the total not
+                f"total {sum(prev.values())}->{entry['events']}"]
         periods.append(entry)
         prev = block
     return {"mode": gate.mode, "paused": gate.paused, "period": gate.period, "blocks": len(gate.blocks),
