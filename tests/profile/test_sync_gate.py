@@ -107,6 +107,23 @@ def test_each_counted_period_stands_for_the_steps_it_stands_in_for():
     assert segs == {"reward": 30}
 
 
+def test_the_record_says_what_kept_each_period_from_agreeing():
+    from perfkit.collectors.sync_gate import GateSummary
+    from perfkit.profile.snapshot import _gate_record
+
+    site = lambda line: ("sync", ".item()", "f.py", line, "f", None, False)  # noqa: E731
+    same = {site(i): [1, {}] for i in range(40)}
+    each_two_more = {site(i): [3, {}] for i in range(40)}  # every site within its slack (2), the total 3x
+    a_new_site = {**same, site(99): [9, {}]}
+    g = GateSummary(mode="periods", period=10, paused=True, blocks=[(1, 10), (11, 20), (21, 30), (31, 40)],
+                    block_counts=[same, same, each_two_more, a_new_site])
+    periods = _gate_record(g, 0, 40)["periods"]
+    assert [p["steps"] for p in periods] == [[1, 10], [11, 20], [21, 30], [31, 40]]
+    assert "differing" not in periods[0] and "differing" not in periods[1]
+    assert periods[2]["differing"] == ["total 40->120"]
+    assert "f.py:99 0->9" in periods[3]["differing"]
+
+
 def test_once_periods_agree_counting_pauses_and_the_rates_stay_exact():
     calls = []
 
