@@ -110,8 +110,8 @@ UNSCALED = ("env_loop",)  # train_naive.py's --plant-scale scales every other an
 # an iteration of 32 steps: x96 (x320 prints, 10 a step) made each isolated effect ~2-4 ms on a ~8-13 ms
 # step; at 6.1 % pooled noise (reports/price-validation-h200, 256 envs) that was 4.2x / 4.4x / 2.5x the noise
 # for item_log / list_gather / cpu_numpy and 5.9-7.9x for the rest: x120 lifts the first two over 5x where a
-# repetition's cost holds. cpu_numpy would need ~x190, which at 256 envs reads as a per-env loop (below
-# num_envs / 2, check_scale: a repetition loop of 128 would): run it at 512 envs
+# repetition's cost holds. cpu_numpy would need ~x190, which at 256 envs would read as a per-env loop
+# (check_scale keeps a repetition loop below num_envs / 2, 128 there): run it at 512 envs
 # (--sizes 512 --fixes cpu_numpy --plant-scale 200,print_tensor=320).
 PLANT_SCALE = "120,print_tensor=320"
 TOLERANCE = 0.30
