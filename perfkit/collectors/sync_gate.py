@@ -79,7 +79,10 @@ class GateSummary:
     """What the gate decided (:meth:`SyncGate.summary`): ``blocks``: the counted whole periods (first and
     last step), ``block_counts``: per block ``{site key (7 fields): [events, {segment: events}]}``, ``on``:
     the steady step ranges syncs were counted in (the last open-ended: ``None``), ``paused``: whether
-    counting ever paused (else every steady step counted and the rates are the usual ones)."""
+    counting ever paused (else every steady step counted and the rates are the usual ones),
+    ``block_disagreed``: per block, None where it agreed with the block before (or had none to compare
+    with: the first, or the first after the period was re-estimated), else the sites outside
+    :func:`agree`'s tolerance (empty: only the total moved)."""
 
     mode: str = "every-step"
     period: int | None = None
@@ -87,6 +90,7 @@ class GateSummary:
     blocks: list[tuple[int, int]] = field(default_factory=list)
     block_counts: list[dict[tuple, list]] = field(default_factory=list)
     on: list[tuple[int, int | None]] = field(default_factory=list)
+    block_disagreed: list[list[tuple] | None] = field(default_factory=list)
 
     @property
     def block_steps(self) -> int:
@@ -145,6 +149,7 @@ class SyncGate:
         self.streak = 0  # counted blocks in a row that agreed with the one before
         self.blocks: list[tuple[int, int]] = []
         self.block_counts: list[dict[tuple, list]] = []  # per block: site -> [events, {segment: events}]
+        self.block_disagreed: list[list[tuple] | None] = []  # per block: why it did not agree (GateSummary)
         self.on: list[list] = []  # [first step, last step or None] while counting
         # the periods skipped before each recheck: RECHECK on average, drawn from RECHECK/2 .. 3 RECHECK/2 (the
         # same draws every run) so that a recheck does not fall at one phase of a cycle of the loop's own —
@@ -207,7 +212,9 @@ class SyncGate:
         self.blocks.append((self.block_start, idx - 1))
         self.block_counts.append(counts)
         block = {k: c[0] for k, c in counts.items()}
-        self.streak = self.streak + 1 if self.last is not None and agree(self.last, block) else 0
+        agreed = self.last is not None and agree(self.last, block)
+        self.block_disagreed.append(None if agreed or self.last is None else differing(self.last, block))
+        self.streak = self.streak + 1 if agreed else 0
         self.last = block
 
     def _switch_on(self, idx: int) -> None:
@@ -223,7 +230,8 @@ class SyncGate:
 
     def summary(self) -> GateSummary:
         return GateSummary(mode=self.mode, period=self.period, paused=self.paused_ever, blocks=list(self.blocks),
-                           block_counts=list(self.block_counts), on=[(a, b) for a, b in self.on])
+                           block_counts=list(self.block_counts), on=[(a, b) for a, b in self.on],
+                           block_disagreed=list(self.block_disagreed))
 
 
 __all__ = ["AGREE", "RECHECK", "GateSummary", "SyncGate", "agree", "differing", "steady_syncs"]

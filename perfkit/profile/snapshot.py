@@ -40,7 +40,7 @@ from perfkit.record import (
 )
 from perfkit.collectors.sampling import SampleSummary, ScheduleSummary
 from perfkit.collectors.steps import ClockSummary, SyncSummary
-from perfkit.collectors.sync_gate import AGREE, RECHECK, GateSummary, agree, differing
+from perfkit.collectors.sync_gate import AGREE, RECHECK, GateSummary
 from perfkit.collectors.sync_wait import BURSTS, FIT, OVER, WaitSummary
 from perfkit.collectors.timing import GpuSummary, SegmentSummary
 from perfkit.source import relpath, source_line
@@ -381,18 +381,18 @@ def _gate_record(gate: GateSummary, warmup: int, n_steps: int) -> dict[str, Any]
     counted periods (their rates are estimates; the others' are exact for a loop that repeats)."""
     sites = {k for counts in gate.block_counts for k in counts}
     varying = sum(1 for k in sites if len({c.get(k, [0])[0] for c in gate.block_counts}) > 1)
-    # each counted period: its steps, its events, and the sites that kept it from agreeing with the one before
-    # (what made counting go on: a data-dependent site, a change of regime)
-    periods, prev = [], None
-    for (a, b), counts in zip(gate.blocks, gate.block_counts):
-        block = {k: c[0] for k, c in counts.items()}
-        entry: dict[str, Any] = {"steps": [a, b], "events": sum(block.values())}
-        if prev is not None and not agree(prev, block):
-            entry["differing"] = sorted(f"{relpath(k[2])}:{k[3]} {prev.get(k, 0)}->{block.get(k, 0)}"
-                                        for k in differing(prev, block)) or [  # every site within, the total not
-                f"total {sum(prev.values())}->{entry['events']}"]
+    # each counted period: its steps, its events, and what kept it from agreeing with the one before, as the
+    # gate decided (what made counting go on: a data-dependent site, a change of regime)
+    periods: list[dict[str, Any]] = []
+    prev: dict[tuple, list] = {}
+    for i, ((a, b), counts) in enumerate(zip(gate.blocks, gate.block_counts)):
+        entry: dict[str, Any] = {"steps": [a, b], "events": sum(c[0] for c in counts.values())}
+        why = gate.block_disagreed[i] if i < len(gate.block_disagreed) else None
+        if why is not None:
+            entry["differing"] = sorted(f"{relpath(k[2])}:{k[3]} {prev.get(k, [0])[0]}->{counts.get(k, [0])[0]}"
+                                        for k in why) or [f"total {periods[-1]['events']}->{entry['events']}"]
         periods.append(entry)
-        prev = block
+        prev = counts
     return {"mode": gate.mode, "paused": gate.paused, "period": gate.period, "blocks": len(gate.blocks),
             "block_steps": gate.block_steps, "counted_steps": _on_steps(gate, warmup, n_steps),
             "sites": len(sites), "sites_varying": varying, "agree": AGREE, "recheck": RECHECK,

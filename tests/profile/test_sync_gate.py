@@ -108,20 +108,36 @@ def test_each_counted_period_stands_for_the_steps_it_stands_in_for():
 
 
 def test_the_record_says_what_kept_each_period_from_agreeing():
-    from perfkit.collectors.sync_gate import GateSummary
+    """The gate notes why a counted period did not agree with the one before (a site, or only the total)
+    and the record says it; a period with none before it to compare with (the first after the period was
+    re-estimated) reads as the gate took it, whatever the one before held."""
+    from perfkit.collectors.sync_gate import SyncGate
     from perfkit.profile.snapshot import _gate_record
 
-    site = lambda line: ("sync", ".item()", "f.py", line, "f", None, False)  # noqa: E731
-    same = {site(i): [1, {}] for i in range(40)}
-    each_two_more = {site(i): [3, {}] for i in range(40)}  # every site within its slack (2), the total 3x
-    a_new_site = {**same, site(99): [9, {}]}
-    g = GateSummary(mode="periods", period=10, paused=True, blocks=[(1, 10), (11, 20), (21, 30), (31, 40)],
-                    block_counts=[same, same, each_two_more, a_new_site])
-    periods = _gate_record(g, 0, 40)["periods"]
-    assert [p["steps"] for p in periods] == [[1, 10], [11, 20], [21, 30], [31, 40]]
+    counts: dict = {}
+    key = lambda line: ("sync", ".item()", "f.py", line, "f", None, False, "steady")  # noqa: E731
+
+    def add(block: dict[int, int]) -> None:
+        for line, n in block.items():
+            counts.setdefault(key(line), [0, 0, {}])[0] += n
+
+    gate = SyncGate("periods", lambda: counts, lambda: False, lambda: None)  # never pauses: every period counted
+    same = {i: 1 for i in range(40)}
+    each_two_more = {i: 3 for i in range(40)}  # every site within its slack (2), the total 3x
+    a_new_site = {**same, 99: 9}
+    gate.at(1, True, 10)
+    for idx, block in zip((11, 21, 31, 41), (same, same, each_two_more, a_new_site)):
+        add(block)
+        gate.at(idx, True, 10)
+    gate.at(41, True, 12)  # the period re-estimated: counting starts over, nothing to compare with
+    add({7: 50})
+    gate.at(53, True, 12)
+    periods = _gate_record(gate.summary(), 0, 60)["periods"]
+    assert [p["steps"] for p in periods] == [[1, 10], [11, 20], [21, 30], [31, 40], [41, 52]]
     assert "differing" not in periods[0] and "differing" not in periods[1]
     assert periods[2]["differing"] == ["total 40->120"]
     assert "f.py:99 0->9" in periods[3]["differing"]
+    assert periods[4]["events"] == 50 and "differing" not in periods[4]
 
 
 def test_once_periods_agree_counting_pauses_and_the_rates_stay_exact():
