@@ -646,6 +646,7 @@ class Discovery:
         import's module code is nobody's step). False when another profiler holds the slot."""
         mon = getattr(sys, "monitoring", None)
         if mon is not None and self._start_monitoring(mon):
+            self._hook_imports()
             return True
         if sys.getprofile() is not None:
             return False
@@ -735,9 +736,23 @@ class Discovery:
 
         orig = builtins.__import__
         me = self
+        mon = sys.monitoring if self._tool is not None else None
 
         def __import__(name, globals=None, locals=None, fromlist=(), level=0):
-            if level == 0 and name in sys.modules or sys.getprofile() is not me:
+            if level == 0 and name in sys.modules:
+                return orig(name, globals, locals, fromlist, level)
+            if mon is not None:  # sys.monitoring: the window's global events off while the module loads
+                tool = me._tool
+                if tool is None or mon.get_events(tool) == 0:
+                    return orig(name, globals, locals, fromlist, level)
+                events = mon.get_events(tool)
+                mon.set_events(tool, 0)
+                try:
+                    return orig(name, globals, locals, fromlist, level)
+                finally:
+                    if me._tool == tool and me._import_patched:
+                        mon.set_events(tool, events)
+            if sys.getprofile() is not me:
                 return orig(name, globals, locals, fromlist, level)
             sys.setprofile(None)
             try:

@@ -51,7 +51,7 @@ def inclusive(raw: str) -> tuple[collections.Counter, int]:
 
 
 def run(arm: str, i: int, a: argparse.Namespace, pyspy: str, out: Path) -> dict:
-    args = [SCRIPT, "--backend", "mjwarp", "--num-envs", str(a.num_envs), "--iterations", "1", "--num-steps", "4"]
+    args = [SCRIPT, "--backend", a.backend, "--num-envs", str(a.num_envs), "--iterations", "1", "--num-steps", "4"]
     cmd = [sys.executable, *args] if arm == "plain" else [sys.executable, "-m", "perfkit", "profile", "-q", "-o",
                                                           str(out / f"r{i}-{arm}.json"), *args]
     raw = out / f"r{i}-{arm}.txt"
@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--num-envs", type=int, default=4096)
     ap.add_argument("--rate", type=int, default=100)
+    ap.add_argument("--backend", default="mjwarp", help="train.py's --backend (mujoco: the CPU path, for a check off the GPU)")
     ap.add_argument("--idle", action="store_true")
     ap.add_argument("--native", action="store_true")
     ap.add_argument("--timeout", type=int, default=240)
