@@ -2,7 +2,7 @@
 """On the H200: validate the what-if prices against the measured gain of removing each planted
 anti-pattern of ``examples/train_naive.py``, one at a time, at 256 and 4096 envs (issue 12).
 
-    python3 scripts/gpu/price_validate.py --out DIR [--sizes 256,4096] [--budget-s 330] [--plant-scale 120,print_tensor=320]
+    python3 scripts/gpu/price_validate.py --out DIR [--sizes 512,4096] [--budget-s 330] [--plant-scale 200,print_tensor=320]
 
 ``--budget-s`` bounds the profiling and the measuring rounds: rounds stop when the next would pass
 it, after at least ``--min-rounds``. On the H200 a run takes ~10 s (most of it start-up), a profile
@@ -109,11 +109,12 @@ UNSCALED = ("env_loop",)  # train_naive.py's --plant-scale scales every other an
 # step, fresh_tensors' ~25 us (two launches, three allocations) for ~32 us, a printed tensor ~0.25 ms once
 # an iteration of 32 steps: x96 (x320 prints, 10 a step) made each isolated effect ~2-4 ms on a ~8-13 ms
 # step; at 6.1 % pooled noise (reports/price-validation-h200, 256 envs) that was 4.2x / 4.4x / 2.5x the noise
-# for item_log / list_gather / cpu_numpy and 5.9-7.9x for the rest: x120 lifts the first two over 5x where a
-# repetition's cost holds. cpu_numpy would need ~x190, which at 256 envs would read as a per-env loop
-# (check_scale keeps a repetition loop below num_envs / 2, 128 there): run it at 512 envs
-# (--sizes 512 --fixes cpu_numpy --plant-scale 200,print_tensor=320).
-PLANT_SCALE = "120,print_tensor=320"
+# for item_log / list_gather / cpu_numpy and 5.9-7.9x for the rest. cpu_numpy needs ~x190, which at 256
+# envs would read as a per-env loop (check_scale keeps a repetition loop below num_envs / 2, 128 there),
+# and x120 would lift item_log / list_gather only to ~5.3x: so the table is made at 512 envs (room up to
+# x255) with x200 (`--sizes 512`, scripts/gpu-check.sh's prices stage), ~2x the effects of x96 where a
+# repetition's cost holds.
+PLANT_SCALE = "200,print_tensor=320"
 TOLERANCE = 0.30
 SPS_RE = re.compile(r"^SPS:\s*([0-9.eE+-]+)\s*$", re.M)
 ANTI_RE = re.compile(r"#\s*ANTI-PATTERN\s+([a-z_]+)")
@@ -763,7 +764,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--script", type=Path, default=NAIVE, help="the planted training script (default: %(default)s)")
-    ap.add_argument("--sizes", default="256,4096", help="num_envs, comma list (default: %(default)s)")
+    ap.add_argument("--sizes", default="512,4096", help="num_envs, comma list (default: %(default)s)")
     ap.add_argument("--fixes", default=None, help=f"comma list (default: all of {', '.join(FIXES)})")
     ap.add_argument("--base-fix", default=SLOW, help="fixed in the baseline of the other fixes (default: %(default)s)")
     ap.add_argument("--iterations", type=int, default=8, help="per run, arms without the per-env loop")

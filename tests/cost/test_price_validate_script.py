@@ -88,7 +88,7 @@ def test_every_arm_runs_at_the_plant_scale_and_scale_1_is_the_plain_script(pv):
     naive = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(naive)
     scale = naive.parse_scale(pv.PLANT_SCALE)  # the default, as train_naive.py reads it
-    assert scale["print_tensor"] == 320 and scale["item_log"] == 120 and "env_loop" not in scale
+    assert scale["print_tensor"] == 320 and scale["item_log"] == 200 and "env_loop" not in scale
     assert set(naive.SCALED) == set(pv.FIXES) - set(pv.UNSCALED)
     # an isolated arm runs only its anti-pattern at the plant scale, the others planted as written;
     # isolated, the loop's group runs the plain plant
@@ -96,13 +96,15 @@ def test_every_arm_runs_at_the_plant_scale_and_scale_1_is_the_plain_script(pv):
     assert "--plant-scale" not in pv.script_args(a, 256, "none")
     args = pv.script_args(a, 256, "env_loop+item_log@item_log")
     assert args[args.index("--fix") + 1] == "env_loop+item_log".replace("+", ",")
-    assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "item_log": 120}
+    assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "item_log": 200}
     args = pv.script_args(a, 256, "env_loop@print_tensor")
     assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "print_tensor": 320}
 
 
 def test_a_scale_that_would_read_as_a_per_env_loop_is_refused(pv, tmp_path):
-    pv.check_scale(pv.PLANT_SCALE, [256, 4096], 32)  # the default is clear at the GPU sizes
+    pv.check_scale(pv.PLANT_SCALE, [512, 4096], 32)  # the default is clear at its default sizes
+    with pytest.raises(ValueError, match="keep it below 128"):  # ... and too much for 256 envs
+        pv.check_scale(pv.PLANT_SCALE, [256], 32)
     pv.check_scale("3,print_tensor=64", [8], 32)  # 2 prints a step at 8 envs
     with pytest.raises(ValueError, match="per-env loop; keep it below 128"):
         pv.check_scale("128", [256, 4096], 32)
