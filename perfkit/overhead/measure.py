@@ -404,6 +404,23 @@ def metric_name(regex: str | None) -> str:
     return "SPS" if regex == DEFAULT_METRIC else "metric"
 
 
+# two-sided 95 % Student t quantiles by degrees of freedom
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+def _paired_interval(diffs: Sequence[float]) -> dict[str, float] | None:
+    """The per-round added walls (arm minus plain, same round) as a mean with its 95 % interval, and their
+    median: the resolution of an interleaved A/B. Fresh processes' start-up spreads by seconds on a
+    GPU machine (imports, kernel loading), so a cost of ~1 s is inside the interval of five rounds
+    unless the rounds agree closely; None below two rounds."""
+    n = len(diffs)
+    if n < 2:
+        return None
+    mean = statistics.fmean(diffs)
+    half = _T975.get(n - 1, 1.96) * statistics.stdev(diffs) / n ** 0.5
+    return {"median": statistics.median(diffs), "mean": mean, "low": mean - half, "high": mean + half, "rounds": n}
+
+
 def _median(xs: Sequence[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
@@ -457,6 +474,9 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
                                  if comparable and walls and plain_walls else None),
                 "added_wall_per_round_s": added if comparable else [],
             })
+            interval = _paired_interval([x["added_wall_s"] for x in added]) if comparable else None
+            if interval is not None:  # the rounds' own differences: how finely this run resolves an added wall
+                s["added_wall_paired_s"] = interval
             if comparable and plain_parts and s.get("wall_parts_s"):
                 s["added_wall_parts_s"] = {k: s["wall_parts_s"][k] - plain_parts[k] for k in WALL_PARTS}
             estimates = [x["self_estimate_s"] for x in ok if x.get("self_estimate_s") is not None]
@@ -648,6 +668,13 @@ def _self_estimate_line(result: dict[str, Any]) -> str:
     measured, err = s.get("added_wall_s"), s.get("self_estimate_error")
     against = (f"; measured {measured:+.2f} s, the estimate {err:+.0%} off" if measured is not None and err is not None
                else "")
+    pair = s.get("added_wall_paired_s")
+    if pair is not None:
+        inside = pair["low"] <= est <= pair["high"]
+        against += (f"; per round {pair['mean']:+.2f} s (95 % {pair['low']:+.2f}..{pair['high']:+.2f}, "
+                    f"{pair['rounds']} rounds): the estimate lies {'inside' if inside else 'outside'} it"
+                    + (" — this run cannot tell a cost of this size from none" if inside and pair["low"] <= 0 <= pair["high"]
+                       else ""))
     return f"perfkit's own estimate (its records' self blocks, median): {est:+.2f} s added{against}"
 
 

@@ -275,6 +275,10 @@ def headline(results: dict) -> list[str]:
         want = TARGET_RATIOS.get((c["kind"], envs), TARGET_RATIO)
         ok = ratio is not None and ratio >= want and added is not None and added <= TARGET_ADDED_WALL_S
         target = f">= {want}, <= {TARGET_ADDED_WALL_S:g} s"
+        pair = pk.get("added_wall_paired_s")
+        verdict = "met" if ok else "NOT met"
+        if ok and pair is not None and pair["high"] > TARGET_ADDED_WALL_S:  # the rounds' differences reach past it
+            verdict += f" (added wall unresolved: per round 95 % {pair['low']:+.1f}..{pair['high']:+.1f} s)"
         tp_wall = _f(tp.get("median_wall_s"), ".1f") + ("" if tp.get("wall_comparable", True) else
                                                         f" ({c['profiler_iterations']} it.)")
         lines.append(
@@ -282,7 +286,7 @@ def headline(results: dict) -> list[str]:
             + ", ".join(f"{x['ratio']:.3f}" for x in pk.get("ratios", [])) + " | "
             + f"{_f(added, '+.2f')} | {_f(tp.get('median_ratio'), '.4f')} | "
             + f"{_f(pl.get('median_wall_s'), '.1f')} / {_f(pk.get('median_wall_s'), '.1f')} / {tp_wall} | "
-            + f"{target}: {'met' if ok else 'NOT met'} |")
+            + f"{target}: {verdict} |")
     return lines
 
 

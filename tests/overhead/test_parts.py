@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import statistics
+
 import pytest
 from _overhead_helpers import PY
 
@@ -129,8 +131,29 @@ def test_summary_medians_of_the_per_round_ratios_and_the_added_wall():
     # median wall of perfkit's ok runs (11, 15, 12.5, 30 -> 13.75) minus plain's (10, 12, 11 -> 11)
     assert pk["added_wall_s"] == pytest.approx(2.75)
     assert [x["added_wall_s"] for x in pk["added_wall_per_round_s"]] == pytest.approx([1.0, 3.0, 1.5])
+    # the rounds' own differences (1, 3, 1.5): mean 1.833, sd 1.041, 95 % half-width 4.303 x 1.041 / sqrt 3
+    pair = pk["added_wall_paired_s"]
+    assert pair["median"] == pytest.approx(1.5) and pair["mean"] == pytest.approx(11 / 6) and pair["rounds"] == 3
+    assert pair["high"] - pair["mean"] == pytest.approx(4.303 * statistics.stdev([1.0, 3.0, 1.5]) / 3 ** 0.5)
     assert s["arms"]["plain"]["median_metric"] == 100.0 and s["arms"]["plain"]["ok"] == 3
     assert [(f["round"], f["arm"]) for f in s["failures"]] == [(4, "plain")]
+
+
+def test_the_estimate_is_read_against_what_the_rounds_can_resolve():
+    """An estimate of +0.9 s against rounds whose differences spread -3..+2 s: the run cannot tell it from
+    none, and says so; against rounds that agree to 0.1 s it is outside their interval."""
+    def rows(diffs):
+        return [{"plain": _run("plain", i + 1, 100.0, 20.0),
+                 "perfkit": {**_run("perfkit", i + 1, 99.0, 20.0 + d), "self_estimate_s": 0.9}} for i, d in enumerate(diffs)]
+
+    noisy = _result(rows([-3.0, 2.0, 1.0, -2.0, 1.5]))
+    line = overhead.table(noisy)
+    assert "the estimate lies inside it" in line and "cannot tell a cost of this size from none" in line
+    tight = _result(rows([2.0, 2.1, 1.9, 2.05, 1.95]))
+    line = overhead.table(tight)
+    assert "the estimate lies outside it" in line and "cannot tell" not in line
+    assert tight["summary"]["arms"]["perfkit"]["added_wall_paired_s"]["low"] > 1.8
+    assert _result(rows([1.0]))["summary"]["arms"]["perfkit"].get("added_wall_paired_s") is None  # one round
 
 
 def test_wall_only_ratios_and_an_arm_with_other_arguments():
