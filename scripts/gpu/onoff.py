@@ -74,14 +74,37 @@ def main(argv=None) -> int:
         if cuda:
             torch.cuda.synchronize()
 
+    learning: dict[str, list[float]] = {}  # the PPO update's share of each timed iteration, by arm
+    arm_now: list[str | None] = [None]
+
     def timed(arm: str) -> float:
         sync()
+        arm_now[0] = arm
         t0 = time.perf_counter()
         runner.learn(num_learning_iterations=1)
         sync()
         dt = time.perf_counter() - t0
+        arm_now[0] = None
         times.setdefault(arm, []).append(dt)
         return dt
+
+    def timing_update(alg_cls: type) -> None:
+        """Time the learning phase inside each iteration: the class's ``update`` replaced by a timed call
+        of it (on the class, where a session's discovery finds and wraps the learner: an instance attribute
+        would hide perfkit's segment wrapper)."""
+        real = alg_cls.update
+
+        def update(self, *args, **kwargs):
+            sync()
+            t0 = time.perf_counter()
+            try:
+                return real(self, *args, **kwargs)
+            finally:
+                sync()
+                if arm_now[0] is not None:
+                    learning.setdefault(arm_now[0], []).append(time.perf_counter() - t0)
+
+        alg_cls.update = update
 
     def alternate(arms: dict, ratio: str) -> None:
         """``arms``: name -> (switch on, switch off); each round runs each arm once, the order rotating."""
@@ -107,6 +130,7 @@ def main(argv=None) -> int:
     nothing = lambda: None  # noqa: E731
     try:
         runner = OnPolicyRunner(env, train.train_cfg(args), log_dir=log_dir, device=a.device)
+        timing_update(type(runner.alg))
         runner.learn(num_learning_iterations=2, init_at_random_ep_len=True)  # warm-up
         alternate({"warn": (warn_on, warn_patcher.undo), "plain": (nothing, nothing)}, "warn/plain")
         with Session(command=["onoff"], config=Config(sync_counting="every-step")) as session:
@@ -136,6 +160,7 @@ def main(argv=None) -> int:
     out = {
         "args": vars(a), "torch": torch.__version__, "device": torch.cuda.get_device_name() if cuda else "cpu",
         "iteration_s": times, "median_s": med, "sps": {arm: steps / m for arm, m in med.items()},
+        "learning_s": learning, "median_learning_s": {arm: statistics.median(v) for arm, v in learning.items() if v},
         "ratios": {k: {"per_round": v, "median": statistics.median(v)} for k, v in pairs.items()},
         "session_over_plain": {arm: med[arm] / plain for arm in ("counting", "paused")},
         "self": dataclasses.asdict(run.self) if run.self is not None else None,
@@ -146,8 +171,14 @@ def main(argv=None) -> int:
     (dest / "onoff.json").write_text(json.dumps(out, indent=1, default=str))
     lines = [f"# The manager env's iterations by arm, one process ({out['device']}, {a.num_envs} envs, {a.rounds} rounds)", "",
              f"`python3 scripts/gpu/onoff.py {' '.join(argv if argv is not None else sys.argv[1:])}`", "",
-             "| arm | median s / iteration | env-steps/s |", "|---|---:|---:|"]
-    lines += [f"| {arm} | {m:.4f} | {steps / m:,.0f} |" for arm, m in med.items()]
+             "| arm | median s / iteration | env-steps/s | learning s (median) | the rest s (median) |",
+             "|---|---:|---:|---:|---:|"]
+    for arm, m in med.items():
+        lv = learning.get(arm) or []
+        rest = [t - l_ for t, l_ in zip(times[arm], lv)] if len(lv) == len(times[arm]) else []
+        lines.append(f"| {arm} | {m:.4f} | {steps / m:,.0f} | "
+                     + (f"{statistics.median(lv):.4f} | " if lv else "— | ")
+                     + (f"{statistics.median(rest):.4f} |" if rest else "— |"))
     lines += ["", "| paired (time ratio, > 1: the first arm slower) | median | per round |", "|---|---:|---|"]
     lines += [f"| {k} | {statistics.median(v):.4f} | {', '.join(f'{x:.3f}' for x in v)} |" for k, v in pairs.items()]
     lines += ["", "session arms over plain (phases 1 and 3 together, not interleaved): "
