@@ -678,6 +678,17 @@ def _self_estimate_line(result: dict[str, Any]) -> str:
     return f"perfkit's own estimate (its records' self blocks, median): {est:+.2f} s added{against}"
 
 
+def _paired_lines(result: dict[str, Any]) -> list[str]:
+    """Each arm's added wall as the rounds' own differences: their mean, its 95 % interval and median."""
+    out = []
+    for arm, s in result["summary"]["arms"].items():
+        p = s.get("added_wall_paired_s")
+        if p is not None:
+            out.append(f"{arm} added wall per round: mean {p['mean']:+.2f} s (95 % {p['low']:+.2f}..{p['high']:+.2f}), "
+                       f"median {p['median']:+.2f} s, {p['rounds']} rounds")
+    return out
+
+
 def _wall_parts_lines(result: dict[str, Any]) -> list[str]:
     """Where each arm's wall time went (line-timed runs): start, run and end, and what each adds to plain's."""
     out = []
@@ -700,6 +711,9 @@ def table(result: dict[str, Any]) -> str:
     lines += _text_table(head, rows) + [""]
     head, rows = _summary_rows(result)
     lines += _text_table(head, rows)
+    paired = _paired_lines(result)
+    if paired:
+        lines += ["", *paired]
     own = _self_estimate_line(result)
     if own:
         lines += ["", own]
@@ -727,6 +741,7 @@ def markdown(result: dict[str, Any], heading: str = "#") -> str:
             lines.append(f"* {arm}/plain per round: " + ", ".join(f"{x['ratio']:.4f}" for x in s["ratios"])
                          + ("; added wall per round: " + ", ".join(f"{x['added_wall_s']:+.1f} s" for x in s["added_wall_per_round_s"])
                             if s["added_wall_per_round_s"] else ""))
+    lines += [f"* {ln}" for ln in _paired_lines(result)]
     own = _self_estimate_line(result)
     if own:
         lines.append(f"* {own}")

@@ -154,6 +154,8 @@ def test_the_estimate_is_read_against_what_the_rounds_can_resolve():
     assert "the estimate lies outside it" in line and "cannot tell" not in line
     assert tight["summary"]["arms"]["perfkit"]["added_wall_paired_s"]["low"] > 1.8
     assert _result(rows([1.0]))["summary"]["arms"]["perfkit"].get("added_wall_paired_s") is None  # one round
+    assert "perfkit added wall per round: mean +2.00 s" in overhead.table(tight)  # its own line, apart from the estimate's
+    assert "perfkit added wall per round: mean +2.00 s" in overhead.markdown(tight)
 
 
 def test_wall_only_ratios_and_an_arm_with_other_arguments():
