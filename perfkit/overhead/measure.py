@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from perfkit.analysis.stats import t_quantile
+
 SCHEMA = "perfkit.overhead/1"
 ARMS = ("plain", "perfkit", "torch-profiler")
 DEFAULT_METRIC = r"^SPS: ([-+0-9.,eE]+)\s*$"
@@ -404,10 +406,6 @@ def metric_name(regex: str | None) -> str:
     return "SPS" if regex == DEFAULT_METRIC else "metric"
 
 
-# two-sided 95 % Student t quantiles by degrees of freedom
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-
-
 def _paired_interval(diffs: Sequence[float]) -> dict[str, float] | None:
     """The per-round added walls (arm minus plain, same round) as a mean with its 95 % interval, and their
     median: the resolution of an interleaved A/B. Fresh processes' start-up spreads by seconds on a
@@ -417,7 +415,7 @@ def _paired_interval(diffs: Sequence[float]) -> dict[str, float] | None:
     if n < 2:
         return None
     mean = statistics.fmean(diffs)
-    half = _T975.get(n - 1, 1.96) * statistics.stdev(diffs) / n ** 0.5
+    half = t_quantile(0.975, n - 1) * statistics.stdev(diffs) / n ** 0.5
     return {"median": statistics.median(diffs), "mean": mean, "low": mean - half, "high": mean + half, "rounds": n}
 
 
@@ -671,8 +669,8 @@ def _self_estimate_line(result: dict[str, Any]) -> str:
     pair = s.get("added_wall_paired_s")
     if pair is not None:
         inside = pair["low"] <= est <= pair["high"]
-        against += (f"; per round {pair['mean']:+.2f} s (95 % {pair['low']:+.2f}..{pair['high']:+.2f}, "
-                    f"{pair['rounds']} rounds): the estimate lies {'inside' if inside else 'outside'} it"
+        against += (f"; of the rounds' own 95 % interval (the line above), "
+                    f"the estimate lies {'inside' if inside else 'outside'} it"
                     + (" — this run cannot tell a cost of this size from none" if inside and pair["low"] <= 0 <= pair["high"]
                        else ""))
     return f"perfkit's own estimate (its records' self blocks, median): {est:+.2f} s added{against}"

@@ -131,10 +131,10 @@ def test_summary_medians_of_the_per_round_ratios_and_the_added_wall():
     # median wall of perfkit's ok runs (11, 15, 12.5, 30 -> 13.75) minus plain's (10, 12, 11 -> 11)
     assert pk["added_wall_s"] == pytest.approx(2.75)
     assert [x["added_wall_s"] for x in pk["added_wall_per_round_s"]] == pytest.approx([1.0, 3.0, 1.5])
-    # the rounds' own differences (1, 3, 1.5): mean 1.833, sd 1.041, 95 % half-width 4.303 x 1.041 / sqrt 3
+    # the rounds' own differences (1, 3, 1.5): mean 1.833, sd 1.041, 95 % half-width t(0.975, 2) = 4.302653 x 1.041 / sqrt 3
     pair = pk["added_wall_paired_s"]
     assert pair["median"] == pytest.approx(1.5) and pair["mean"] == pytest.approx(11 / 6) and pair["rounds"] == 3
-    assert pair["high"] - pair["mean"] == pytest.approx(4.303 * statistics.stdev([1.0, 3.0, 1.5]) / 3 ** 0.5)
+    assert pair["high"] - pair["mean"] == pytest.approx(4.302653 * statistics.stdev([1.0, 3.0, 1.5]) / 3 ** 0.5)
     assert s["arms"]["plain"]["median_metric"] == 100.0 and s["arms"]["plain"]["ok"] == 3
     assert [(f["round"], f["arm"]) for f in s["failures"]] == [(4, "plain")]
 
