@@ -743,9 +743,9 @@ class Discovery:
                 return orig(name, globals, locals, fromlist, level)
             if mon is not None:  # sys.monitoring: the window's global events off while the module loads
                 tool = me._tool
-                if tool is None or mon.get_events(tool) == 0:
+                events = mon.get_events(tool) if tool is not None else 0
+                if not events:  # the window closed, or an outer import turned them off already
                     return orig(name, globals, locals, fromlist, level)
-                events = mon.get_events(tool)
                 mon.set_events(tool, 0)
                 try:
                     return orig(name, globals, locals, fromlist, level)
