@@ -124,8 +124,8 @@ def later(x):
 
 def test_an_import_runs_unobserved_and_the_window_is_back_after_it(tmp_path, monkeypatch):
     """A module's code is nobody's step: while a new module loads the window looks away (on 3.12 its
-    global events are off — a ``torch._dynamo`` import inside ``Adam()`` ran ~0.13 s slower under them on
-    the CPU), and it looks again once the import returns."""
+    global events are off — on the CPU a ``torch._dynamo`` and sympy import with an ``Adam()`` ran ~0.16 s
+    slower under a session with them on), and it looks again once the import returns."""
     (tmp_path / "pk_window_mod.py").write_text(_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
     d = Discovery(StepClock(2), Patcher(), find_steps=True, name_segments={})
