@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from perfkit.analysis.stats import t_quantile
+from perfkit.student_t import t_quantile
 
 SCHEMA = "perfkit.overhead/1"
 ARMS = ("plain", "perfkit", "torch-profiler")

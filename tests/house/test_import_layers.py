@@ -125,7 +125,8 @@ def test_no_import_cycle_inside_perfkit():
 # The rooms, bottom to top: a module imports its own room and the layers below it, never a layer above
 # nor another room of its own layer (docs/design.md, "Imports run one way").
 BASE = ("perfkit", "perfkit._layout", "perfkit.record", "perfkit.formatting", "perfkit.outputs", "perfkit.config",
-        "perfkit.source", "perfkit.machine", "perfkit.dist", "perfkit.targets", "perfkit.batched_env")
+        "perfkit.source", "perfkit.machine", "perfkit.dist", "perfkit.targets", "perfkit.batched_env",
+        "perfkit.student_t")
 LAYERS = (
     ("collectors", "envs", "rl"),
     ("pricing",),
