@@ -5,7 +5,7 @@ collapsed stacks are split by what the innermost interesting frame belongs to.
     python3 scripts/gpu/pyspy_causes.py --out DIR [--rounds 2] [--num-envs 4096] [--iterations 8]
     python3 scripts/gpu/pyspy_causes.py --summarize DIR      # re-read the raw stacks of an earlier run
 
-py-spy (``--wheels`` folder or PATH) samples the main thread at ``--rate`` Hz, not idle samples; a
+py-spy (``--wheels`` folder or PATH) samples the main thread at ``--rate`` Hz, idle samples only with ``--idle``; a
 CUDA sync spin-waits in the driver, so it counts as the Python line that asked for it. Only the
 samples inside ``OnPolicyRunner.learn`` count (the script's two calls: the warm-up iteration and the
 timed ones); only the second, the script's timed window, counts here, so imports, env construction, the
@@ -97,7 +97,8 @@ def run_arm(arm: str, i: int, args: argparse.Namespace, pyspy: str) -> dict:
     raw = os.path.join(args.out, f"{arm}-{i}.raw.txt")
     t0 = time.perf_counter()
     native = ["--native"] if args.native else []
-    proc = subprocess.run([pyspy, "record", *native, "-r", str(args.rate), "-f", "raw", "--full-filenames", "-o", raw, "--", *cmd],
+    idle = ["--idle"] if args.idle else []
+    proc = subprocess.run([pyspy, "record", *native, *idle, "-r", str(args.rate), "-f", "raw", "--full-filenames", "-o", raw, "--", *cmd],
                           capture_output=True, text=True)
     wall = time.perf_counter() - t0
     sps = parse_metric(proc.stdout, compile_metric(DEFAULT_METRIC))
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=250)
     p.add_argument("--backend", default="mjwarp")
     p.add_argument("--native", action="store_true", help="py-spy --native: C/C++ frames too")
+    p.add_argument("--idle", action="store_true", help="py-spy --idle: samples of a waiting thread too (a blocking sync)")
     p.add_argument("--arms", nargs="+", default=["plain", "perfkit"])
     p.add_argument("--device", default="cuda")
     p.add_argument("--pyspy", default=None, help="the py-spy binary (default: PATH, then /tmp/site/bin)")
