@@ -56,6 +56,17 @@ def _learn_caller(frames: list[tuple[str, str, int]]) -> tuple[str, int] | None:
     return None
 
 
+# the timed window's samples by the rsl_rl phase they are under (inclusive: a sample under PPO.update is
+# the learning phase's, whatever it calls): where a difference between the arms lies
+PHASES = {
+    "learning (PPO.update)": {"PPO.update"},
+    "env step": {"RslRlVecEnvWrapper.step"},
+    "policy (PPO.act)": {"PPO.act"},
+    "returns": {"PPO.compute_returns"},
+    "logging": {"Logger.log", "Logger.process_env_step"},
+}
+
+
 def classify(frames: list[tuple[str, str, int]]) -> str:
     """The class of one sample from its frames (root first): that of its innermost frame."""
     path = "/" + frames[-1][1].replace("\\", "/")
@@ -80,13 +91,19 @@ def summarize_raw(path: str) -> dict:
     timed = max(callers, key=lambda c: c[1]) if callers else None
     classes: collections.Counter = collections.Counter()
     leaves: collections.Counter = collections.Counter()
+    phases: collections.Counter = collections.Counter()
     for frames, caller, n in rows:
         if caller is None or caller != timed:
             continue
         classes[classify(frames)] += n
         func, file, ln = frames[-1]
         leaves[f"{func} ({os.path.basename(file)}:{ln})"] += n
-    return {"classes": dict(classes), "leaves": dict(leaves)}
+        phases["all"] += n
+        funcs = {f for f, _, _ in frames}
+        for phase, names in PHASES.items():
+            if funcs & names:
+                phases[phase] += n
+    return {"classes": dict(classes), "leaves": dict(leaves), "phases": dict(phases)}
 
 
 def run_arm(arm: str, i: int, args: argparse.Namespace, pyspy: str) -> dict:
@@ -125,6 +142,14 @@ def report(out: str, runs: list[dict], rate: float, steps: int) -> str:
                 per_step[arm][c].append(v)
             lines.append(f"| {arm} | {r['round']} | {r['sps'] or 0:,.0f} | {ms['program']:.2f} | {ms['perfkit']:.2f} "
                          f"| {ms['warnings']:.2f} |")
+    names = ["all", *PHASES]
+    lines += ["", "By phase (samples under each rsl_rl call, inclusive; ms/step):", "",
+              "| arm | round | " + " | ".join(names) + " |", "|---|---:|" + "---:|" * len(names)]
+    for arm, rs in by_arm.items():
+        for r in rs:
+            ph = r.get("phases") or {}
+            lines.append(f"| {arm} | {r['round']} | " + " | ".join(f"{1e3 * ph.get(n, 0) / rate / steps:.2f}" for n in names)
+                         + " |")
     if "plain" in by_arm and "perfkit" in by_arm:
         gain: collections.Counter = collections.Counter()
         for arm, sign in (("perfkit", 1), ("plain", -1)):
