@@ -2,7 +2,7 @@
 """On the H200: validate the what-if prices against the measured gain of removing each planted
 anti-pattern of ``examples/train_naive.py``, one at a time, at 256 and 4096 envs (issue 12).
 
-    python3 scripts/gpu/price_validate.py --out DIR [--sizes 512,4096] [--budget-s 330] [--plant-scale 200,print_tensor=320]
+    python3 scripts/gpu/price_validate.py --out DIR [--sizes 512,4096] [--budget-s 330] [--plant-scale K[,NAME=K...]]
 
 ``--budget-s`` bounds the profiling and the measuring rounds: rounds stop when the next would pass
 it, after at least ``--min-rounds``. On the H200 a run takes ~10 s (most of it start-up), a profile
@@ -88,6 +88,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from perfkit.collectors.loops import MIN_ENVS, follows  # noqa: E402
 from perfkit.pricing.cost import loop_body_findings, predict, price_run  # noqa: E402
 from perfkit.pricing.machine_profile import (  # noqa: E402
     VALIDATION_SCHEMA,
@@ -109,12 +110,19 @@ UNSCALED = ("env_loop",)  # train_naive.py's --plant-scale scales every other an
 # step, fresh_tensors' ~25 us (two launches, three allocations) for ~32 us, a printed tensor ~0.25 ms once
 # an iteration of 32 steps: x96 (x320 prints, 10 a step) made each isolated effect ~2-4 ms on a ~8-13 ms
 # step; at 6.1 % pooled noise (reports/price-validation-h200, 256 envs) that was 4.2x / 4.4x / 2.5x the noise
-# for item_log / list_gather / cpu_numpy and 5.9-7.9x for the rest. cpu_numpy needs ~x190, which at 256
-# envs would read as a per-env loop (check_scale keeps a repetition loop below num_envs / 2, 128 there),
-# and x120 would lift item_log / list_gather only to ~5.3x: so the table is made at 512 envs (room up to
-# x255) with x200 (`--sizes 512`, scripts/gpu-check.sh's prices stage), ~2x the effects of x96 where a
-# repetition's cost holds.
-PLANT_SCALE = "200,print_tensor=320"
+# for item_log / list_gather / cpu_numpy and 5.9-7.9x for the rest. So the table is made at 512 envs
+# (`--sizes 512`, scripts/gpu-check.sh's prices stage) with x200: reports/h200-2026-12-02-s12 (pooled noise
+# 7.7 %) read 8.8-10.1x for env_loop / nonzero_reset / print_tensor, 5.3x list_gather, 4.8x fresh_tensors,
+# 3.2x item_log and cpu_numpy. Per repetition there the fix's own work cost ~8 us (fresh_tensors: one
+# add_), ~30-34 us (item_log, cpu_numpy, list_gather: a slice of device work the fix does too) against
+# a saving of ~17 us (item_log, cpu_numpy, fresh_tensors) or ~31 us (list_gather), on a ~5.5 ms rest of
+# the step. The effect in noise SDs is log(1 + E / T_fix) / sigma with both E and T_fix growing with the
+# scale: x280 / x300 lift fresh_tensors / list_gather to ~6x; item_log and cpu_numpy approach
+# log(1 + 17/30) / 0.077 = 5.8x only as the scale grows without bound (x480: ~4.3x), so their scale
+# stays: what would lift them is a lighter slice (a better saving-to-work ratio) or a lower noise, not
+# more of the same repetition. A fixed repetition count is not a per-env loop unless it is a fraction
+# of the env count (check_scale, perfkit's own rule).
+PLANT_SCALE = "200,fresh_tensors=280,list_gather=300,print_tensor=320"
 TOLERANCE = 0.30
 SPS_RE = re.compile(r"^SPS:\s*([0-9.eE+-]+)\s*$", re.M)
 ANTI_RE = re.compile(r"#\s*ANTI-PATTERN\s+([a-z_]+)")
@@ -407,9 +415,11 @@ def plant_scale_of(a: argparse.Namespace, arm: str) -> str | None:
 
 
 def check_scale(spec: str, sizes: list[int], num_steps: int) -> None:
-    """ValueError when a repetition loop of ``--plant-scale`` could read as a per-env loop at one of
-    ``sizes``: perfkit finds a loop per-env when it runs at least ``num_envs / 2`` times a step and an
-    entry (its ``loop`` finding would then land on the planted branch and price it as a loop)."""
+    """ValueError when a repetition loop of ``--plant-scale`` would read as a per-env loop at one of
+    ``sizes`` by perfkit's own rule (:func:`perfkit.collectors.loops.hot_loops`): a loop is per-env when it
+    iterates at least ``num_envs / 2`` times a step and an entry and its trip count follows the env count
+    (:func:`perfkit.collectors.loops.follows`: ``num_envs / j``, j <= 4). Its ``loop`` finding would then
+    land on the planted branch and price it as a loop. A fixed repetition of another size is not one."""
     for part in (p.strip() for p in spec.split(",") if p.strip()):
         name, _, value = part.rpartition("=")
         try:
@@ -418,10 +428,10 @@ def check_scale(spec: str, sizes: list[int], num_steps: int) -> None:
             raise ValueError(f"--plant-scale {spec!r}: {part!r} is not K or NAME=K") from None
         per_step = k / num_steps if name == "print_tensor" else k  # printed once an iteration
         for n in sizes:
-            if n >= 8 and per_step >= n / 2:
-                raise ValueError(f"--plant-scale {spec!r}: {part!r} repeats {per_step:g} times a step, at least half "
-                                 f"of {n} envs: perfkit would read the repetition as a per-env loop; keep it below "
-                                 f"{n // 2}")
+            if n >= MIN_ENVS and per_step >= n / 2 and k >= n / 2 and follows({k}, n):
+                raise ValueError(f"--plant-scale {spec!r}: {part!r} repeats {k} times an entry and {per_step:g} a step "
+                                 f"at {n} envs, a fraction of the env count: perfkit would read the repetition as a "
+                                 f"per-env loop; choose a count that is not {n}/j (j <= 4)")
 
 
 def script_args(a: argparse.Namespace, num_envs: int, arm: str) -> list[str]:

@@ -102,19 +102,51 @@ def test_every_arm_runs_at_the_plant_scale_and_scale_1_is_the_plain_script(pv):
 
 
 def test_a_scale_that_would_read_as_a_per_env_loop_is_refused(pv, tmp_path):
-    pv.check_scale(pv.PLANT_SCALE, [512, 4096], 32)  # the default is clear at its default sizes
-    with pytest.raises(ValueError, match="keep it below 128"):  # ... and too much for 256 envs
-        pv.check_scale(pv.PLANT_SCALE, [256], 32)
+    pv.check_scale(pv.PLANT_SCALE, [256, 512, 4096], 32)  # the default is clear at every size it may meet
+    pv.check_scale("200", [256], 32)  # a fixed 200 is not 256 / j: no per-env loop by perfkit's rule
     pv.check_scale("3,print_tensor=64", [8], 32)  # 2 prints a step at 8 envs
-    with pytest.raises(ValueError, match="per-env loop; keep it below 128"):
-        pv.check_scale("128", [256, 4096], 32)
-    with pytest.raises(ValueError, match="'print_tensor=160'"):
-        pv.check_scale("2,print_tensor=160", [8], 32)
+    with pytest.raises(ValueError, match="per-env loop; choose a count that is not 256/j"):
+        pv.check_scale("128", [256, 4096], 32)  # 256 / 2
+    with pytest.raises(ValueError, match="'item_log=512'"):
+        pv.check_scale("200,item_log=512", [512], 32)
+    with pytest.raises(ValueError, match="'print_tensor=8'"):  # 8 an entry, 4 a step at 8 envs
+        pv.check_scale("2,print_tensor=8", [8], 2)
     with pytest.raises(ValueError, match="not K or NAME=K"):
         pv.check_scale("item_log=x", [256], 32)
     with pytest.raises(SystemExit):  # before anything runs
         pv.main(["--out", str(tmp_path), "--sizes", "256", "--plant-scale", "128"])
     assert not (tmp_path / "price-validation.md").exists()
+
+
+def _repeat(k: int, steps: int) -> None:
+    for _ in range(steps):
+        for _ in range(k):  # a --plant-scale repetition: k times an entry, one entry a step
+            pass
+
+
+@pytest.mark.parametrize("k,n", [(128, 256), (200, 256), (255, 512), (256, 512), (300, 512), (480, 512),
+                                 (511, 512), (512, 512), (600, 512), (40, 64)])
+def test_check_scale_refuses_exactly_what_perfkits_loop_finder_reads_as_per_env(pv, k, n):
+    """check_scale's verdict on a repetition of k at n envs is the verdict of the sampled line tracer and
+    hot_loops on a real loop that repeats k times a step."""
+    import sys
+
+    from perfkit.collectors.loops import LineSampler, hot_loops
+
+    steps = 4
+    sampler = LineSampler()
+    assert sampler.start(sys._getframe())
+    try:
+        _repeat(k, steps)
+    finally:
+        sampler.stop()
+    per_env = bool(hot_loops(sampler.counts, steps, n, sampler.entries, sampler.trips))
+    try:
+        pv.check_scale(str(k), [n], 32)
+        refused = False
+    except ValueError:
+        refused = True
+    assert refused == per_env, (k, n, per_env)
 
 
 def test_isolated_groups_one_fix_each_with_their_noise_pooled(pv, tmp_path):
