@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = Path(__file__).resolve().parent / "fake_train.py"
 PY = sys.executable
+
+
+def load_script(path: Path, name: str, register: bool = False) -> ModuleType:
+    """The Python file at ``path`` (a script of scripts/ or benchmarks/) imported as module ``name``;
+    ``register``: put in ``sys.modules`` first (a script whose dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    if register:
+        sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def child_env() -> dict[str, str]:

@@ -4,30 +4,20 @@ a tiny configuration (--device cpu --backend mujoco, one round)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
-import sys
 import tarfile
 
 import pytest
-from _overhead_helpers import PY, ROOT
+from _overhead_helpers import PY, ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "gpu" / "overhead.py"
 
 
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def gpu():
-    return _load("gpu_overhead", SCRIPT)
+    return load_script(SCRIPT, "gpu_overhead", register=True)
 
 
 def test_the_default_plan_is_the_issues_table(gpu, tmp_path):
@@ -56,8 +46,8 @@ def _with(args, iterations):
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # the manager env's helpers
 def test_the_commands_are_accepted_by_the_scripts_they_run(gpu, tmp_path):
-    train = _load("example_train_for_overhead", ROOT / "examples" / "train.py")
-    manager = _load("example_manager_for_overhead", ROOT / "examples" / "manager_env" / "train_rsl_rl.py")
+    train = load_script(ROOT / "examples" / "train.py", "example_train_for_overhead", register=True)
+    manager = load_script(ROOT / "examples" / "manager_env" / "train_rsl_rl.py", "example_manager_for_overhead", register=True)
     cs = gpu.configs(gpu.parse_args(["--out", str(tmp_path)]))
     for c in cs:
         parse = train.parse_args if c.script.name == "train.py" else manager.parse_args

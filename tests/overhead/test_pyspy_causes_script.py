@@ -4,22 +4,13 @@ its innermost frame and in each rsl_rl phase it is under."""
 
 from __future__ import annotations
 
-import importlib.util
-
-from _overhead_helpers import ROOT
+from _overhead_helpers import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "gpu" / "pyspy_causes.py"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("pyspy_causes_script", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_timed_learn_calls_samples_by_class_and_by_phase(tmp_path):
-    pc = _load()
+    pc = load_script(SCRIPT, "pyspy_causes_script")
     runner = "OnPolicyRunner.learn (/s/rsl_rl/runners/on_policy_runner.py:90)"
 
     def stack(caller_line: int, *frames: str) -> str:

@@ -3,10 +3,8 @@ CPU: it times each case plainly and inside a session, interleaved, and leaves no
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-from _overhead_helpers import ROOT
+from _overhead_helpers import ROOT, load_script
 
 SCRIPT = ROOT / "scripts" / "gpu" / "tensordict_to.py"
 
@@ -15,9 +13,7 @@ def test_each_case_is_timed_plainly_and_in_a_session_and_the_hooks_go_afterwards
     pytest.importorskip("tensordict")
     import torch
 
-    spec = importlib.util.spec_from_file_location("tensordict_to_script", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(SCRIPT, "tensordict_to_script")
     before = torch.Tensor.to
     res = mod.measure("cpu", 16, rounds=2, calls=20)
     assert torch.Tensor.to is before  # the sessions' hooks were removed
