@@ -198,6 +198,15 @@ def follows(trips: set[int] | None, num_envs: int) -> bool:
     return c > 0 and any(abs(c * k - num_envs) <= 1 for k in range(1, 5))
 
 
+def is_per_env(per_step: float, per_entry: float, trips: set[int] | None, num_envs: int) -> bool:
+    """Whether a loop that iterates ``per_step`` times a step and ``per_entry`` times an entry, with these
+    trip counts, is a per-env loop (module doc): at least ``num_envs / 2`` of both, and its trip count
+    :func:`follows` the env count. What :func:`hot_loops` asks of each sampled loop; a planted repetition
+    of a known count can be asked the same before it runs."""
+    threshold = num_envs / 2
+    return num_envs >= MIN_ENVS and per_step >= threshold and per_entry >= threshold and follows(trips, num_envs)
+
+
 def hot_loops(counts: dict, steps: int, num_envs: int | None, entries: dict | None = None,
               trips: dict | None = None) -> list[dict]:
     """Per-env loops from sampled line counts and loop entries: ``{filename, line, function, kind,
@@ -207,7 +216,6 @@ def hot_loops(counts: dict, steps: int, num_envs: int | None, entries: dict | No
     if not steps or not num_envs or num_envs < MIN_ENVS:
         return []
     entries = entries or {}
-    threshold = num_envs / 2
     loops: dict[tuple[str, int], list] = {}  # (file, header) -> [iterations, entries, {segment: n}, function, (lo, hi, kind)]
     for (code, line), (n, segs) in counts.items():
         e = entries.get((code, line))
@@ -230,9 +238,7 @@ def hot_loops(counts: dict, steps: int, num_envs: int | None, entries: dict | No
     hot: list[tuple] = []
     for (fn, header), (iters, ents, segs, func, span) in loops.items():
         per_step = iters / steps
-        if ents <= 0 or per_step < threshold or iters / ents < threshold:
-            continue
-        if not follows(trip_sets.get((fn, header)), num_envs):
+        if ents <= 0 or not is_per_env(per_step, iters / ents, trip_sets.get((fn, header)), num_envs):
             continue
         hot.append((fn, header, span, per_step, segs, func))
     found: list[dict] = []

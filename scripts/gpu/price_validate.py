@@ -88,7 +88,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfkit.collectors.loops import MIN_ENVS, follows  # noqa: E402
+from perfkit.collectors.loops import is_per_env  # noqa: E402
 from perfkit.pricing.cost import loop_body_findings, predict, price_run  # noqa: E402
 from perfkit.pricing.machine_profile import (  # noqa: E402
     VALIDATION_SCHEMA,
@@ -416,9 +416,9 @@ def plant_scale_of(a: argparse.Namespace, arm: str) -> str | None:
 
 def check_scale(spec: str, sizes: list[int], num_steps: int) -> None:
     """ValueError when a repetition loop of ``--plant-scale`` would read as a per-env loop at one of
-    ``sizes`` by perfkit's own rule (:func:`perfkit.collectors.loops.hot_loops`): a loop is per-env when it
-    iterates at least ``num_envs / 2`` times a step and an entry and its trip count follows the env count
-    (:func:`perfkit.collectors.loops.follows`: ``num_envs / j``, j <= 4). Its ``loop`` finding would then
+    ``sizes`` by perfkit's own rule (:func:`perfkit.collectors.loops.is_per_env`, which ``hot_loops`` asks): a
+    loop is per-env when it iterates at least ``num_envs / 2`` times a step and an entry and its trip count
+    follows the env count (``num_envs / j``, j <= 4). Its ``loop`` finding would then
     land on the planted branch and price it as a loop. A fixed repetition of another size is not one."""
     for part in (p.strip() for p in spec.split(",") if p.strip()):
         name, _, value = part.rpartition("=")
@@ -428,7 +428,7 @@ def check_scale(spec: str, sizes: list[int], num_steps: int) -> None:
             raise ValueError(f"--plant-scale {spec!r}: {part!r} is not K or NAME=K") from None
         per_step = k / num_steps if name == "print_tensor" else k  # printed once an iteration
         for n in sizes:
-            if n >= MIN_ENVS and per_step >= n / 2 and k >= n / 2 and follows({k}, n):
+            if is_per_env(per_step, k, {k}, n):
                 raise ValueError(f"--plant-scale {spec!r}: {part!r} repeats {k} times an entry and {per_step:g} a step "
                                  f"at {n} envs, a fraction of the env count: perfkit would read the repetition as a "
                                  f"per-env loop; choose a count that is not {n}/j (j <= 4)")
