@@ -80,6 +80,13 @@ def compare(gated: dict[str, float], runtime: dict[str, float], every: dict[str,
             "outside": [s["site"] for s in sites if s["ratio"] is not None and abs(s["ratio"] - 1) > TOLERANCE]}
 
 
+def compare_row(row: dict) -> None:
+    """A loop's comparison (:func:`compare`) from its two runs, when both left a record to compare."""
+    gated, verify = row["gated"], row["verify"]
+    if "rates" in gated and "runtime" in verify:
+        row["compare"] = compare(gated["rates"], verify["runtime"], verify.get("rates", {}), verify.get("window_record"))
+
+
 def write(out: Path, rows: list[dict], argv: list[str]) -> None:
     (out / "gated-counts.json").write_text(json.dumps(rows, indent=1))
     lines = ["# Gated sync counts against the runtime's", "", f"`python3 scripts/gpu/gated_counts.py {' '.join(argv)}`",
@@ -117,9 +124,7 @@ def rerender(out: Path) -> list[dict]:
             agreed = ((json.loads(record.read_text()).get("extra") or {}).get("verify") or {}).get("agreement") or {}
             if agreed:
                 read_agreement(row["verify"], agreed)
-        if "rates" in row["gated"] and "runtime" in row["verify"]:
-            row["compare"] = compare(row["gated"]["rates"], row["verify"]["runtime"], row["verify"].get("rates", {}),
-                                     row["verify"].get("window_record"))
+        compare_row(row)
     return rows
 
 
@@ -150,9 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         for arm, verify in (("gated", False), ("verify", True)):
             print(f"gated_counts: {name} {arm}", flush=True)
             row[arm] = profile(name, script, args, options, verify, out, a.timeout)
-        if "rates" in row["gated"] and "runtime" in row["verify"]:
-            row["compare"] = compare(row["gated"]["rates"], row["verify"]["runtime"], row["verify"].get("rates", {}),
-                                     row["verify"].get("window_record"))
+        compare_row(row)
         rows.append(row)
         write(out, rows, argv)
     print((out / "gated-counts.md").read_text())
