@@ -4,6 +4,7 @@
     python examples/train_naive.py --fix item_log,env_loop  # those two replaced by their sync-free form
     python examples/train_naive.py --fix all                # behaves like train.py
     python examples/train_naive.py --plant-scale 40         # each anti-pattern ~40x as costly a step
+    python examples/train_naive.py --fix env_loop --ab-fix item_log --iterations 16  # A/B in one run
     perfkit profile examples/train_naive.py                 # reports each one with its line
 
 Each planted anti-pattern sits on its own line, marked ``# ANTI-PATTERN <name>``, inside an
@@ -28,6 +29,12 @@ work without the sync (or the allocations), so that a fix saves what its anti-pa
 
 The last line printed is ``SPS: <float>``: env steps per second over the steady-state iterations
 (the first one — compilation, warm-up — left out), timed between per-iteration host reads.
+
+``--ab-fix NAME[,NAME...]`` measures a fix against its anti-pattern in one run: arm A runs with
+``--fix``, arm B with ``--fix`` plus these; the iterations alternate A, B (one warm-up each), then
+A B B A, A B B A, ... (:func:`ab_arm`), so that a drift of the machine during the run falls on both
+arms alike. The last two lines are ``SPS[A]: <float>`` and ``SPS[B]: <float>``, each over its arm's
+steady iterations (an even ``--iterations`` gives both arms as many).
 """
 
 from __future__ import annotations
@@ -51,6 +58,14 @@ def parse_fix(text: str) -> frozenset[str]:
     if unknown:
         raise argparse.ArgumentTypeError(f"unknown anti-pattern(s) {unknown}; expected names from {list(ANTI_PATTERNS)} or 'all'")
     return frozenset(names)
+
+
+def ab_arm(it: int) -> str:
+    """``--ab-fix``: the arm of iteration ``it``: ``A``, ``B`` (the warm-up of each), then ``A B B A``
+    repeated."""
+    if it < 2:
+        return "AB"[it]
+    return "B" if (it - 2) % 4 in (1, 2) else "A"
 
 
 SCALED = tuple(n for n in ANTI_PATTERNS if n != "env_loop")  # the per-env loop's cost already grows with the envs
@@ -127,23 +142,34 @@ def parse_args(argv=None):
     p.add_argument("--device", default=None, help="default: cuda when available (mjwarp), else cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fix", type=parse_fix, default=frozenset(), metavar="NAME[,NAME...]", help="replace these anti-patterns by their fix ('all' for every one)")
+    p.add_argument("--ab-fix", type=parse_fix, default=frozenset(), metavar="NAME[,NAME...]",
+                   help="A/B in one run: iterations alternate between --fix (A) and --fix plus these (B), A B B A "
+                   "after a warm-up iteration each; prints SPS[A] and SPS[B]")
     p.add_argument("--plant-scale", type=parse_scale, default=parse_scale("1"), metavar="K[,NAME=K...]",
                    help="each planted anti-pattern costs ~K times as much per step (default 1: as written)")
     args = p.parse_args(argv)
     if args.num_envs < len(WATCHED_ENVS) or args.iterations < 1 or args.num_steps < 1:
         p.error(f"--num-envs must be >= {len(WATCHED_ENVS)} (envs {WATCHED_ENVS} are watched); --iterations and --num-steps >= 1")
+    if args.ab_fix and (args.iterations < 4 or not args.ab_fix - args.fix):
+        p.error("--ab-fix needs --iterations >= 4 (a warm-up and a steady iteration per arm) and a fix not in --fix")
     return args
 
 
 def main(argv=None) -> float:
     args = parse_args(argv)
-    fix = args.fix
+    arms = {"A": args.fix, "B": args.fix | args.ab_fix}  # without --ab-fix every iteration is arm A
+
+    def arm(it: int) -> str:
+        return ab_arm(it) if args.ab_fix else "A"
+
+    warmup = 2 if args.ab_fix else 1  # iterations left out of the SPS (one per arm)
     torch.manual_seed(args.seed)
     env = make_env(args.env, args.num_envs, backend=args.backend, device=args.device, seed=args.seed)
     if env.device.type == "cpu":
         torch.set_num_threads(1)  # as in train.py: tiny tensors, cores go to MuJoCo's rollout threads
     ppo = PPO(env.obs_dim, env.act_dim, env.num_envs, device=env.device, cfg=PPOConfig(num_steps=args.num_steps), seed=args.seed)
-    print(f"env={env.name} backend={env.backend} device={env.device} num_envs={env.num_envs} fixed={sorted(fix) or 'none'}", flush=True)
+    print(f"env={env.name} backend={env.backend} device={env.device} num_envs={env.num_envs} fixed={sorted(args.fix) or 'none'}"
+          + (f" ab_fix={sorted(args.ab_fix)}" if args.ab_fix else ""), flush=True)
 
     watched_idx = torch.tensor(WATCHED_ENVS, device=env.device)  # the fix for list_gather: index on the device, made once
     watched_obs = torch.zeros((len(WATCHED_ENVS), env.obs_dim), device=env.device)
@@ -151,10 +177,11 @@ def main(argv=None) -> float:
     plant = PlantedWork(args.plant_scale, env.num_envs, env.obs_dim, env.device)
     step_rewards: list[float] = []
     host_counts = [0] * args.plant_scale["cpu_numpy"]  # per mask read on the host: [0] counts episodes
-    steady_steps, steady_time = 0, 0.0
+    steady_steps, steady_time = dict.fromkeys(arms, 0), dict.fromkeys(arms, 0.0)
 
     obs = env.reset()
     for it in range(args.iterations):
+        fix = arms[arm(it)]
         with torch.inference_mode():
             for _ in range(ppo.cfg.num_steps):
                 actions = ppo.act(obs)
@@ -206,9 +233,9 @@ def main(argv=None) -> float:
 
         ppo.update(obs)
         metrics = ppo.log_iteration()  # one device->host read per iteration (as in train.py)
-        if it > 0 or args.iterations == 1:
-            steady_steps += ppo.cfg.num_steps * env.num_envs
-            steady_time += ppo.cfg.num_steps * env.num_envs / metrics["sps"]
+        if it >= warmup or args.iterations == 1:
+            steady_steps[arm(it)] += ppo.cfg.num_steps * env.num_envs
+            steady_time[arm(it)] += ppo.cfg.num_steps * env.num_envs / metrics["sps"]
         mean_step_reward = sum(step_rewards) / len(step_rewards) if step_rewards else metrics["reward_per_step"]
         step_rewards.clear()
         plant.logged.clear()
@@ -219,14 +246,19 @@ def main(argv=None) -> float:
             f"episodes {episodes:5d}  SPS {metrics['sps']:,.0f}",
             flush=True,
         )
-        if "print_tensor" in fix:
+        # printed after log_iteration() read the clock: the time counts in the next iteration, so it runs as that one's arm
+        if "print_tensor" in arms[arm(it + 1)]:
             for k in plant.extra("print_tensor"):
                 torch.index_select(plant.slice(obs, k), 0, watched_idx, out=plant.watched)
         else:
             for k in range(args.plant_scale["print_tensor"]):
                 rows = watched_obs if k == 0 else torch.index_select(plant.slice(obs, k), 0, watched_idx, out=plant.watched)
                 print(f"  watched envs' {f'term {k}' if k else 'torso height'}:", rows[:, 0])  # ANTI-PATTERN print_tensor: formats (and syncs) on the host
-    sps = steady_steps / steady_time
+    if args.ab_fix:
+        for name in arms:
+            print(f"SPS[{name}]: {steady_steps[name] / steady_time[name]:.1f}", flush=True)
+        return steady_steps["A"] / steady_time["A"]
+    sps = steady_steps["A"] / steady_time["A"]
     print(f"SPS: {sps:.1f}", flush=True)
     return sps
 

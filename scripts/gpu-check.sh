@@ -91,7 +91,7 @@ stage_arms() { run_script arms scripts/gpu/overhead_arms.py --rounds "${ROUNDS:-
 stage_stacks()  { run_script stacks scripts/gpu/stacks.py --wheels .gpu4 --skip-overhead; }  # the manager env through rsl_rl, 4096 envs
 stage_overhead() { run_script overhead scripts/gpu/overhead.py --parts train; }   # train.py 256/4096: plain vs perfkit vs torch.profiler
 stage_overhead_manager() { run_script overhead_manager scripts/gpu/overhead.py --parts manager,env-only --wheels .gpu4; }
-stage_prices()  { run_script prices scripts/gpu/price_validate.py ${PRICE_ARGS:---sizes 512 --budget-s 480}; }  # predicted vs measured gain of each fix at the plant scale (PRICE_ARGS replaces these: e.g. --sizes 4096)
+stage_prices()  { run_script prices scripts/gpu/price_validate.py ${PRICE_ARGS:---sizes 512 --budget-s 500 --iterations 6}; }  # predicted vs measured gain of each fix at the plant scale (PRICE_ARGS replaces these: e.g. --sizes 4096)
 stage_dist()    { run_script dist scripts/gpu/dist.py --rounds 3 ${DIST_ARGS:-}; }  # the data-parallel example on 2 GPUs (DIST_ARGS=--same-gpu on one)
 
 run_stage() {  # run_stage NAME: one stage, timed, its failure reported

@@ -44,16 +44,23 @@ The model that prices most of it names the case's kind (``loop``, ``alloc``, ``s
 sync models are also tried on the same record without the measured waits (``backlog_split``) and
 without GPU timing (``round_trip``, what a CPU-only machine predicts with the reference prices).
 
-**Measured** saving: plain runs of the script (no profiler), each in a fresh process, all arms of a
-size in one interleaved schedule per round (their order shuffled each round, seeded). The script
-prints ``SPS: <float>``: env steps per second over its steady iterations (rollout and update, the
-first iteration left out), so its mean step time is ``T = num_envs * 1000 / SPS`` ms — the same mean
-the cost model uses. A fresh process first imports torch, Warp and MuJoCo Warp and waits; it is
-released when the previous run ends, so its imports overlap that run (``--no-preload``: plain
-``python3 script``). Per group (a baseline and its arms) the rounds are blocks of a two-way model
-of ``log T`` (arm + round: drifts between rounds cancel): the pooled residual SD is the run-to-run
-noise; an arm's saving ``T_base * (1 - exp(-d))`` (``d``: the mean log difference) has a 95 %
-interval from ``t(dof) * sigma * sqrt(2 / rounds)``. A case is *judged* only when that interval
+**Measured** saving: plain runs of the script (no profiler), a fresh process per group and round,
+all groups of a size in one schedule per round (their order shuffled each round, seeded). In-process
+A/B (``--in-process``, the default): the process runs both arms of its group, ``train_naive.py
+--ab-fix``: the baseline's fixes in iterations A, the arm's fix too in iterations B, alternating
+A B B A after a warm-up iteration each, and prints ``SPS[A]``/``SPS[B]``, env steps per second over
+each arm's steady iterations (rollout and update; ``--iterations`` less one per arm). The H200's
+host drifts by 5-30 % between runs seconds apart (reports/h200-2026-12-02-s12/prices: a whole round
+slower, one fixed arm 13.4 then 10.2 ms), which separate processes carry into the arms' difference
+(7.7 % noise there); iterations a third of a second apart share the drift. ``--no-in-process``: a
+process per arm printing ``SPS: <float>`` over its steady iterations (the first left out). Either
+way an arm's mean step time is ``T = num_envs * 1000 / SPS`` ms, the same mean the cost model uses.
+A fresh process first imports torch, Warp and MuJoCo Warp and waits; it is released when the
+previous run ends, so its imports overlap that run (``--no-preload``: plain ``python3 script``). Per
+group (a baseline and its arm) the rounds are blocks of a two-way model of ``log T`` (arm + round:
+drifts between rounds cancel): the pooled residual SD is the run-to-run noise (in-process: of the
+arms' difference); an arm's saving ``T_base * (1 - exp(-d))`` (``d``: the mean log difference) has
+a 95 % interval from ``t(dof) * sigma * sqrt(2 / rounds)``. A case is *judged* only when that interval
 excludes zero (the noise is below the effect); it agrees when ``|predicted - measured| <= 30 %`` of
 the measured saving.
 
@@ -120,11 +127,13 @@ UNSCALED = ("env_loop",)  # train_naive.py's --plant-scale scales every other an
 # scale: x280 / x300 lift fresh_tensors / list_gather to ~6x; item_log and cpu_numpy approach
 # log(1 + 17/30) / 0.077 = 5.8x only as the scale grows without bound (x480: ~4.3x), so their scale
 # stays: what would lift them is a lighter slice (a better saving-to-work ratio) or a lower noise, not
-# more of the same repetition. A fixed repetition count is not a per-env loop unless it is a fraction
+# more of the same repetition. Most of that noise was the host drifting between processes, which
+# in-process A/B (--in-process, the module doc's "Measured") takes out of the arms' difference. A fixed repetition count is not a per-env loop unless it is a fraction
 # of the env count (check_scale, perfkit's own rule).
 PLANT_SCALE = "200,fresh_tensors=280,list_gather=300,print_tensor=320"
 TOLERANCE = 0.30
 SPS_RE = re.compile(r"^SPS:\s*([0-9.eE+-]+)\s*$", re.M)
+AB_SPS_RE = re.compile(r"^SPS\[([AB])\]:\s*([0-9.eE+-]+)\s*$", re.M)  # train_naive.py --ab-fix
 ANTI_RE = re.compile(r"#\s*ANTI-PATTERN\s+([a-z_]+)")
 PRELOAD = ("torch", "numpy", "mujoco", "warp", "mujoco_warp", "perfkit.envs", "perfkit.envs.locomotion", "perfkit.rl")
 VARIANTS = ("as_priced", "backlog_split", "round_trip")
@@ -450,6 +459,17 @@ def script_args(a: argparse.Namespace, num_envs: int, arm: str) -> list[str]:
     return args
 
 
+def group_args(a: argparse.Namespace, num_envs: int, group: dict[str, Any]) -> list[str]:
+    """One process for both arms of a two-arm group (``--in-process``): the baseline's arguments with
+    ``--ab-fix`` the fix its arm adds; as many steady iterations per arm as a run of one arm has
+    (``--iterations`` less its warm-up), after a warm-up iteration per arm."""
+    (arm, fx), = group["arms"].items()
+    args = script_args(a, num_envs, group["base"])
+    i = args.index("--iterations") + 1
+    args[i] = str(2 * int(args[i]))  # per arm: one warm-up and iterations - 1 steady
+    return args + ["--ab-fix", fx]
+
+
 def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
@@ -474,8 +494,10 @@ class Runner:
         return subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    def run(self, args: list[str], next_args: list[str] | None) -> tuple[float, float]:
-        """(SPS, wall seconds from release to exit) of one run; RuntimeError when it fails."""
+    def run(self, args: list[str], next_args: list[str] | None) -> tuple[dict[str, float], float]:
+        """(SPS by arm, wall seconds from release to exit) of one run: ``{"": sps}`` from its ``SPS:``
+        line, or ``{"A": .., "B": ..}`` from the ``SPS[A]:``/``SPS[B]:`` lines of an A/B run
+        (``--ab-fix``); RuntimeError when it fails or prints neither."""
         if self.pending is not None and self.pending[0] == args:
             proc = self.pending[1]
         else:
@@ -492,11 +514,12 @@ class Runner:
             proc.communicate()
             raise RuntimeError(f"{self.a.script.name} {' '.join(args)} ran past {self.a.run_timeout_s:.0f} s") from None
         wall = time.perf_counter() - t0
-        m = SPS_RE.findall(out or "")
-        if proc.returncode != 0 or not m:
+        sps = {k: float(v) for k, v in AB_SPS_RE.findall(out or "")} if "--ab-fix" in args else \
+            {"": float(m[-1]) for m in [SPS_RE.findall(out or "")] if m}
+        if proc.returncode != 0 or not sps:
             raise RuntimeError(f"{self.a.script.name} {' '.join(args)} failed (exit {proc.returncode}); stdout tail:\n"
                                f"{(out or '')[-1200:]}\nstderr tail:\n{(err or '')[-1500:]}")
-        return float(m[-1]), wall
+        return sps, wall
 
     def close(self) -> None:
         if self.pending is not None:
@@ -542,6 +565,7 @@ class Validation:
                        "plant_scale": a.plant_scale, "isolate": a.isolate,
                        "budget_s": a.budget_s, "min_rounds": a.min_rounds, "max_rounds": a.max_rounds,
                        "slow_rounds": a.slow_rounds, "preload": None if a.no_preload else a.preload,
+                       "in_process": a.in_process,
                        "tolerance": TOLERANCE},
             "groups": self.groups, "profiles": {}, "predicted": {}, "runs": [], "errors": [],
         }
@@ -573,9 +597,12 @@ class Validation:
                 self.write()
 
     def measure(self) -> None:
+        """Rounds of plain runs, each round's in a shuffled order: a process per arm, or with
+        ``--in-process`` a process per group running both its arms (``train_naive.py --ab-fix``)."""
         rng = random.Random(self.a.seed)
+        in_process = self.a.in_process
         runner = Runner(self.a)
-        rounds_done, failures = 0, 0
+        rounds_done, failures, process = 0, 0, 0
         walls: dict[tuple[int, str], float] = {}  # the last run's wall time per (size, arm)
         try:
             for rnd in range(1, self.a.max_rounds + 1):
@@ -584,9 +611,10 @@ class Validation:
                 for n in sizes:
                     # the arms with the per-env loop planted are slow and only show env_loop's large effect:
                     # they run in the first --slow-rounds rounds only
-                    arms = [arm for arm in self.arms if rnd <= self.a.slow_rounds or SLOW in arm_fix(arm)]
-                    rng.shuffle(arms)
-                    plan += [(n, arm) for arm in arms]
+                    units = [g["base"] for g in self.groups] if in_process else self.arms
+                    units = [u for u in units if rnd <= self.a.slow_rounds or SLOW in arm_fix(u)]
+                    rng.shuffle(units)
+                    plan += [(n, u) for u in units]
                 if rounds_done >= self.a.min_rounds and walls:
                     typical = sum(walls.values()) / len(walls)
                     need = sum(walls.get(p, typical) for p in plan)
@@ -595,30 +623,40 @@ class Validation:
                             f"{self.a.budget_s:.0f} s budget")
                         break
                 t_round = time.perf_counter()
-                for i, (n, arm) in enumerate(plan):
+                for i, (n, unit) in enumerate(plan):
                     nxt = plan[i + 1] if i + 1 < len(plan) else None
-                    args = script_args(self.a, n, arm)
                     try:
-                        sps, wall = runner.run(args, script_args(self.a, nxt[0], nxt[1]) if nxt else None)
+                        sps, wall = runner.run(self._args(n, unit), self._args(*nxt) if nxt else None)
                         failures = 0
                     except RuntimeError as e:
-                        self.fail(f"round {rnd} n={n} {arm}: {e}")
+                        self.fail(f"round {rnd} n={n} {unit}: {e}")
                         failures += 1
-                        sps, wall = None, None
+                        sps, wall = {}, None
                         if failures >= 3:
                             raise RuntimeError("three runs in a row failed: stopping") from None
-                    step = n * 1000.0 / sps if sps else None
                     if wall:
-                        walls[(n, arm)] = wall
-                    self.state["runs"].append({"round": rnd, "num_envs": n, "arm": arm, "sps": sps, "step_ms": step,
-                                               "wall_s": round(wall, 2) if wall else None})
-                    log(f"round {rnd} n={n} {arm:28s} " + (f"SPS {sps:,.0f} = {step:.4g} ms/step ({wall:.1f} s)"
-                                                          if sps else "FAILED"))
+                        walls[(n, unit)] = wall
+                    process += 1
+                    arms = ({"A": unit, "B": next(iter(self._group(unit)["arms"]))} if in_process else {"": unit})
+                    for key, arm in arms.items():
+                        v = sps.get(key)
+                        step = n * 1000.0 / v if v else None
+                        self.state["runs"].append({"round": rnd, "num_envs": n, "arm": arm, "sps": v, "step_ms": step,
+                                                   "wall_s": round(wall, 2) if wall else None, "process": process})
+                        log(f"round {rnd} n={n} {arm:28s} " + (f"SPS {v:,.0f} = {step:.4g} ms/step ({wall:.1f} s)"
+                                                              if v else "FAILED"))
                     self.write()
                 rounds_done = rnd
                 log(f"round {rnd} took {time.perf_counter() - t_round:.0f} s")
         finally:
             runner.close()
+
+    def _group(self, base: str) -> dict[str, Any]:
+        return next(g for g in self.groups if g["base"] == base)
+
+    def _args(self, n: int, unit: str) -> list[str]:
+        """The script's arguments for a run of ``unit``: an arm, or with ``--in-process`` a group (its base)."""
+        return group_args(self.a, n, self._group(unit)) if self.a.in_process else script_args(self.a, n, unit)
 
     def fail(self, msg: str) -> None:
         log(f"FAILED: {msg}")
@@ -712,8 +750,10 @@ def markdown(state: dict[str, Any]) -> str:
              f"(`train_naive.py --plant-scale`: each planted anti-pattern but the per-env loop repeated that many "
              f"times a step{'; --isolate: each fix in its own group, only it scaled' if cfg.get('isolate') else ''}); "
              f"priced with "
-             f"{next((p['pricing_profile'] for p in (state.get('profiles') or {}).values()), '—')}; fresh process per run"
-             f"{' (imports preloaded while the previous run ran)' if cfg['preload'] else ''}; tolerance ±30 %.", ""]
+             f"{next((p['pricing_profile'] for p in (state.get('profiles') or {}).values()), '—')}; "
+             + ("both arms of a group in one process, iterations alternating A B B A after a warm-up each "
+                "(`--ab-fix`), a fresh process per group and round" if cfg.get("in_process") else "fresh process per run")
+             + f"{' (imports preloaded while the previous run ran)' if cfg['preload'] else ''}; tolerance ±30 %.", ""]
     lines += ["## Pricing models", "", "| model | status | worst error | judged cases | below noise |",
               "|---|---|---:|---:|---:|"]
     for name, s in (state.get("models") or {}).items():
@@ -722,8 +762,10 @@ def markdown(state: dict[str, Any]) -> str:
         lines.append(f"| `{name}` | {status} | {_pct(s['error'])} | {s['judged']} | {s['below_noise']} |")
     lines += ["", "## Noise", "",
               "Per size and baseline: the rounds every arm completed, the run-to-run noise (pooled residual SD of "
-              "log step time, arm x round blocks; *pooled*: over the isolated groups of that size), and the t "
-              "quantile of the 95 % intervals below.", "",
+              "log step time, arm x round blocks; *pooled*: over the isolated groups of that size"
+              + ("; a round of a group is one process running both arms, so this is how much the arms' difference "
+                 "varies from one run to the next" if cfg.get("in_process") else "")
+              + "), and the t quantile of the 95 % intervals below.", "",
               "| num_envs | baseline | arms | rounds | noise (SD) | dof | t | baseline ms/step |",
               "|---:|---|---:|---:|---:|---:|---:|---:|"]
     for z in state.get("noise") or []:
@@ -789,6 +831,10 @@ def main(argv: list[str] | None = None) -> int:
                     "plant scale, the loop's group at scale 1, the noise of a size pooled: effects no longer add up "
                     "in one baseline; a profiled baseline and two runs a round per fix (default: on; --no-isolate: "
                     "one baseline for all, every arm at the plant scale)")
+    ap.add_argument("--in-process", action=argparse.BooleanOptionalAction, default=True,
+                    help="both arms of a group in one process, its iterations alternating A B B A after a warm-up "
+                    "each (train_naive.py --ab-fix): a drift of the machine falls on both arms alike; a process per "
+                    "group and round (default: on; needs --isolate; --no-in-process: a fresh process per arm)")
     ap.add_argument("--plant-scale", default=PLANT_SCALE, help="train_naive.py --plant-scale for every run and "
                     "profiled baseline: K or K,NAME=K2 (default: %(default)s; 1: the plain plant)")
     ap.add_argument("--profile", default=None, help="machine cost profile to price with (default: this machine's "
@@ -816,6 +862,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(str(e))
     v = Validation(a, argv)
+    if a.in_process and any(len(g["arms"]) != 1 for g in v.groups):
+        ap.error("--in-process runs the two arms of a group in one process: it needs --isolate (or --no-in-process)")
     n_runs = len(v.arms) * len(v.sizes)
     log(f"plan: {len(v.groups) * len(v.sizes)} profiled baselines, then rounds of {n_runs} plain runs "
         f"({', '.join(v.arms)} at {', '.join(map(str, v.sizes))} envs), {a.min_rounds}..{a.max_rounds} rounds "

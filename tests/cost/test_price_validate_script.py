@@ -99,6 +99,20 @@ def test_every_arm_runs_at_the_plant_scale_and_scale_1_is_the_plain_script(pv):
     assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "item_log": 200}
     args = pv.script_args(a, 256, "env_loop@print_tensor")
     assert naive.parse_scale(args[args.index("--plant-scale") + 1]) == {**dict.fromkeys(naive.SCALED, 1), "print_tensor": 320}
+    # in-process A/B: the group's baseline, its arm's fix as --ab-fix, and per arm a warm-up plus as many
+    # steady iterations as a run of one arm has (8 -> 16; the loop's group 3 -> 6)
+    group = {"base": "env_loop@item_log", "arms": {"env_loop+item_log@item_log": "item_log"}}
+    args = pv.group_args(a, 256, group)
+    assert args[args.index("--fix") + 1] == "env_loop" and args[-2:] == ["--ab-fix", "item_log"]
+    assert args[args.index("--iterations") + 1] == "16" and args[args.index("--plant-scale") + 1] == \
+        pv.script_args(a, 256, "env_loop@item_log")[args.index("--plant-scale") + 1]
+    args = pv.group_args(a, 256, {"base": "none", "arms": {"env_loop": "env_loop"}})
+    assert "--fix" not in args and args[args.index("--iterations") + 1] == "6" and args[-1] == "env_loop"
+    run = naive.parse_args(pv.group_args(a, 256, group))  # train_naive.py takes them
+    assert run.fix == {"env_loop"} and run.ab_fix == {"item_log"} and run.iterations == 16
+    # A, B (warm-ups), then A B B A: as many steady iterations of each arm
+    arms = [naive.ab_arm(i) for i in range(16)]
+    assert arms[:6] == ["A", "B", "A", "B", "B", "A"] and arms[2:].count("A") == arms[2:].count("B") == 7
 
 
 def test_a_scale_that_would_read_as_a_per_env_loop_is_refused(pv, tmp_path):
@@ -160,7 +174,7 @@ def test_isolated_groups_one_fix_each_with_their_noise_pooled(pv, tmp_path):
     a = pv.argparse.Namespace(script=NAIVE, sizes="256", fixes="item_log,cpu_numpy", base_fix="env_loop", profile=None,
                               iterations=8, slow_iterations=3, num_steps=None, backend=None, device=None, env=None,
                               seed=0, plant_scale="64", isolate=True, budget_s=10.0, min_rounds=2, max_rounds=3,
-                              slow_rounds=2, no_preload=False, preload="torch", out=tmp_path,
+                              slow_rounds=2, no_preload=False, preload="torch", out=tmp_path, in_process=True,
                               report_dir="reports/price-validation-h200")
     v = pv.Validation(a, ["--out", str(tmp_path), "--isolate"])
     assert [g["base"] for g in v.groups] == ["env_loop@item_log", "env_loop@cpu_numpy"]
@@ -252,14 +266,20 @@ def test_a_run_is_a_fresh_process_released_after_its_imports(pv, tmp_path):
     a = pv.argparse.Namespace(script=script, no_preload=False, preload="json,no_such_module", run_timeout_s=60.0)
     runner = pv.Runner(a)
     sps, wall = runner.run(["12.5"], ["7"])  # the next run's process starts while this one runs
-    assert sps == 12.5 and wall > 0 and runner.pending[0] == ["7"]
-    assert runner.run(["7"], None)[0] == 7.0 and runner.pending is None
+    assert sps == {"": 12.5} and wall > 0 and runner.pending[0] == ["7"]
+    assert runner.run(["7"], None)[0] == {"": 7.0} and runner.pending is None
     script.write_text("import sys\nsys.exit(3)\n")
     with pytest.raises(RuntimeError, match="exit 3"):
         runner.run(["1"], None)
     a.no_preload = True
     script.write_text("print('SPS: 3')\n")
-    assert pv.Runner(a).run([], None)[0] == 3.0
+    assert pv.Runner(a).run([], None)[0] == {"": 3.0}
+    # an A/B run (--ab-fix) reports both arms; one that prints only the plain line has failed
+    script.write_text("print('SPS[A]: 4.5')\nprint('SPS[B]: 6')\nprint('SPS: 4.5')\n")
+    assert pv.Runner(a).run(["--ab-fix", "item_log"], None)[0] == {"A": 4.5, "B": 6.0}
+    script.write_text("print('SPS: 4.5')\n")
+    with pytest.raises(RuntimeError, match="failed"):
+        pv.Runner(a).run(["--ab-fix", "item_log"], None)
 
 
 def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monkeypatch):
@@ -270,7 +290,8 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
     a = pv.argparse.Namespace(script=NAIVE, sizes="256", fixes="env_loop,item_log", base_fix="env_loop", profile=None,
                               iterations=8, slow_iterations=3, num_steps=None, backend=None, device=None, env=None,
                               seed=0, plant_scale="1", isolate=False, budget_s=10.0, min_rounds=2, max_rounds=2,
-                              slow_rounds=2, no_preload=False, preload="torch", out=tmp_path, report_dir="reports/price-validation-h200")
+                              slow_rounds=2, no_preload=False, preload="torch", out=tmp_path, in_process=False,
+                              report_dir="reports/price-validation-h200")
     v = pv.Validation(a, ["--out", str(tmp_path)])
     v.state["predicted"] = {"256/none": {"env_loop": {"as_priced": {"saved_ms": 4.0, "model": "loop"}}},
                             "256/env_loop": {"item_log": {"as_priced": {"saved_ms": 0.5, "model": "round_trip"}}}}
@@ -293,18 +314,29 @@ def test_the_validation_document_is_what_the_cost_model_reads(pv, tmp_path, monk
     assert run.pricing.prices["source_of"]["t.py:1 .item()"]["validation"] == f"unvalidated (error {err * 100:+.0f}%)"
 
 
-def test_the_cpu_path_on_train_naive(pv, tmp_path):
+@pytest.mark.parametrize("in_process", [True, False])
+def test_the_cpu_path_on_train_naive(pv, tmp_path, in_process):
     """Profile both baselines, measure two interleaved rounds in fresh processes, write every output.
     Isolated (the default): item_log's two arms and its profiled baseline run it at the plant scale,
-    the loop's group the plain plant; the noise of the size is pooled."""
+    the loop's group the plain plant; the noise of the size is pooled. In-process (the default): a
+    group's two arms in one process (train_naive.py --ab-fix); else a process per arm."""
     out = tmp_path / "out"
     rc = pv.main(["--out", str(out), "--sizes", "8", "--fixes", "env_loop,item_log", "--backend", "mujoco",
                   "--num-steps", "2", "--iterations", "2", "--slow-iterations", "2", "--max-rounds", "2",
-                  "--preload", "torch", "--plant-scale", "2"])
+                  "--preload", "torch", "--plant-scale", "2", "--in-process" if in_process else "--no-in-process"])
     assert rc == 0, (out / "price-validation.md").read_text()
     res = json.loads((out / "price-validation-results.json").read_text())
     assert {(r["round"], r["arm"]) for r in res["runs"]} == {
         (r, a) for r in (1, 2) for a in ("none", "env_loop", "env_loop@item_log", "env_loop+item_log@item_log")}
+    arms_of = {}
+    for r in res["runs"]:
+        arms_of.setdefault(r["process"], set()).add(r["arm"])
+    groups = [{"none", "env_loop"}, {"env_loop@item_log", "env_loop+item_log@item_log"}]
+    if in_process:  # a process per group and round, running both its arms
+        assert sorted(map(sorted, arms_of.values())) == sorted(map(sorted, groups * 2))
+    else:
+        assert len(arms_of) == 8 and all(len(v) == 1 for v in arms_of.values())
+    assert res["config"]["in_process"] is in_process
     assert all(r["sps"] > 0 and r["step_ms"] == pytest.approx(8000 / r["sps"]) for r in res["runs"])
     cases = {c["fix"]: c for c in res["cases"]}
     loop, item = cases["env_loop"]["predicted"]["as_priced"], cases["item_log"]["predicted"]["as_priced"]

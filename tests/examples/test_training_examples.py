@@ -83,6 +83,34 @@ def test_train_naive_runs_and_prints_sps(capsys, fix):
     assert ("watched envs' torso height: tensor(" in out) == (fix == "")
 
 
+def test_train_naive_ab_alternates_the_fix_by_iteration_and_prints_each_arms_sps(capsys):
+    """--ab-fix: iterations A B (warm-ups), then A B B A ...; the B iterations run the fix. The print
+    after an iteration is timed in the next one, so it runs as that iteration's arm."""
+    naive = _load("train_naive")
+    args = ["--num-envs", "4", "--iterations", "6", "--num-steps", "2", "--backend", "mujoco", "--fix", "env_loop",
+            "--ab-fix", "print_tensor", "--plant-scale", "2"]
+    sps = naive.main(args)
+    out = capsys.readouterr().out.rstrip().splitlines()
+    assert re.fullmatch(r"SPS\[A\]: \d+\.\d", out[-2]) and re.fullmatch(r"SPS\[B\]: \d+\.\d", out[-1])
+    assert sps == pytest.approx(float(out[-2].split()[1]), abs=0.05)
+    arms = [naive.ab_arm(i) for i in range(7)]
+    assert arms == ["A", "B", "A", "B", "B", "A", "A"]
+    # the lines printed after iteration i: the planted print (both terms) when iteration i + 1 is arm A
+    after = {}
+    for line in out:
+        if line.startswith("iter "):
+            it = int(line.split()[1])
+            after[it] = []
+        elif line.startswith("  watched envs'"):
+            after[it].append(line.split(":")[0].strip())
+    assert after == {i: (["watched envs' torso height", "watched envs' term 1"] if arms[i + 1] == "A" else [])
+                     for i in range(6)}
+    with pytest.raises(SystemExit):
+        naive.parse_args(["--ab-fix", "item_log", "--fix", "item_log"])  # B would equal A
+    with pytest.raises(SystemExit):
+        naive.parse_args(["--ab-fix", "item_log", "--iterations", "3"])  # no steady iteration for B
+
+
 def test_lint_is_quiet_on_the_clean_code_and_finds_each_planted_line():
     def lint(*paths):
         r = subprocess.run([sys.executable, "-m", "perfkit", "lint", "--format", "json", *paths], cwd=ROOT, capture_output=True, text=True)
