@@ -98,16 +98,16 @@ class GpuSteps:
         self.pending = None
         return True
 
-    def close(self, rewound: bool) -> None:
-        """The step ends; ``rewound``: its end was moved back to when its call returned (its events ran
-        on into the program's teardown: the step is given up)."""
+    def close(self, rewound: bool, t: float | None = None) -> None:
+        """The step ends (at ``t``); ``rewound``: its end was moved back to when its call returned (its
+        events ran on into the program's teardown: the step is given up)."""
         timer = self.timer
         if timer is None or not timer.active:
             return
         if rewound:
             timer.drop_step()
         else:
-            timer.end_step()
+            timer.end_step(t)
         self.segclock.refresh()
         if self.nvtx_mode == "sampled":
             self.segclock.nvtx_off()

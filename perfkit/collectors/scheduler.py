@@ -130,7 +130,7 @@ class StepScheduler:
         if not rewound:
             segclock.tick(now)
         segclock.end_trace(idx, now)
-        self.gpu.close(rewound)  # rewound: its events ran on past the step's end, into the program's teardown
+        self.gpu.close(rewound, now)  # rewound: its events ran on past the step's end, into the program's teardown
         took = now - clock.begin_t
         if idx in self.schedule.sampled and self.sampler.active:
             self.sampler.stop()

@@ -43,6 +43,8 @@ class GpuSummary:
 
     totals: dict[str, float] = field(default_factory=dict)  # GPU ms per segment over the GPU-timed steps
     steps: int = 0  # GPU-timed steps resolved
+    cpu_totals: dict[str, float] = field(default_factory=dict)  # host ms per segment over the same spans
+    steps_with: dict[str, int] = field(default_factory=dict)  # GPU-timed steps in which each segment ran
     step_ms: list[float] = field(default_factory=list)  # GPU time of each (first event to last)
     timeline: list[dict] = field(default_factory=list)  # GPU segment spans
 
@@ -69,6 +71,8 @@ class CudaEventTimer:
         self._cur: list | None = None  # [step index, t_cpu_begin, [(event, segment or None)]]
         self._pending: deque = deque()
         self.totals: dict[str, float] = {}
+        self.cpu_totals: dict[str, float] = {}  # host ms between the same marks
+        self.steps_with: dict[str, int] = {}
         self.steps = 0
         self.step_ms: list[float] = []  # GPU time of each timed step (first event to last)
         self.timeline: list[dict] = []
@@ -94,33 +98,33 @@ class CudaEventTimer:
     def begin_step(self, index: int, segment: str, t_cpu: float) -> None:
         if self._capturing():
             return
-        self._cur = [index, t_cpu, [(self._event(), segment)]]
+        self._cur = [index, t_cpu, [(self._event(), segment, t_cpu)]]
 
-    def mark(self, segment: str) -> None:
+    def mark(self, segment: str, t_cpu: float | None = None) -> None:
         cur = self._cur
         if cur is not None:
             if self._capturing():  # a capture began inside the timed step: give this step up
-                self._pool.extend(e for e, _ in cur[2])
+                self._pool.extend(e for e, _, _ in cur[2])
                 self._cur = None
                 return
-            cur[2].append((self._event(), segment))
+            cur[2].append((self._event(), segment, perf_counter() if t_cpu is None else t_cpu))
 
     def drop_step(self) -> None:
         """Give up the step being timed (its events span more than the step)."""
         cur = self._cur
         if cur is not None:
-            self._pool.extend(e for e, _ in cur[2])
+            self._pool.extend(e for e, _, _ in cur[2])
             self._cur = None
 
-    def end_step(self) -> None:
+    def end_step(self, t_cpu: float | None = None) -> None:
         cur = self._cur
         if cur is None:
             return
         if self._capturing():
-            self._pool.extend(e for e, _ in cur[2])
+            self._pool.extend(e for e, _, _ in cur[2])
             self._cur = None
             return
-        cur[2].append((self._event(), None))
+        cur[2].append((self._event(), None, perf_counter() if t_cpu is None else t_cpu))
         self._pending.append(cur)
         self._cur = None
 
@@ -136,21 +140,25 @@ class CudaEventTimer:
             self._pending.popleft()
             first = evs[0][0]
             off = 0.0
-            for (a, seg), (b, _) in zip(evs, evs[1:]):
+            for seg in {seg for _, seg, _ in evs[:-1]}:
+                self.steps_with[seg] = self.steps_with.get(seg, 0) + 1
+            for (a, seg, ta), (b, _, tb) in zip(evs, evs[1:]):
                 ms = a.elapsed_time(b)
                 self.totals[seg] = self.totals.get(seg, 0.0) + ms
+                self.cpu_totals[seg] = self.cpu_totals.get(seg, 0.0) + max(0.0, tb - ta) * 1e3
                 if len(self.timeline) < self.timeline_limit:
                     self.timeline.append({"step": index, "segment": seg, "start_ms": round((t_cpu - self.t0) * 1e3 + off, 4),
                                           "dur_ms": round(ms, 4), "gpu": True})
                 off += ms
             self.step_ms.append(first.elapsed_time(last))
             self.steps += 1
-            self._pool.extend(e for e, _ in evs)
+            self._pool.extend(e for e, _, _ in evs)
 
     def summary(self) -> GpuSummary:
         """Every timed step resolved (waiting for the last ones) and what they measured."""
         self.poll(final=True)
-        return GpuSummary(totals=dict(self.totals), steps=self.steps, step_ms=list(self.step_ms), timeline=list(self.timeline))
+        return GpuSummary(totals=dict(self.totals), steps=self.steps, cpu_totals=dict(self.cpu_totals),
+                          steps_with=dict(self.steps_with), step_ms=list(self.step_ms), timeline=list(self.timeline))
 
 
 class SegmentClock:
@@ -270,7 +278,7 @@ class SegmentClock:
     def _extras(self, name: str, now: float) -> None:
         gpu = self.gpu
         if gpu is not None and gpu._cur is not None:
-            gpu.mark(name)
+            gpu.mark(name, now)
         if self.nvtx is not None:
             if self._nvtx_open:
                 self.nvtx.pop_range(domain=NVTX_DOMAIN)

@@ -445,6 +445,19 @@ def _sampled_rates(snap: Snapshot) -> dict[tuple, float]:
     return {k7: sampled_rate(occ, live) for k7, occ in snap.syncs.per_sample.items()} if live else {}
 
 
+def gpu_ms_per_step(gpu: GpuSummary, seg: str, cpu_ms_per_step: float | None) -> float:
+    """GPU time per step of segment ``seg`` from the GPU-timed steps (every ``timing_every``-th). A
+    segment that ran on every one of them: its GPU time over those steps. One that ran on some only (the
+    learner's update, once an iteration; a print every so often): a handful of timed steps catch it 0, 1
+    or 2 times where the steps' share says 0.7, so their mean would be 0, 1.4 or 2.9 times its cost. Its
+    GPU time per host ms on the timed steps, times its host ms per step over every timed step, instead."""
+    ms = gpu.totals[seg]
+    cpu = gpu.cpu_totals.get(seg, 0.0)
+    if gpu.steps_with.get(seg, gpu.steps) >= gpu.steps or not cpu_ms_per_step or cpu <= 0.0:
+        return ms / gpu.steps
+    return ms / cpu * cpu_ms_per_step
+
+
 def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, SegmentStats]:
     """Per-segment costs per step; segments named ``other/<part>`` (the env step's and the training
     loop's callees and own code) are folded into ``other`` (its totals include them) and listed as its
@@ -462,8 +475,9 @@ def segment_stats(snap: Snapshot, steady: int, n_steps: int) -> dict[str, Segmen
     for seg, c in snap.segments.calls.items():
         get(seg).calls_per_step = round(c / n, 4) if n else 0.0
     if snap.gpu is not None and snap.gpu.steps:
-        for seg, ms in snap.gpu.totals.items():
-            get(seg).gpu_ms_per_step = round(ms / snap.gpu.steps, 6)
+        for seg in snap.gpu.totals:
+            st = get(seg)
+            st.gpu_ms_per_step = round(gpu_ms_per_step(snap.gpu, seg, st.cpu_ms_per_step), 6)
     syncs, _, _ = _sync_counts(snap, steady, n_steps)
     for rate, segs, _ in syncs.values():
         total = sum(segs.values())

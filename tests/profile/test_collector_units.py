@@ -312,3 +312,21 @@ def test_the_setprofile_window_asks_about_a_runtime_function_once():
         d(program, "call", None)
     assert asked.count("py_scanstring") == 1
     assert asked.count("program_fn") == 4  # from the first step on it may be a step's callee: every call
+
+
+def test_a_segment_on_some_gpu_timed_steps_is_scaled_by_its_host_time_not_averaged_over_them():
+    """22 GPU-timed steps of a 32-step rollout: the update ran in 2 of them where its share says 0.7.
+    Averaged over the timed steps its GPU time would be 2.9 times its cost; scaled by its host time per
+    step over every timed step, it is its cost. A segment on every timed step keeps the plain mean."""
+    from perfkit.collectors.timing import GpuSummary
+    from perfkit.profile.snapshot import gpu_ms_per_step
+
+    # per update: 40 ms of host work, 80 ms of GPU span; an update every 32 steps: 1.25 ms host a step
+    gpu = GpuSummary(totals={"learner": 160.0, "physics": 44.0}, steps=22,
+                     cpu_totals={"learner": 80.0, "physics": 2.2}, steps_with={"learner": 2, "physics": 22})
+    assert gpu_ms_per_step(gpu, "learner", 40.0 / 32) == pytest.approx(80.0 / 32)
+    assert 160.0 / 22 == pytest.approx(2.9 * 80.0 / 32, rel=0.01)  # what the plain mean said
+    assert gpu_ms_per_step(gpu, "physics", 0.1) == pytest.approx(2.0)  # on every step: GPU time / timed steps
+    # no host time to scale by (not measured on the timed steps, or none a step): the plain mean
+    assert gpu_ms_per_step(GpuSummary(totals={"x": 6.0}, steps=3, steps_with={"x": 1}), "x", 1.0) == 2.0
+    assert gpu_ms_per_step(gpu, "learner", 0.0) == pytest.approx(160.0 / 22)

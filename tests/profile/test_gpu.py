@@ -193,6 +193,19 @@ def test_cuda_event_segment_times_sum_to_the_device_time_per_step():
     assert [(d["op"], d["count"]) for d in run.outside_steps.teardown] == [("torch.cuda.synchronize()", 1)]
 
 
+def test_a_segment_on_some_steps_only_is_priced_per_step_not_per_timed_step():
+    """The learner every 4th step: its GPU time per step is one update's device time / 4 (on the timed
+    steps it ran in, GPU time per host ms, times its host ms per step over every timed step)."""
+    mod = load("gpu_periodic")
+    ref = mod.learn_ms() / mod.PERIOD
+    with Session(warmup_steps=20, timing_every=3) as s:
+        mod.main(200)
+    seg = s.run.segments["learner"]
+    assert s.run.extra["gpu_timed_steps"] >= 30
+    assert seg.gpu_ms_per_step == pytest.approx(ref, rel=0.25), (seg, ref)
+    assert seg.calls_per_step == pytest.approx(1 / mod.PERIOD, rel=0.1)
+
+
 def test_stream_hazard_found_only_where_cuda_leaves_the_streams_unordered():
     """torch on a side stream with Warp on its own: a race, found at its line. Warp on its own blocking
     stream with torch on the legacy default stream (ordered by CUDA), or Warp on torch's stream: none."""
