@@ -128,8 +128,10 @@ UNSCALED = ("env_loop",)  # train_naive.py's --plant-scale scales every other an
 # log(1 + 17/30) / 0.077 = 5.8x only as the scale grows without bound (x480: ~4.3x), so their scale
 # stays: what would lift them is a lighter slice (a better saving-to-work ratio) or a lower noise, not
 # more of the same repetition. Most of that noise was the host drifting between processes, which
-# in-process A/B (--in-process, the module doc's "Measured") takes out of the arms' difference. A fixed repetition count is not a per-env loop unless it is a fraction
-# of the env count (check_scale, perfkit's own rule).
+# in-process A/B (--in-process, the module doc's "Measured") takes out of the arms' difference: with it,
+# reports/h200-2026-12-02-s14 read 2.8-3.3 % noise and every effect 6.2-27x at this scale. A fixed
+# repetition count is not a per-env loop unless it is a fraction of the env count (check_scale, perfkit's
+# own rule).
 PLANT_SCALE = "200,fresh_tensors=280,list_gather=300,print_tensor=320"
 TOLERANCE = 0.30
 SPS_RE = re.compile(r"^SPS:\s*([0-9.eE+-]+)\s*$", re.M)
