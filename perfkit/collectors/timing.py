@@ -68,7 +68,7 @@ class CudaEventTimer:
     def __init__(self, torch: Any):
         self.torch = torch
         self._pool: list[Any] = []
-        self._cur: list | None = None  # [step index, t_cpu_begin, [(event, segment or None)]]
+        self._cur: list | None = None  # [step index, t_cpu_begin, [(event, segment or None, t_cpu)]]
         self._pending: deque = deque()
         self.totals: dict[str, float] = {}
         self.cpu_totals: dict[str, float] = {}  # host ms between the same marks
