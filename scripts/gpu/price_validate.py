@@ -5,10 +5,11 @@ anti-pattern of ``examples/train_naive.py``, one at a time, at 256 and 4096 envs
     python3 scripts/gpu/price_validate.py --out DIR [--sizes 512,4096] [--budget-s 330] [--plant-scale K[,NAME=K...]]
 
 ``--budget-s`` bounds the profiling and the measuring rounds: rounds stop when the next would pass
-it, after at least ``--min-rounds``. On the H200 a run takes ~10 s (most of it start-up), a profile
-~20 s: isolated, every fix at 256 envs takes ~7 minutes for two rounds (7 profiles, 14 runs a round);
-``--sizes 256 --fixes env_loop,item_log,cpu_numpy,fresh_tensors`` (a case for every pricing model)
-~4 minutes for two rounds; each size as much again.
+it, after at least ``--min-rounds``. On the H200 at 512 envs (reports/h200-2026-12-02-s14) a profile
+takes 18-28 s and, in-process, a round of the 7 groups (a process each, ``--iterations 6``) 100-117 s:
+``--budget-s 500`` made three rounds after the 7 profiles, 440 two. With ``--no-in-process`` a run of
+one arm took 8-19 s (reports/h200-2026-12-02-s12; most of it start-up), 14 runs a round. Each size as
+much again.
 
 **Arms.** ``train_naive.py`` plants seven anti-patterns, each on its line marked ``# ANTI-PATTERN
 NAME`` inside an ``if``/``else`` whose other branch is the fix, and removes any with ``--fix NAME``.
@@ -465,7 +466,7 @@ def group_args(a: argparse.Namespace, num_envs: int, group: dict[str, Any]) -> l
     """One process for both arms of a two-arm group (``--in-process``): the baseline's arguments with
     ``--ab-fix`` the fix its arm adds; as many steady iterations per arm as a run of one arm has
     (``--iterations`` less its warm-up), after a warm-up iteration per arm."""
-    (arm, fx), = group["arms"].items()
+    (fx,) = group["arms"].values()
     args = script_args(a, num_envs, group["base"])
     i = args.index("--iterations") + 1
     args[i] = str(2 * int(args[i]))  # per arm: one warm-up and iterations - 1 steady
